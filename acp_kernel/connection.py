@@ -1,0 +1,293 @@
+"""A JSON-RPC 2.0 peer over a byte transport: ordered, bounded, forgiving.
+
+Both sides of ACP use this class: the client (the notebook) and agents written
+here (the demo agent). What it promises, and why:
+
+- Notifications are handled inline, in arrival order, by synchronous handlers
+  (no task per message): a ``session/update`` stream cannot be reordered and
+  costs no scheduling.
+- Incoming *requests* may block (``terminal/wait_for_exit``, a permission
+  waiting for a click), so each gets a task; ``$/cancel_request`` cancels it.
+- Ids of both types; outgoing ids count from 0; the same id in flight both
+  ways is fine, since the two directions are kept apart.
+- Lines are bounded (:class:`~acp_kernel.framing.LineSplitter`); an oversized
+  line or a non-JSON-RPC line is reported and skipped, never fatal.
+- Handlers get ``params`` exactly as sent: ``_meta`` stays inside, it never
+  becomes an argument that could override a real parameter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from . import framing
+from .errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    REQUEST_CANCELLED,
+    ConnectionClosed,
+    RpcError,
+)
+from .framing import NOTIFICATION, REQUEST, RESPONSE, Noise, Oversized
+
+log = logging.getLogger(__name__)
+
+RequestHandler = Callable[[Any], Awaitable[Any]]
+NotificationHandler = Callable[[Any], None]
+Reporter = Callable[[str, str], None]
+
+
+def _id_key(rid: Any) -> tuple[type, Any]:
+    # 1 and "1" are different ids; so are 1 and True (classify rejects bools).
+    return (type(rid), rid)
+
+
+def _describe_validation(exc: Exception) -> str:
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        try:
+            parts = []
+            for err in errors()[:5]:
+                loc = ".".join(str(p) for p in err.get("loc", ())) or "params"
+                parts.append(f"{loc}: {err.get('msg')}")
+            return "invalid params: " + "; ".join(parts)
+        except Exception:  # pragma: no cover - defensive
+            pass
+    return f"invalid params: {exc}"
+
+
+class Connection:
+    """One JSON-RPC peer. Register handlers, :meth:`start`, then talk."""
+
+    def __init__(self, transport: Any, *, name: str = "peer", max_line: int = framing.DEFAULT_MAX_LINE) -> None:
+        self.transport = transport
+        self.name = name
+        self._splitter = framing.LineSplitter(max_line)
+        self._requests: dict[str, RequestHandler] = {}
+        self._notifications: dict[str, NotificationHandler] = {}
+        self._pending: dict[tuple[type, Any], asyncio.Future[Any]] = {}
+        self._serving: dict[tuple[type, Any], asyncio.Task[Any]] = {}
+        self._next_id = 0
+        self._closed: asyncio.Future[ConnectionClosed] = asyncio.get_running_loop().create_future()
+        self._write = transport.write
+        #: Called with (kind, text) for everything worth telling a person:
+        #: "noise", "oversized", "unknown-notification", "handler-error", "stray-response".
+        self.on_report: Reporter = self._log_report
+        #: Called for every notification without a registered handler.
+        self.on_unknown_notification: Callable[[str, Any], None] | None = None
+        self.noise_count = 0
+        transport.attach(self._on_data, self._on_eof)
+
+    # -- registration -------------------------------------------------------
+
+    def on_request(self, method: str, handler: RequestHandler) -> None:
+        self._requests[method] = handler
+
+    def on_notification(self, method: str, handler: NotificationHandler) -> None:
+        self._notifications[method] = handler
+
+    async def start(self) -> None:
+        start = getattr(self.transport, "start", None)
+        if start is not None:
+            await start()
+
+    # -- outgoing -----------------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        return self._closed.done()
+
+    def closed_reason(self) -> ConnectionClosed | None:
+        return self._closed.result() if self._closed.done() else None
+
+    async def wait_closed(self) -> ConnectionClosed:
+        return await asyncio.shield(self._closed)
+
+    def _send(self, msg: dict[str, Any]) -> None:
+        if self._closed.done():
+            raise self._closed.result()
+        try:
+            self._write(framing.encode(msg))
+        except (BrokenPipeError, ConnectionResetError, OSError) as exc:
+            reason = ConnectionClosed(f"{self.name} closed its input ({exc})")
+            self._close(reason)
+            raise reason from exc
+
+    def notify(self, method: str, params: Any = None) -> None:
+        self._send(framing.notification(method, params))
+
+    def send_request(self, method: str, params: Any = None) -> tuple[int, asyncio.Future[Any]]:
+        """Send a request; return its id and a future for the result."""
+        rid = self._next_id
+        self._next_id += 1
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending[(int, rid)] = fut
+        try:
+            self._send(framing.request(rid, method, params))
+        except ConnectionClosed:
+            self._pending.pop((int, rid), None)
+            raise
+        return rid, fut
+
+    async def request(self, method: str, params: Any = None, *, timeout: float | None = None) -> Any:
+        """Send a request and await its result; raises :class:`RpcError` or
+        :class:`ConnectionClosed`. Cancelling the await sends ``$/cancel_request``."""
+        rid, fut = self.send_request(method, params)
+        await self.transport.drain()
+        try:
+            if timeout is None:
+                return await fut
+            return await asyncio.wait_for(fut, timeout)
+        except asyncio.CancelledError:
+            self._pending.pop((int, rid), None)
+            if not self._closed.done():
+                try:
+                    self.notify("$/cancel_request", {"requestId": rid})
+                except ConnectionClosed:
+                    pass
+            raise
+        except asyncio.TimeoutError:
+            self._pending.pop((int, rid), None)
+            raise
+
+    # -- incoming -----------------------------------------------------------
+
+    def _on_data(self, data: bytes) -> None:
+        for line in self._splitter.feed(data):
+            if type(line) is bytes:
+                self._dispatch(line)
+            else:
+                self._report_oversized(line)  # type: ignore[arg-type]
+
+    def _dispatch(self, line: bytes) -> None:
+        parsed = framing.classify(line)
+        if type(parsed) is Noise:
+            self.noise_count += 1
+            self.on_report("noise", f"{parsed.reason}: {parsed.preview()}")
+            return
+        kind, msg = parsed  # type: ignore[misc]
+        if kind == NOTIFICATION:
+            method = msg["method"]
+            handler = self._notifications.get(method)
+            if handler is not None:
+                try:
+                    handler(msg.get("params"))
+                except Exception as exc:
+                    log.exception("notification handler for %s failed", method)
+                    self.on_report("handler-error", f"{method}: {type(exc).__name__}: {exc}")
+            elif method == "$/cancel_request":
+                self._cancel_incoming(msg.get("params"))
+            elif self.on_unknown_notification is not None:
+                self.on_unknown_notification(method, msg.get("params"))
+            else:
+                log.debug("ignored notification %s", method)
+        elif kind == RESPONSE:
+            fut = self._pending.pop(_id_key(msg["id"]), None)
+            if fut is None:
+                self.on_report("stray-response", f"response to unknown request id {msg['id']!r}")
+            elif not fut.done():
+                if "error" in msg and msg["error"] is not None:
+                    fut.set_exception(RpcError.from_dict(msg["error"]))
+                else:
+                    fut.set_result(msg.get("result"))
+        elif kind == REQUEST:
+            rid = msg["id"]
+            key = _id_key(rid)
+            handler = self._requests.get(msg["method"])
+            if handler is None:
+                self._reply_error(rid, METHOD_NOT_FOUND, f"method not found: {msg['method']}")
+                return
+            if key in self._serving:
+                self._reply_error(rid, INTERNAL_ERROR, f"request id {rid!r} is already in use")
+                return
+            task = asyncio.get_running_loop().create_task(self._serve(rid, msg["method"], handler, msg.get("params")))
+            self._serving[key] = task
+
+    async def _serve(self, rid: Any, method: str, handler: RequestHandler, params: Any) -> None:
+        key = _id_key(rid)
+        try:
+            value = await handler(params)
+        except asyncio.CancelledError:
+            self._serving.pop(key, None)
+            if not self._closed.done():
+                self._reply_error(rid, REQUEST_CANCELLED, "request cancelled")
+            return
+        except RpcError as exc:
+            self._serving.pop(key, None)
+            self._reply(framing.error(rid, exc.code, exc.message, exc.data))
+            return
+        except Exception as exc:
+            self._serving.pop(key, None)
+            if type(exc).__name__ == "ValidationError":
+                self._reply_error(rid, INVALID_PARAMS, _describe_validation(exc))
+            else:
+                log.exception("handler for %s failed", method)
+                self.on_report("handler-error", f"{method}: {type(exc).__name__}: {exc}")
+                self._reply_error(rid, INTERNAL_ERROR, f"{type(exc).__name__}: {exc}")
+            return
+        self._serving.pop(key, None)
+        self._reply(framing.result(rid, value))
+
+    def _reply_error(self, rid: Any, code: int, message: str) -> None:
+        self._reply(framing.error(rid, code, message))
+
+    def _reply(self, msg: dict[str, Any]) -> None:
+        try:
+            self._send(msg)
+        except ConnectionClosed:
+            pass
+
+    def _cancel_incoming(self, params: Any) -> None:
+        if isinstance(params, dict) and "requestId" in params:
+            task = self._serving.get(_id_key(params["requestId"]))
+            if task is not None:
+                task.cancel()
+
+    def _report_oversized(self, item: Oversized) -> None:
+        self.on_report("oversized", f"skipped a {item.size:,}-byte line (over the {self._splitter.max_line:,}-byte limit)")
+
+    def _log_report(self, kind: str, text: str) -> None:
+        log.warning("%s: %s: %s", self.name, kind, text)
+
+    def _on_eof(self) -> None:
+        for line in self._splitter.flush():
+            if type(line) is bytes:
+                self._dispatch(line)
+        if self._closed.done():
+            return
+        # The exit status usually follows stdout's EOF by a moment: wait for it
+        # briefly so the error can say how the agent ended.
+        asyncio.get_running_loop().create_task(self._finish_eof())
+
+    async def _finish_eof(self) -> None:
+        exited = getattr(self.transport, "exited", None)
+        if exited is not None and not exited.done():
+            try:
+                await asyncio.wait_for(asyncio.shield(exited), 0.5)
+            except asyncio.TimeoutError:
+                pass
+        code, stderr = self.transport.exit_info()
+        self._close(ConnectionClosed(f"{self.name} closed its output", returncode=code, stderr=stderr))
+
+    def _close(self, reason: ConnectionClosed) -> None:
+        if self._closed.done():
+            return
+        self._closed.set_result(reason)
+        pending, self._pending = self._pending, {}
+        for fut in pending.values():
+            if not fut.done():
+                fut.set_exception(reason)
+        for task in list(self._serving.values()):
+            task.cancel()
+
+    async def close(self, **kwargs: Any) -> None:
+        """Close the transport (for a process: stdin, grace, then the tree)."""
+        try:
+            await self.transport.close(**kwargs)
+        finally:
+            code, stderr = self.transport.exit_info()
+            self._close(ConnectionClosed(f"{self.name} connection closed", returncode=code, stderr=stderr))

@@ -1,0 +1,73 @@
+"""Errors with JSON-RPC codes, and the ones the notebook explains to a person."""
+
+from __future__ import annotations
+
+from typing import Any
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+REQUEST_CANCELLED = -32800
+AUTH_REQUIRED = -32000
+RESOURCE_NOT_FOUND = -32002
+
+
+class AcpError(Exception):
+    """Base class of everything this package raises on purpose."""
+
+
+class RpcError(AcpError):
+    """A JSON-RPC error: raised by handlers to answer with it, and by
+    :meth:`Connection.request` when the peer answered with one."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(f"{message} (code {code})")
+        self.code = code
+        self.message = message
+        self.data = data
+
+    def to_dict(self) -> dict[str, Any]:
+        err: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            err["data"] = self.data
+        return err
+
+    @classmethod
+    def from_dict(cls, err: Any) -> "RpcError":
+        if not isinstance(err, dict):
+            return cls(INTERNAL_ERROR, f"malformed error object: {err!r:.200}")
+        code = err.get("code")
+        return cls(
+            code if isinstance(code, int) else INTERNAL_ERROR,
+            str(err.get("message", "")),
+            err.get("data"),
+        )
+
+
+class ConnectionClosed(AcpError):
+    """The agent went away (exited, crashed, closed stdout) with requests pending."""
+
+    def __init__(self, message: str, *, returncode: int | None = None, stderr: str = "") -> None:
+        super().__init__(message)
+        self.returncode = returncode
+        self.stderr = stderr
+
+    def explain(self) -> str:
+        parts = [str(self)]
+        if self.returncode is not None:
+            parts.append(f"exit status {self.returncode}")
+        text = "; ".join(parts)
+        if self.stderr.strip():
+            text += "\n--- agent stderr (last lines) ---\n" + self.stderr.rstrip()
+        return text
+
+
+class AuthRequired(AcpError):
+    """The agent refused to open a session until the user logs in."""
+
+    def __init__(self, methods: list[dict[str, Any]], message: str = "") -> None:
+        super().__init__(message or "the agent requires authentication")
+        self.methods = methods
+
