@@ -70,6 +70,7 @@ class Connection:
         self._requests: dict[str, RequestHandler] = {}
         self._notifications: dict[str, NotificationHandler] = {}
         self._pending: dict[tuple[type, Any], asyncio.Future[Any]] = {}
+        self._settle_hooks: dict[int, Callable[[Any], None]] = {}
         self._serving: dict[tuple[type, Any], asyncio.Task[Any]] = {}
         self._next_id = 0
         self._closed: asyncio.Future[ConnectionClosed] = asyncio.get_running_loop().create_future()
@@ -120,18 +121,43 @@ class Connection:
     def notify(self, method: str, params: Any = None) -> None:
         self._send(framing.notification(method, params))
 
-    def send_request(self, method: str, params: Any = None) -> tuple[int, asyncio.Future[Any]]:
-        """Send a request; return its id and a future for the result."""
+    def send_request(
+        self, method: str, params: Any = None, *, on_settle: Callable[[Any], None] | None = None
+    ) -> tuple[int, asyncio.Future[Any]]:
+        """Send a request; return its id and a future for the result.
+
+        ``on_settle(result_or_exception)`` runs inline when the answer is read,
+        before any later line is dispatched: a turn can end exactly where its
+        response stands in the stream (a future's callbacks run a loop
+        iteration later, after updates that follow the response).
+        """
         rid = self._next_id
         self._next_id += 1
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[(int, rid)] = fut
+        if on_settle is not None:
+            self._settle_hooks[id(fut)] = on_settle
         try:
             self._send(framing.request(rid, method, params))
         except ConnectionClosed:
             self._pending.pop((int, rid), None)
+            self._settle_hooks.pop(id(fut), None)
             raise
         return rid, fut
+
+    def _settle(self, fut: asyncio.Future[Any], value: Any, is_error: bool) -> None:
+        hook = self._settle_hooks.pop(id(fut), None)
+        if fut.done():
+            return
+        if hook is not None:
+            try:
+                hook(value)
+            except Exception:
+                log.exception("settle hook failed")
+        if is_error:
+            fut.set_exception(value)
+        else:
+            fut.set_result(value)
 
     async def request(self, method: str, params: Any = None, *, timeout: float | None = None) -> Any:
         """Send a request and await its result; raises :class:`RpcError` or
@@ -144,6 +170,7 @@ class Connection:
             return await asyncio.wait_for(fut, timeout)
         except asyncio.CancelledError:
             self._pending.pop((int, rid), None)
+            self._settle_hooks.pop(id(fut), None)
             if not self._closed.done():
                 try:
                     self.notify("$/cancel_request", {"requestId": rid})
@@ -152,6 +179,7 @@ class Connection:
             raise
         except asyncio.TimeoutError:
             self._pending.pop((int, rid), None)
+            self._settle_hooks.pop(id(fut), None)
             raise
 
     # -- incoming -----------------------------------------------------------
@@ -189,11 +217,10 @@ class Connection:
             fut = self._pending.pop(_id_key(msg["id"]), None)
             if fut is None:
                 self.on_report("stray-response", f"response to unknown request id {msg['id']!r}")
-            elif not fut.done():
-                if "error" in msg and msg["error"] is not None:
-                    fut.set_exception(RpcError.from_dict(msg["error"]))
-                else:
-                    fut.set_result(msg.get("result"))
+            elif "error" in msg and msg["error"] is not None:
+                self._settle(fut, RpcError.from_dict(msg["error"]), True)
+            else:
+                self._settle(fut, msg.get("result"), False)
         elif kind == REQUEST:
             rid = msg["id"]
             key = _id_key(rid)
@@ -279,8 +306,7 @@ class Connection:
         self._closed.set_result(reason)
         pending, self._pending = self._pending, {}
         for fut in pending.values():
-            if not fut.done():
-                fut.set_exception(reason)
+            self._settle(fut, reason, True)
         for task in list(self._serving.values()):
             task.cancel()
 

@@ -1,0 +1,506 @@
+"""Client and sessions: one agent process, its connection, its sessions and turns.
+
+Data flows one way: ``Session.prompt`` -> ``Connection`` -> agent; the
+agent's updates come back through ``Client._on_update`` -> ``Session`` ->
+``Turn`` -> whoever subscribed (a view, the CLI printer, a test).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any, Optional
+
+from .connection import Connection
+from .errors import AUTH_REQUIRED, INVALID_PARAMS, AcpError, AuthRequired, ConnectionClosed, RpcError
+from .host import ClientSettings
+from .registry import AgentSpec
+from .transport import ProcessTransport
+from .turn import STOP_REASONS, Notice, Turn
+
+log = logging.getLogger(__name__)
+
+try:
+    __version__ = version("acp-kernel")
+except PackageNotFoundError:  # pragma: no cover - running from a source tree
+    __version__ = "0.0.0"
+
+#: How long a cancelled turn may take to end before the client stops waiting.
+CANCEL_GRACE = 1.0
+#: Updates kept for a session id the client does not know yet.
+EARLY_LIMIT = 10_000
+
+
+def text_block(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def resource_link(path: str, name: str | None = None) -> dict[str, Any]:
+    path = os.path.abspath(path)
+    return {"type": "resource_link", "uri": "file://" + path, "name": name or os.path.basename(path)}
+
+
+def embedded_resource(uri: str, text: str, mime_type: str | None = None) -> dict[str, Any]:
+    resource: dict[str, Any] = {"uri": uri, "text": text}
+    if mime_type:
+        resource["mimeType"] = mime_type
+    return {"type": "resource", "resource": resource}
+
+
+def describe_auth(methods: list[dict[str, Any]], spec: AgentSpec | None = None) -> str:
+    """The agent's ``authMethods`` in plain words, one line each."""
+    if not methods:
+        return "The agent requires authentication but lists no methods; see its documentation."
+    lines = ["The agent needs you to log in. Ways it offers:"]
+    for m in methods:
+        if not isinstance(m, dict):
+            continue
+        name = m.get("name") or m.get("id")
+        desc = f" ({m['description']})" if m.get("description") else ""
+        kind = m.get("type") or "agent"
+        if kind == "env_var":
+            names = ", ".join(v.get("name", "?") for v in m.get("vars") or [] if isinstance(v, dict))
+            link = f"; get one at {m['link']}" if m.get("link") else ""
+            lines.append(f"- {name}{desc}: set {names} in the environment and restart{link}")
+        elif kind == "terminal":
+            program = " ".join(spec.command) if spec else "<agent>"
+            command = " ".join([program, *(str(a) for a in m.get("args") or [])])
+            lines.append(f"- {name}{desc}: run `{command}` in a terminal and follow it")
+        else:
+            lines.append(f"- {name}{desc}: let the agent do it (authenticate with method id {m.get('id')!r})")
+    return "\n".join(lines)
+
+
+@dataclass
+class Session:
+    """One ACP session. Implements the services' ``SessionContext``."""
+
+    client: "Client"
+    id: str
+    cwd: str
+    settings: ClientSettings
+    interactive: bool = False
+    modes: Optional[dict[str, Any]] = None
+    models: Optional[dict[str, Any]] = None
+    config_options: list[dict[str, Any]] = field(default_factory=list)
+    commands: list[dict[str, Any]] = field(default_factory=list)
+    title: Optional[str] = None
+    usage: Optional[dict[str, Any]] = None
+    turns: list[Turn] = field(default_factory=list)
+    #: Updates outside any turn (before the first prompt, history replay).
+    background: Turn = field(init=False)
+    _active: Optional[Turn] = field(default=None, repr=False)
+    _prompt_future: Optional[asyncio.Future[Any]] = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self.background = Turn(self.id)
+
+    # -- SessionContext -----------------------------------------------------
+
+    @property
+    def turn(self) -> Turn:
+        """The turn events go to now: the active one, else the last, else background."""
+        if self._active is not None:
+            return self._active
+        return self.turns[-1] if self.turns else self.background
+
+    def emit(self, event: Any) -> None:
+        self.turn.add(event)
+
+    def tool_call_kind(self, tool_call_id: str) -> str | None:
+        for turn in (self._active, *reversed(self.turns), self.background):
+            if turn is not None:
+                call = turn.tool_calls.get(tool_call_id)
+                if call is not None and call.kind:
+                    return call.kind
+        return None
+
+    @property
+    def current_mode(self) -> str | None:
+        return (self.modes or {}).get("currentModeId")
+
+    # -- updates ------------------------------------------------------------
+
+    def apply(self, update: Any) -> None:
+        if type(update) is dict:
+            kind = update.get("sessionUpdate")
+            if kind not in ("agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update"):
+                self._apply_state(kind, update)
+        self.turn.apply_update(update)
+
+    def _apply_state(self, kind: Any, update: dict[str, Any]) -> None:
+        if kind == "available_commands_update":
+            cmds = update.get("availableCommands")
+            self.commands = [c for c in cmds if isinstance(c, dict)] if isinstance(cmds, list) else []
+        elif kind == "current_mode_update":
+            mode = update.get("currentModeId")
+            if isinstance(mode, str):
+                self.modes = {**(self.modes or {}), "currentModeId": mode}
+        elif kind == "config_option_update":
+            opts = update.get("configOptions")
+            if isinstance(opts, list):
+                self.config_options = [o for o in opts if isinstance(o, dict)]
+        elif kind == "session_info_update":
+            if "title" in update:
+                self.title = update.get("title")
+        elif kind == "usage_update":
+            self.usage = update
+
+    def _adopt(self, result: dict[str, Any]) -> None:
+        modes = result.get("modes")
+        if isinstance(modes, dict):
+            self.modes = modes
+        models = result.get("models")
+        if isinstance(models, dict):
+            self.models = models
+        opts = result.get("configOptions")
+        if isinstance(opts, list):
+            self.config_options = [o for o in opts if isinstance(o, dict)]
+
+    # -- prompting ----------------------------------------------------------
+
+    def begin(self, prompt: Any) -> Turn:
+        """Start a turn and send the prompt; await :meth:`finish` for the end.
+
+        Split from :meth:`prompt` so a kernel can attach its view to the turn
+        before the first update can arrive.
+        """
+        if self._active is not None:
+            raise AcpError("a turn is already running in this session; cancel it or wait")
+        blocks = [text_block(prompt)] if isinstance(prompt, str) else list(prompt)
+        turn = Turn(self.id, prompt=blocks)
+        self._active = turn
+        self.turns.append(turn)
+        try:
+            _, self._prompt_future = self.client.conn.send_request(
+                "session/prompt",
+                {"sessionId": self.id, "prompt": blocks},
+                on_settle=lambda outcome: self._settle(turn, outcome),
+            )
+        except ConnectionClosed as exc:
+            self._end(turn, None, error=exc.explain())
+        return turn
+
+    def _settle(self, turn: Turn, outcome: Any) -> None:
+        """The agent answered the prompt (or went away): end the turn right
+        here in the stream, so updates after the answer count as late."""
+        if turn.done:
+            return
+        if isinstance(outcome, RpcError):
+            self._end(turn, None, error=f"the agent answered the prompt with an error: {outcome.message} (code {outcome.code})")
+        elif isinstance(outcome, ConnectionClosed):
+            self._end(turn, None, error=outcome.explain())
+        elif isinstance(outcome, BaseException):
+            self._end(turn, None, error=f"{type(outcome).__name__}: {outcome}")
+        else:
+            stop = outcome.get("stopReason") if isinstance(outcome, dict) else None
+            if isinstance(outcome, dict) and isinstance(outcome.get("usage"), dict):
+                turn.usage = {**(turn.usage or {}), **outcome["usage"]}
+            if not isinstance(stop, str):
+                self._end(turn, "end_turn", note=f"the agent's prompt result has no stopReason: {outcome!r:.200}")
+            elif stop not in STOP_REASONS:
+                self._end(turn, stop, note=f"unknown stop reason {stop!r}")
+            else:
+                self._end(turn, stop)
+
+    async def finish(self, turn: Turn) -> Turn:
+        """Wait for the agent to end ``turn``; never raises for agent failures."""
+        fut = self._prompt_future if self._active is turn else None
+        if turn.done or fut is None:
+            return turn
+        try:
+            await asyncio.shield(fut)
+        except (RpcError, ConnectionClosed):
+            pass  # _settle already ended the turn with the message
+        if not turn.done:  # pragma: no cover - _settle always ends it
+            self._end(turn, None, error="the prompt ended without an answer")
+        return turn
+
+    async def prompt(self, prompt: Any) -> Turn:
+        """Send a prompt and wait for the turn to end. Cancelling this await
+        cancels the turn per the protocol."""
+        turn = self.begin(prompt)
+        try:
+            return await self.finish(turn)
+        except asyncio.CancelledError:
+            await asyncio.shield(self.cancel())
+            raise
+
+    def _end(self, turn: Turn, stop: str | None, *, error: str | None = None, note: str | None = None, forced: bool = False) -> None:
+        if note:
+            turn.add(Notice("warning", note))
+        if error:
+            turn.add(Notice("error", error))
+        if self._active is turn:
+            self._active = None
+            self._prompt_future = None
+        turn.finish(stop, error=error, forced=forced)
+
+    async def cancel(self, grace: float = CANCEL_GRACE) -> None:
+        """Cancel the running turn per the spec: ``session/cancel``, answer
+        pending permission requests ``cancelled``, keep taking updates. If the
+        agent does not end the turn within ``grace`` seconds, end it here and
+        mark the client for restart."""
+        turn, fut = self._active, self._prompt_future
+        if turn is None:
+            return
+        turn.add(Notice("info", "cancelling..."))
+        try:
+            self.client.conn.notify("session/cancel", {"sessionId": self.id})
+        except ConnectionClosed:
+            pass
+        self.client.services.cancel_pending(self.id)
+        if fut is not None and not fut.done():
+            await asyncio.wait({fut}, timeout=grace)
+        if turn.done:
+            return
+        self.client.needs_restart = True
+        self._end(
+            turn,
+            "cancelled",
+            note=f"the agent did not end the turn within {grace:g} s of the cancel; "
+            "it will be restarted before the next prompt",
+            forced=True,
+        )
+
+    # -- session settings ---------------------------------------------------
+
+    async def set_mode(self, mode_id: str) -> None:
+        await self.client.conn.request("session/set_mode", {"sessionId": self.id, "modeId": mode_id})
+        self.modes = {**(self.modes or {}), "currentModeId": mode_id}
+
+    async def set_config_option(self, config_id: str, value: Any) -> list[dict[str, Any]]:
+        result = await self.client.conn.request(
+            "session/set_config_option", {"sessionId": self.id, "configId": config_id, "value": value}
+        )
+        if isinstance(result, dict) and isinstance(result.get("configOptions"), list):
+            self.config_options = [o for o in result["configOptions"] if isinstance(o, dict)]
+        return self.config_options
+
+    def model_option(self) -> dict[str, Any] | None:
+        for opt in self.config_options:
+            if opt.get("category") == "model":
+                return opt
+        return None
+
+    async def set_model(self, model_id: str) -> None:
+        """Models are a config option of category "model"; agents that only
+        know the removed ``session/set_model`` still get it."""
+        opt = self.model_option()
+        if opt is not None:
+            await self.set_config_option(opt["id"], model_id)
+            return
+        await self.client.conn.request("session/set_model", {"sessionId": self.id, "modelId": model_id})
+        if self.models is not None:
+            self.models = {**self.models, "currentModelId": model_id}
+
+
+class Client:
+    """One agent process and everything that talks to it."""
+
+    def __init__(
+        self,
+        spec: AgentSpec,
+        *,
+        cwd: str | None = None,
+        settings: ClientSettings | None = None,
+        mcp_servers: list[dict[str, Any]] | None = None,
+        interactive: bool = False,
+        max_line: int | None = None,
+    ) -> None:
+        self.spec = spec
+        self.cwd = os.path.abspath(cwd or os.getcwd())
+        self.settings = settings or ClientSettings()
+        self.mcp_servers = mcp_servers or []
+        self.interactive = interactive
+        self.max_line = max_line
+        self.sessions: dict[str, Session] = {}
+        self.needs_restart = False
+        self.init: dict[str, Any] = {}
+        self.reports: list[Notice] = []
+        self._early: dict[str, list[Any]] = {}
+        self.transport: ProcessTransport | None = None
+        self.conn: Connection = None  # type: ignore[assignment]
+        self.services: Any = None
+
+    # -- lifecycle ----------------------------------------------------------
+
+    async def start(self) -> "Client":
+        from . import services as services_mod
+
+        self.transport = ProcessTransport(self.spec.command, env=self.spec.env, cwd=self.cwd, hint=self.spec.install)
+        kwargs = {"max_line": self.max_line} if self.max_line else {}
+        self.conn = Connection(self.transport, name=f"agent {self.spec.name!r}", **kwargs)
+        self.conn.on_report = self._on_report
+        self.conn.on_notification("session/update", self._on_update)
+        self.conn.on_unknown_notification = self._on_unknown_notification
+        self.services = services_mod.install(self.conn, self)
+        await self.conn.start()
+        try:
+            self.init = await self.conn.request(
+                "initialize",
+                {
+                    "protocolVersion": 1,
+                    "clientCapabilities": services_mod.client_capabilities(),
+                    "clientInfo": {"name": "acp-kernel", "title": "acp-kernel (Jupyter)", "version": __version__},
+                },
+            ) or {}
+        except BaseException:
+            await self.close()
+            raise
+        if not isinstance(self.init, dict):
+            self.init = {}
+        version_ = self.init.get("protocolVersion")
+        if version_ not in (1, None):
+            self._on_report("protocol", f"the agent speaks protocol version {version_!r}; this client speaks 1")
+        return self
+
+    async def close(self) -> None:
+        """End every terminal, close stdin, give the agent a moment, end its tree."""
+        if self.services is not None:
+            await self.services.shutdown()
+        if self.conn is not None:
+            await self.conn.close()
+
+    @property
+    def alive(self) -> bool:
+        return self.conn is not None and not self.conn.closed
+
+    # -- what the agent said about itself -------------------------------------
+
+    @property
+    def agent_info(self) -> dict[str, Any]:
+        info = self.init.get("agentInfo")
+        return info if isinstance(info, dict) else {}
+
+    @property
+    def capabilities(self) -> dict[str, Any]:
+        caps = self.init.get("agentCapabilities")
+        return caps if isinstance(caps, dict) else {}
+
+    @property
+    def auth_methods(self) -> list[dict[str, Any]]:
+        methods = self.init.get("authMethods")
+        return [m for m in methods if isinstance(m, dict)] if isinstance(methods, list) else []
+
+    def can(self, feature: str) -> bool:
+        """``load``, ``list``, ``resume``, ``close``: what the agent advertised."""
+        caps = self.capabilities
+        if feature == "load":
+            return bool(caps.get("loadSession"))
+        session_caps = caps.get("sessionCapabilities")
+        return isinstance(session_caps, dict) and session_caps.get(feature) is not None
+
+    # -- sessions -----------------------------------------------------------
+
+    def _session(self, session_id: str, cwd: str) -> Session:
+        session = Session(self, session_id, cwd, self.settings, interactive=self.interactive)
+        self.sessions[session_id] = session
+        for update in self._early.pop(session_id, ()):
+            session.apply(update)
+        return session
+
+    async def _call_session(self, method: str, params: dict[str, Any]) -> Any:
+        try:
+            return await self.conn.request(method, params)
+        except RpcError as exc:
+            if exc.code == AUTH_REQUIRED:
+                raise AuthRequired(self.auth_methods, describe_auth(self.auth_methods, self.spec)) from exc
+            raise
+
+    async def new_session(self, cwd: str | None = None, mcp_servers: list[dict[str, Any]] | None = None) -> Session:
+        cwd = os.path.abspath(cwd or self.cwd)
+        result = await self._call_session(
+            "session/new", {"cwd": cwd, "mcpServers": self.mcp_servers if mcp_servers is None else mcp_servers}
+        )
+        sid = result.get("sessionId") if isinstance(result, dict) else None
+        if not isinstance(sid, str) or not sid:
+            raise AcpError(f"the agent's session/new result has no sessionId: {result!r:.200}")
+        session = self._session(sid, cwd)
+        session._adopt(result)
+        return session
+
+    async def load_session(self, session_id: str, cwd: str | None = None, *, resume: bool | None = None) -> Session:
+        """Reopen a session: ``session/resume`` (no replay) where the agent
+        offers it and ``resume`` is not False, else ``session/load``, whose
+        history replay lands in ``session.background``."""
+        cwd = os.path.abspath(cwd or self.cwd)
+        use_resume = self.can("resume") if resume is None else resume
+        if not use_resume and not self.can("load"):
+            raise AcpError("this agent cannot reopen sessions (it advertises neither load nor resume)")
+        session = self._session(session_id, cwd)
+        method = "session/resume" if use_resume else "session/load"
+        try:
+            result = await self._call_session(
+                method, {"sessionId": session_id, "cwd": cwd, "mcpServers": self.mcp_servers}
+            )
+        except BaseException:
+            self.sessions.pop(session_id, None)
+            raise
+        if isinstance(result, dict):
+            session._adopt(result)
+        return session
+
+    async def list_sessions(self, cwd: str | None = None) -> list[dict[str, Any]]:
+        if not self.can("list"):
+            raise AcpError("this agent does not list sessions")
+        params: dict[str, Any] = {}
+        if cwd:
+            params["cwd"] = os.path.abspath(cwd)
+        result = await self.conn.request("session/list", params)
+        sessions = result.get("sessions") if isinstance(result, dict) else None
+        return [s for s in sessions if isinstance(s, dict)] if isinstance(sessions, list) else []
+
+    async def authenticate(self, method_id: str) -> Any:
+        return await self.conn.request("authenticate", {"methodId": method_id})
+
+    # -- Host (for services) --------------------------------------------------
+
+    def session_context(self, session_id: Any) -> Session:
+        session = self.sessions.get(session_id) if isinstance(session_id, str) else None
+        if session is None:
+            raise RpcError(INVALID_PARAMS, f"unknown session id {session_id!r}")
+        return session
+
+    # -- incoming -------------------------------------------------------------
+
+    def _on_update(self, params: Any) -> None:
+        if type(params) is not dict:
+            self._on_report("protocol", f"session/update without params object: {params!r:.200}")
+            return
+        sid = params.get("sessionId")
+        session = self.sessions.get(sid) if type(sid) is str else None
+        if session is not None:
+            session.apply(params.get("update"))
+            return
+        early = self._early.setdefault(sid if type(sid) is str else "", [])
+        if len(early) < EARLY_LIMIT:
+            early.append(params.get("update"))
+        elif len(early) == EARLY_LIMIT:
+            early.append(None)
+            self._on_report("protocol", f"too many updates for unknown session {sid!r}; dropping the rest")
+
+    def _on_unknown_notification(self, method: str, params: Any) -> None:
+        log.debug("ignored notification %s", method)
+
+    def _on_report(self, kind: str, text: str) -> None:
+        notice = Notice("warning", f"{kind}: {text}")
+        self.reports.append(notice)
+        del self.reports[:-200]
+        for session in self.sessions.values():
+            if session._active is not None:
+                session._active.add(notice)
+
+
+async def connect(
+    spec: AgentSpec,
+    *,
+    cwd: str | None = None,
+    settings: ClientSettings | None = None,
+    **kwargs: Any,
+) -> Client:
+    """Start an agent and initialize it."""
+    return await Client(spec, cwd=cwd, settings=settings, **kwargs).start()

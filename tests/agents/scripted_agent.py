@@ -1,0 +1,238 @@
+"""A scripted ACP agent for tests: plays a JSON scenario over real stdio.
+
+Stdlib only, and written without any of acp-kernel's code, so the client is
+tested against a peer that does not share its assumptions. Usage::
+
+    python scripted_agent.py '<scenario JSON>'   (or a path to a JSON file)
+
+Scenario keys (all optional):
+  init            dict merged into the initialize result
+  init_actions    actions run before answering initialize
+  new_session     {"error": {...}} to refuse, or a dict merged into the result
+  before_new      actions run before answering session/new (updates for the
+                  new session id arrive before its response)
+  prompt          actions run for each session/prompt (default: one chunk)
+  prompts         {"exact prompt text": actions} overriding ``prompt``
+  after_prompt    actions run right after answering a prompt
+  on_cancel       "end" (default: end the turn with cancelled) or "ignore"
+  ignore_eof      true: keep running after stdin closes (like real agents)
+  request_ids     "int" (from 0, default) or "uuid"
+  load            true: advertise loadSession and replay ``history`` on load
+
+Actions (one key each):
+  {"update": {...}}        session/update for the current session
+  {"chunk": "text"}        an agent_message_chunk
+  {"raw": "text"}          write this line as is (noise)
+  {"raw_b64": "..."}       write these bytes as is (garbage, invalid UTF-8)
+  {"big_line": N}          a JSON-RPC notification line of about N bytes
+  {"burst": N}             N agent_message_chunk notifications "0 1 2 ..."
+  {"request": {method, params}}  ask the client; report the answer as a
+                           chunk "RESULT <json>" or "ERROR <json>"
+  {"send": {...}}          send this JSON message as is ($SID replaced)
+  {"stderr": "text"}       log to stderr
+  {"stderr_flood": N}      write N bytes of log lines to stderr
+  {"sleep": seconds}
+  {"wait_cancel": true}    block until session/cancel arrives
+  {"stop": "end_turn"}     answer the prompt now with this stop reason
+  {"exit": code}           exit at once
+  {"spawn": "sleep 1000"}  start a child process (same group); report its pid
+  {"spawn_detached": "..."} same, in a new session (escapes the group)
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import uuid
+
+_write_lock = threading.Lock()
+_out = sys.stdout.buffer
+
+
+def send(msg: dict) -> None:
+    data = (json.dumps(msg) + "\n").encode()
+    with _write_lock:
+        _out.write(data)
+        _out.flush()
+
+
+def write_raw(data: bytes) -> None:
+    with _write_lock:
+        _out.write(data)
+        _out.flush()
+
+
+class Agent:
+    def __init__(self, scenario: dict) -> None:
+        self.s = scenario
+        self.sid = None
+        self.cancelled = threading.Event()
+        self.pending: dict = {}
+        self.next_id = 0
+        self.turn_answered = threading.Event()
+        self.prompt_id = None
+        self.children: list = []
+
+    # -- outgoing --------------------------------------------------------
+
+    def new_id(self):
+        if self.s.get("request_ids") == "uuid":
+            return str(uuid.uuid4())
+        rid = self.next_id
+        self.next_id += 1
+        return rid
+
+    def update(self, update: dict) -> None:
+        send({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": self.sid, "update": update}})
+
+    def chunk(self, text: str) -> None:
+        self.update({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}})
+
+    def ask(self, method: str, params: dict):
+        rid = self.new_id()
+        done = threading.Event()
+        self.pending[json.dumps(rid)] = [done, None]
+        params = json.loads(json.dumps(params).replace("$SID", self.sid or ""))
+        send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+        done.wait()
+        return self.pending.pop(json.dumps(rid))[1]
+
+    def answer_prompt(self, stop: str) -> None:
+        if self.prompt_id is not None and not self.turn_answered.is_set():
+            self.turn_answered.set()
+            send({"jsonrpc": "2.0", "id": self.prompt_id, "result": {"stopReason": stop}})
+
+    # -- actions ---------------------------------------------------------
+
+    def run(self, actions: list) -> None:
+        for action in actions:
+            (key, value), = action.items()
+            getattr(self, "do_" + key)(value)
+
+    def do_update(self, value): self.update(value)
+    def do_chunk(self, value): self.chunk(value)
+    def do_raw(self, value): write_raw(value.encode() + b"\n")
+    def do_raw_b64(self, value): write_raw(base64.b64decode(value))
+    def do_stderr(self, value): sys.stderr.write(value + "\n"); sys.stderr.flush()
+
+    def do_stderr_flood(self, value):
+        line = b"log " + b"x" * 95 + b"\n"
+        for _ in range(value // len(line) + 1):
+            sys.stderr.buffer.write(line)
+        sys.stderr.flush()
+
+    def do_big_line(self, value):
+        pad = "x" * max(0, value - 120)
+        send({"jsonrpc": "2.0", "method": "session/update",
+              "params": {"sessionId": self.sid, "update": {"sessionUpdate": "agent_message_chunk",
+                                                          "content": {"type": "text", "text": pad}}}})
+
+    def do_burst(self, value):
+        for i in range(value):
+            self.chunk(f"{i} ")
+
+    def do_request(self, value):
+        reply = self.ask(value["method"], value.get("params") or {})
+        if "error" in reply:
+            self.chunk("ERROR " + json.dumps(reply["error"]))
+        else:
+            self.chunk("RESULT " + json.dumps(reply.get("result")))
+
+    def do_send(self, value):
+        send(json.loads(json.dumps(value).replace("$SID", self.sid or "")))
+
+    def do_sleep(self, value): time.sleep(value)
+    def do_wait_cancel(self, value): self.cancelled.wait()
+    def do_stop(self, value): self.answer_prompt(value)
+    def do_exit(self, value): os._exit(value)
+
+    def do_spawn(self, value, detached=False):
+        child = subprocess.Popen(["/bin/sh", "-c", value], start_new_session=detached,
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.children.append(child)
+        self.chunk(f"PID {child.pid} ")
+
+    def do_spawn_detached(self, value): self.do_spawn(value, detached=True)
+
+    # -- incoming --------------------------------------------------------
+
+    def handle(self, msg: dict) -> None:
+        method = msg.get("method")
+        if method is None:
+            slot = self.pending.get(json.dumps(msg.get("id")))
+            if slot is not None:
+                slot[1] = msg
+                slot[0].set()
+            return
+        rid = msg.get("id")
+        params = msg.get("params") or {}
+        if method == "session/cancel":
+            self.cancelled.set()
+            if self.s.get("on_cancel", "end") == "end":
+                self.answer_prompt("cancelled")
+            return
+        if rid is None:
+            return
+        if method == "initialize":
+            self.run(self.s.get("init_actions", []))
+            result = {"protocolVersion": 1, "agentCapabilities": {"loadSession": bool(self.s.get("load"))},
+                      "agentInfo": {"name": "scripted", "version": "0"}, "authMethods": []}
+            result.update(self.s.get("init", {}))
+            send({"jsonrpc": "2.0", "id": rid, "result": result})
+        elif method == "session/new":
+            over = self.s.get("new_session", {})
+            if "error" in over:
+                send({"jsonrpc": "2.0", "id": rid, "error": over["error"]})
+                return
+            self.sid = "sess-" + uuid.uuid4().hex[:8]
+            self.run(self.s.get("before_new", []))
+            send({"jsonrpc": "2.0", "id": rid, "result": {"sessionId": self.sid, **over}})
+        elif method == "session/load":
+            self.sid = params.get("sessionId")
+            for update in self.s.get("history", []):
+                self.update(update)
+            send({"jsonrpc": "2.0", "id": rid, "result": {}})
+        elif method == "session/prompt":
+            self.prompt_id = rid
+            self.turn_answered.clear()
+            self.cancelled.clear()
+            text = "".join(b.get("text", "") for b in params.get("prompt", []) if isinstance(b, dict))
+            actions = self.s.get("prompts", {}).get(text, self.s.get("prompt", [{"chunk": "ok"}]))
+
+            def play() -> None:
+                self.run(actions)
+                if self.cancelled.is_set() and self.s.get("on_cancel", "end") == "ignore":
+                    return
+                self.answer_prompt("cancelled" if self.cancelled.is_set() else "end_turn")
+                self.run(self.s.get("after_prompt", []))
+
+            threading.Thread(target=play, daemon=True).start()
+        else:
+            send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": f"no {method}"}})
+
+
+def main() -> None:
+    arg = sys.argv[1] if len(sys.argv) > 1 else "{}"
+    scenario = json.loads(open(arg).read() if os.path.exists(arg) else arg)
+    agent = Agent(scenario)
+    for line in sys.stdin.buffer:
+        if not line.strip():
+            continue
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(msg, dict):
+            agent.handle(msg)
+    if scenario.get("ignore_eof"):
+        while True:
+            time.sleep(3600)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,54 @@
+"""Shared fixtures: scripted agents as real processes, and a process-leak check."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from acp_kernel import proctree
+from acp_kernel.registry import AgentSpec
+
+AGENTS = Path(__file__).parent / "agents"
+
+
+def scripted_spec(scenario: dict, name: str = "scripted") -> AgentSpec:
+    """An AgentSpec running tests/agents/scripted_agent.py with ``scenario``."""
+    return AgentSpec(
+        name=name,
+        title="scripted test agent",
+        command=(sys.executable, str(AGENTS / "scripted_agent.py"), json.dumps(scenario)),
+    )
+
+
+def demo_spec() -> AgentSpec:
+    return AgentSpec(name="demo", title="demo", command=(sys.executable, "-m", "acp_kernel.demo_agent"))
+
+
+@pytest.fixture
+def scripted():
+    return scripted_spec
+
+
+def _our_tree() -> set[int]:
+    return proctree.tree(os.getpid())
+
+
+@pytest.fixture(autouse=True)
+def no_process_left_behind():
+    """Every test must leave the process table as it found it."""
+    before = _our_tree()
+    yield
+    left = {p for p in _our_tree() - before if proctree.alive(p)}
+    if left:
+        details = []
+        for pid in sorted(left):
+            try:
+                details.append(f"{pid}: " + Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()[:200])
+            except OSError:
+                details.append(str(pid))
+        proctree.signal_all(0, left, 9)
+        pytest.fail("processes left behind:\n" + "\n".join(details))

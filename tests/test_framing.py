@@ -1,0 +1,76 @@
+"""Framing and dispatch: pure logic, plus a property-based fuzz of the splitter."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from acp_kernel import framing
+from acp_kernel.framing import NOTIFICATION, REQUEST, RESPONSE, LineSplitter, Noise, Oversized, classify
+
+
+def test_split_across_feeds():
+    s = LineSplitter()
+    assert s.feed(b'{"a":') == []
+    assert s.feed(b"1}\n{") == [b'{"a":1}']
+    assert s.feed(b'"b":2}\n\n  \n') == [b'{"b":2}']
+    assert s.flush() == []
+
+
+def test_oversized_line_is_dropped_and_reported_once():
+    s = LineSplitter(max_line=10)
+    out = s.feed(b"short\n" + b"x" * 8)
+    assert out == [b"short"]
+    assert s.feed(b"y" * 100) == []  # still streaming past, memory bounded
+    assert len(s._buf) == 0
+    out = s.feed(b"zz\nok\n")
+    assert out == [Oversized(110), b"ok"]
+
+
+def test_oversized_line_in_one_feed():
+    s = LineSplitter(max_line=4)
+    assert s.feed(b"abcdefgh\nab\n") == [Oversized(8), b"ab"]
+
+
+def test_unterminated_last_line_is_flushed():
+    s = LineSplitter()
+    s.feed(b'{"x":1}')
+    assert s.flush() == [b'{"x":1}']
+
+
+def test_classify_kinds():
+    assert classify(b'{"jsonrpc":"2.0","id":0,"method":"m"}')[0] == REQUEST
+    assert classify(b'{"jsonrpc":"2.0","id":"abc","method":"m"}')[0] == REQUEST
+    assert classify(b'{"jsonrpc":"2.0","method":"m"}')[0] == NOTIFICATION
+    assert classify(b'{"jsonrpc":"2.0","id":1,"result":null}')[0] == RESPONSE
+    assert classify(b'{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"x"}}')[0] == RESPONSE
+    for noise in [b"hello", b"null", b"[1,2]", b'"s"', b"\xff\xfe", b'{"id":true,"method":"m"}', b'{"a":1}']:
+        assert isinstance(classify(noise), Noise), noise
+
+
+def test_encode_is_one_line_and_survives_lone_surrogates():
+    line = framing.encode({"text": "a\nb\u00e9\ud800"})
+    assert line.count(b"\n") == 1 and line.endswith(b"\n")
+    assert json.loads(line)["text"].startswith("a\nb\u00e9")
+    line.decode("utf-8")  # valid UTF-8 on the wire
+
+
+@settings(max_examples=3000, deadline=None)
+@given(
+    lines=st.lists(st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")), max_size=20),
+    cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=10),
+    limit=st.integers(min_value=1, max_value=50),
+)
+def test_splitter_matches_a_naive_split_under_any_chunking(lines, cuts, limit):
+    data = b"".join(line + b"\n" for line in lines)
+    s = LineSplitter(max_line=limit)
+    got = []
+    prev = 0
+    for cut in sorted(c % (len(data) + 1) for c in cuts) + [len(data)]:
+        got += s.feed(data[prev:cut])
+        prev = cut
+    got += s.flush()
+    want = [Oversized(len(line)) if len(line) > limit else line for line in lines if line.strip() or len(line) > limit]
+    assert got == want
