@@ -178,6 +178,7 @@ class Notice:
 
     level: str  # "info", "warning" or "error"
     text: str
+    session_id: Optional[str] = None
 
 
 @dataclass

@@ -1,0 +1,78 @@
+"""The client services, installed on a connection in one call.
+
+The session layer calls :func:`install` once per connection, advertises
+:func:`client_capabilities` in ``initialize``, calls
+:meth:`Services.cancel_pending` when a turn is cancelled and
+:meth:`Services.shutdown` when the connection closes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .elicitation import ElicitationService
+from .files import FileService
+from .permissions import PermissionBroker
+from .terminals import TerminalService
+
+
+def client_capabilities(*, elicitation: bool = True) -> dict[str, Any]:
+    """The ``clientCapabilities`` for ``initialize``: exactly what is served."""
+    caps: dict[str, Any] = {
+        "fs": {"readTextFile": True, "writeTextFile": True},
+        "terminal": True,
+    }
+    if elicitation:
+        caps["elicitation"] = {"form": {}}
+    return caps
+
+
+@dataclass
+class Services:
+    terminals: TerminalService
+    files: FileService
+    permissions: PermissionBroker
+    elicitation: ElicitationService | None
+
+    def cancel_pending(self, session_id: str) -> int:
+        """Answer every pending question of the session ``cancelled`` (turn cancelled).
+
+        Terminals keep running: agents release them themselves on cancel.
+        """
+        n = self.permissions.cancel_all(session_id)
+        if self.elicitation is not None:
+            n += self.elicitation.cancel_all(session_id)
+        return n
+
+    async def close_session(self, session_id: str) -> None:
+        """The session is gone: cancel its questions, end its terminals."""
+        self.cancel_pending(session_id)
+        self.permissions.forget(session_id)
+        await self.terminals.release_session(session_id)
+
+    async def shutdown(self) -> None:
+        """The connection is closing: no question stays open, no process survives."""
+        sids = {p.session_id for p in self.permissions.pending()}
+        if self.elicitation is not None:
+            sids |= set(self.elicitation.sessions_pending())
+        for sid in sids:
+            self.cancel_pending(sid)
+        await self.terminals.shutdown()
+
+
+def install(conn: Any, host: Any, *, elicitation: bool = True) -> Services:
+    """Register every agent->client request handler on ``conn``."""
+    broker = PermissionBroker(host)
+    services = Services(
+        terminals=TerminalService(host),
+        files=FileService(host, broker),
+        permissions=broker,
+        elicitation=ElicitationService(host) if elicitation else None,
+    )
+    services.terminals.register(conn)
+    services.files.register(conn)
+    broker.register(conn)
+    if services.elicitation is not None:
+        services.elicitation.register(conn)
+    return services
