@@ -11,7 +11,6 @@ import argparse
 import asyncio
 import dataclasses
 import json
-import os
 import signal
 import sys
 from typing import Any, Sequence, TextIO
@@ -236,6 +235,23 @@ def run_agents(out: TextIO = sys.stdout) -> int:
     return EXIT_OK
 
 
+def run_install(args: argparse.Namespace) -> int:
+    from .install import install
+    from .registry import load_config
+
+    spec = None
+    if args.agent:
+        try:
+            spec = load_config().agent(args.agent)
+        except Exception as exc:  # ConfigError or unknown agent
+            print(f"acp-kernel: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    prefix = args.prefix or (None if args.user else sys.prefix)
+    path = install(spec, user=args.user, prefix=prefix)
+    print(f"installed kernelspec in {path}")
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="acp-kernel", description="Work with ACP coding agents from Jupyter.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -252,6 +268,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("prompt", nargs="*", help="the prompt (default: read stdin)")
 
     sub.add_parser("agents", help="list known and configured agents and whether each is installed")
+
+    i = sub.add_parser("install", help="install the ACP Agent kernelspec (or one bound to an agent)")
+    where = i.add_mutually_exclusive_group()
+    where.add_argument("--user", action="store_true", help="for this user only")
+    where.add_argument("--sys-prefix", action="store_true", help="into this Python environment (default)")
+    where.add_argument("--prefix", help="under this prefix")
+    i.add_argument("--agent", help="bind the kernelspec to this agent (\"ACP: Claude Code\")")
     sub.add_parser("demo-agent", help="run the built-in demo ACP agent on stdio (a script, no model)")
     return parser
 
@@ -265,6 +288,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "agents":
         return run_agents()
+    if args.command == "install":
+        return run_install(args)
     if args.command == "prompt":
         try:
             return asyncio.run(run_prompt(args))

@@ -1,0 +1,106 @@
+"""Tab completion and Shift-Tab help for the ACP kernel's cells.
+
+Completes ``%`` commands and their arguments (agents, modes, models,
+policies), agent slash commands (from ``available_commands_update``) and
+``@path`` mentions. Reads the kernel's state; sends nothing to the agent.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from .cells import COMMANDS
+from .host import POLICIES
+
+_WORD = re.compile(r"[^\s]*$")
+
+
+def _line_at(code: str, pos: int) -> tuple[str, int]:
+    start = code.rfind("\n", 0, pos) + 1
+    return code[start:pos], start
+
+
+def _session_values(kernel: Any, what: str) -> list[str]:
+    session = getattr(kernel, "acp_session", None)
+    if session is None:
+        return []
+    if what == "mode":
+        modes = (session.modes or {}).get("availableModes") or []
+        return [m["id"] for m in modes if isinstance(m, dict) and isinstance(m.get("id"), str)]
+    if what == "model":
+        opt = session.model_option()
+        if opt:
+            return [str(o.get("value")) for o in opt.get("options") or [] if isinstance(o, dict)]
+        models = (session.models or {}).get("availableModels") or []
+        return [m["modelId"] for m in models if isinstance(m, dict) and "modelId" in m]
+    if what == "config":
+        return [str(o.get("id")) for o in session.config_options]
+    if what == "slash":
+        return ["/" + c["name"] for c in session.commands if isinstance(c.get("name"), str)]
+    return []
+
+
+def _paths(prefix: str, cwd: str) -> list[str]:
+    base = os.path.join(cwd, os.path.expanduser(prefix))
+    folder, stem = os.path.split(base)
+    try:
+        names = sorted(os.listdir(folder or "."))
+    except OSError:
+        return []
+    shown_folder = prefix[: len(prefix) - len(stem)]
+    out = []
+    for name in names:
+        if name.startswith(stem) and (stem.startswith(".") or not name.startswith(".")):
+            full = os.path.join(folder, name)
+            out.append(shown_folder + name + ("/" if os.path.isdir(full) else ""))
+    return out[:200]
+
+
+def complete(code: str, pos: int, *, kernel: Any) -> tuple[list[str], int]:
+    """(matches, cursor_start) for the text before ``pos``."""
+    line, line_start = _line_at(code, pos)
+    word = _WORD.search(line).group(0)  # type: ignore[union-attr]
+    word_start = pos - len(word)
+    stripped = line.lstrip()
+    if stripped.startswith("%") and " " not in stripped:
+        names = ["%" + n for n in COMMANDS] + ["%%shell"]
+        return [n for n in names if n.startswith(stripped)], line_start + len(line) - len(stripped)
+    if stripped.startswith("%"):
+        cmd = stripped[1:].split()[0]
+        choices: list[str] = []
+        if cmd == "agent":
+            choices = sorted(kernel.acp_config.agents) + ["--command"]
+        elif cmd == "permissions":
+            choices = list(POLICIES)
+        elif cmd in ("mode", "model", "config"):
+            choices = _session_values(kernel, cmd)
+        elif cmd == "cwd":
+            return _paths(word, kernel.cwd), word_start
+        return [c for c in choices if c.startswith(word)], word_start
+    if word.startswith("@"):
+        return ["@" + p for p in _paths(word[1:], kernel.cwd)], word_start
+    if word.startswith("/") and code[:word_start].strip() == "" and stripped == word:
+        return [c for c in _session_values(kernel, "slash") if c.startswith(word)], word_start
+    return [], pos
+
+
+def inspect(code: str, pos: int, *, kernel: Any) -> str:
+    """Markdown help for the slash command or ``%`` command under the cursor."""
+    line, _ = _line_at(code, pos)
+    rest = code[pos:].split("\n", 1)[0]
+    token = (line.split()[-1] if line.split() else "") + (rest.split()[0] if rest.split() and not line.endswith(" ") else "")
+    stripped = line.lstrip()
+    if stripped.startswith("%"):
+        name = stripped[1:].split()[0] if stripped[1:].split() else ""
+        if name in COMMANDS:
+            usage, text = COMMANDS[name]
+            return f"`{usage}`\n\n{text}"
+    if token.startswith("/"):
+        session = getattr(kernel, "acp_session", None)
+        for c in (session.commands if session else []):
+            if "/" + str(c.get("name")) == token:
+                hint = (c.get("input") or {}).get("hint") if isinstance(c.get("input"), dict) else None
+                return f"`{token}`" + (f" `{hint}`" if hint else "") + f"\n\n{c.get('description') or ''}"
+    return ""

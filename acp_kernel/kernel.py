@@ -1,0 +1,516 @@
+"""The ACP kernel: each cell a prompt, the turn rendered live, interrupt cancels.
+
+A wrapper kernel on ipykernel's ``Kernel`` with an async ``do_execute``
+(ipykernel >= 7.4 handles widget comms while it awaits, so permission buttons
+work mid-turn). The agent starts on the first cell, in its own session, so the
+kernel's SIGINT never reaches it; SIGINT here cancels the turn instead.
+Nothing escapes ``do_execute``: an exception there would leave the frontend
+waiting for a reply forever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import os
+import signal
+import traceback
+from typing import Any
+
+from ipykernel.kernelbase import Kernel
+
+from . import cells, store
+from .errors import AcpError, AuthRequired, ConnectionClosed, RpcError
+from .host import POLICIES, ClientSettings
+from .registry import AgentSpec, Config, ConfigError, adhoc_agent, load_config
+from .session import Client, Session, __version__, describe_auth, resource_link, text_block
+from .transport import CommandNotFound
+
+#: How much replayed history the first cell shows after a session/load.
+HISTORY_CHARS = 4000
+
+
+def _install_comms(kernel: Kernel) -> None:
+    """Give ipywidgets a comm manager bound to this kernel (as IPythonKernel does)."""
+    import comm
+    from ipykernel.comm.comm import BaseComm
+    from ipykernel.comm.manager import CommManager
+
+    manager = CommManager(kernel=kernel)
+    comm.create_comm = lambda *a, **k: BaseComm(*a, **k)
+    comm.get_comm_manager = lambda *a, **k: manager
+    for msg_type in ("comm_open", "comm_msg", "comm_close"):
+        kernel.shell_handlers[msg_type] = getattr(manager, msg_type)
+    kernel.comm_manager = manager  # type: ignore[attr-defined]
+
+
+class KernelSink:
+    """The view's DisplaySink: display messages on iopub, parented to the cell."""
+
+    def __init__(self, kernel: "AcpKernel", parent: dict[str, Any]) -> None:
+        self.kernel = kernel
+        self.parent = parent
+
+    def _send(self, msg_type: str, content: dict[str, Any]) -> None:
+        k = self.kernel
+        k.session.send(k.iopub_socket, msg_type, content, parent=self.parent, ident=k._topic(msg_type))
+
+    def display(self, data: dict, metadata: dict | None = None, display_id: str | None = None) -> None:
+        self._send("display_data", {"data": data, "metadata": metadata or {},
+                                    "transient": {"display_id": display_id} if display_id else {}})
+
+    def update(self, data: dict, metadata: dict | None = None, display_id: str = "") -> None:
+        self._send("update_display_data", {"data": data, "metadata": metadata or {},
+                                           "transient": {"display_id": display_id}})
+
+    def stream(self, text: str, name: str = "stdout") -> None:
+        self._send("stream", {"name": name, "text": text})
+
+
+class AcpKernel(Kernel):
+    implementation = "acp_kernel"
+    implementation_version = __version__
+    banner = "ACP Agent: each cell is a prompt for a coding agent. %help lists the kernel's commands."
+    language_info = {
+        "name": "markdown",
+        "mimetype": "text/markdown",
+        "file_extension": ".md",
+        "pygments_lexer": "markdown",
+        "codemirror_mode": "markdown",
+    }
+    help_links = [{"text": "Agent Client Protocol", "url": "https://agentclientprotocol.com"}]
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        _install_comms(self)
+        self.config_error: str | None = None
+        try:
+            self.acp_config: Config = load_config()
+        except ConfigError as exc:
+            self.config_error = str(exc)
+            from .registry import BUILTIN
+
+            self.acp_config = Config(agents=dict(BUILTIN))
+        self.spec: AgentSpec = self.acp_config.agents.get(
+            os.environ.get("ACP_KERNEL_AGENT", ""), None
+        ) or self.acp_config.agents[self.acp_config.default_agent]
+        policy = os.environ.get("ACP_KERNEL_PERMISSIONS") or self.acp_config.permissions or "ask"
+        self.settings = ClientSettings(
+            permissions=policy if policy in POLICIES else "ask",  # type: ignore[arg-type]
+            shell_fallback=self.acp_config.shell_fallback,
+            extra_roots=list(self.acp_config.extra_roots),
+        )
+        self.cwd = os.getcwd()
+        self.agent: Client | None = None
+        self.acp_session: Session | None = None
+        self.key = store.notebook_key(self._kernel_id())
+        remembered = store.recall(self.key)
+        self._want_session: str | None = (
+            remembered.session_id if remembered and remembered.agent == self.spec.name else None
+        )
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._running: Any = None  # the turn or terminal an interrupt should stop
+        self._sink: KernelSink | None = None
+        atexit.register(self._kill_now)
+
+    # -- process-level plumbing ----------------------------------------------
+
+    def _kernel_id(self) -> str | None:
+        conn = getattr(getattr(self, "parent", None), "connection_file", "") or ""
+        name = os.path.basename(conn)
+        if name.startswith("kernel-") and name.endswith(".json"):
+            return name[len("kernel-"):-len(".json")]
+        return None
+
+    def start(self) -> None:
+        super().start()
+        signal.signal(signal.SIGINT, self._on_sigint)
+
+    def pre_handler_hook(self) -> None:  # keep our SIGINT handler during handlers
+        pass
+
+    def post_handler_hook(self) -> None:
+        pass
+
+    def _on_sigint(self, signum: int, frame: Any) -> None:
+        loop = self._loop
+        if loop is not None and self._running is not None:
+            loop.call_soon_threadsafe(self._interrupt)
+
+    def _interrupt(self) -> None:
+        running = self._running
+        if isinstance(running, Session):
+            asyncio.ensure_future(running.cancel())
+        elif running is not None and hasattr(running, "kill"):
+            asyncio.ensure_future(running.kill("killed"))
+
+    def _kill_now(self) -> None:
+        client = self.agent
+        if client is not None and client.transport is not None:
+            client.transport.kill_now()
+        services = getattr(client, "services", None)
+        if services is not None:
+            for term in services.terminals.terminals():
+                if term.pid:
+                    from . import proctree
+
+                    proctree.kill_tree_now(term.pid)
+
+    # -- output helpers ------------------------------------------------------
+
+    def _markdown(self, text: str) -> None:
+        if self._sink is not None:
+            self._sink.display({"text/markdown": text, "text/plain": text})
+
+    def _stream(self, text: str, name: str = "stdout") -> None:
+        if self._sink is not None:
+            self._sink.stream(text, name)
+
+    # -- execute -------------------------------------------------------------
+
+    async def do_execute(self, code: str, silent: bool, store_history: bool = True,
+                         user_expressions: Any = None, allow_stdin: bool = False,
+                         *, cell_meta: Any = None, cell_id: Any = None) -> dict[str, Any]:
+        self._loop = asyncio.get_running_loop()
+        self._sink = KernelSink(self, self.get_parent("shell"))
+        try:
+            return await self._execute(code, allow_stdin)
+        except BaseException as exc:  # noqa: BLE001 - nothing may escape do_execute
+            if isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError)):
+                self._markdown("*interrupted*")
+                return self._error("Interrupted", "the cell was interrupted")
+            tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
+            self.log.error("cell failed: %s", "".join(tb))
+            self._markdown(f"**Internal error:** `{type(exc).__name__}: {exc}` (the kernel is still alive)")
+            return self._error(type(exc).__name__, str(exc))
+        finally:
+            self._running = None
+
+    def _ok(self) -> dict[str, Any]:
+        return {"status": "ok", "execution_count": self.execution_count, "payload": [], "user_expressions": {}}
+
+    def _error(self, ename: str, evalue: str) -> dict[str, Any]:
+        return {"status": "error", "execution_count": self.execution_count,
+                "ename": ename, "evalue": evalue, "traceback": []}
+
+    async def _execute(self, code: str, allow_stdin: bool) -> dict[str, Any]:
+        if self.config_error:
+            self._markdown(f"**Configuration problem** (built-in agents only until it is fixed):\n\n```\n{self.config_error}\n```")
+            self.config_error = None
+        cell = cells.parse_cell(code)
+        if cell.errors:
+            self._markdown("\n".join(f"**Error:** {e}" for e in cell.errors))
+            return self._error("CellError", "; ".join(cell.errors))
+        if cell.shell is not None:
+            return await self._shell(cell)
+        for command in cell.commands:
+            ok = await self._command(command)
+            if not ok:
+                return self._error("CommandError", command.line)
+        if not cell.prompt:
+            return self._ok()
+        return await self._prompt(cell.prompt, allow_stdin)
+
+    async def _prompt(self, text: str, allow_stdin: bool) -> dict[str, Any]:
+        session = await self._ensure_session()
+        if session is None:
+            return self._error("AgentUnavailable", "the agent could not be started")
+        session.interactive = bool(allow_stdin)
+        blocks: list[dict[str, Any]] = [text_block(text)]
+        blocks += [resource_link(p) for p in cells.mentions(text, session.cwd)]
+        from .view import TurnView
+
+        turn = session.begin(blocks)
+        view = TurnView(turn, self._sink, session=session)
+        self._running = session
+        try:
+            await session.finish(turn)
+        finally:
+            self._running = None
+            view.close()
+        if turn.error is not None:
+            return self._error("AgentError", turn.error.splitlines()[0])
+        if turn.stop_reason == "cancelled" and turn.forced:
+            await self._restart_client(keep_session=True, quiet=True)
+        return self._ok()
+
+    # -- agent lifecycle -----------------------------------------------------
+
+    async def _ensure_session(self) -> Session | None:
+        client = self.agent
+        if client is not None and (not client.alive or client.needs_restart):
+            await self._restart_client(keep_session=True, quiet=not client.needs_restart)
+        if self.agent is None:
+            try:
+                self.agent = await Client(
+                    self.spec, cwd=self.cwd, settings=self.settings, mcp_servers=self.acp_config.mcp_servers,
+                ).start()
+            except CommandNotFound as exc:
+                self._markdown(f"**Cannot start {self.spec.title}:** {exc}")
+                return None
+            except ConnectionClosed as exc:
+                self._markdown(f"**{self.spec.title} exited during start-up.**\n\n```\n{exc.explain()}\n```")
+                return None
+            except (AcpError, OSError) as exc:
+                self._markdown(f"**Cannot start {self.spec.title}:** {exc}")
+                return None
+        if self.acp_session is None:
+            self.acp_session = await self._open_session(self.agent)
+        return self.acp_session
+
+    async def _open_session(self, client: Client) -> Session | None:
+        want, self._want_session = self._want_session, None
+        try:
+            if want and (client.can("resume") or client.can("load")):
+                try:
+                    session = await client.load_session(want, self.cwd)
+                    self._show_history(session)
+                    self._remember(session)
+                    return session
+                except (RpcError, AcpError) as exc:
+                    self._markdown(f"*Could not reopen session `{want}` ({exc}); starting a new one.*")
+            session = await client.new_session(self.cwd)
+        except AuthRequired as exc:
+            self._markdown(describe_auth(exc.methods, self.spec).replace("\n", "\n\n")
+                           + "\n\nThen run `%auth METHOD` (for agent methods) or restart the kernel.")
+            return None
+        except ConnectionClosed as exc:
+            self._markdown(f"**The agent went away.**\n\n```\n{exc.explain()}\n```")
+            return None
+        except (RpcError, AcpError) as exc:
+            self._markdown(f"**The agent refused to open a session:** {exc}")
+            return None
+        self._remember(session)
+        return session
+
+    def _show_history(self, session: Session) -> None:
+        history = session.background
+        text = history.text
+        user = [e.text for e in history.events if getattr(e, "role", None) == "user"]
+        if not text and not user:
+            self._markdown(f"*Resumed session `{session.id}`.*")
+            return
+        shown = text if len(text) <= HISTORY_CHARS else "...\n\n" + text[-HISTORY_CHARS:]
+        self._markdown(f"*Reopened session `{session.id}`: {len(user)} earlier prompts. The last answer:*\n\n{shown}")
+
+    def _remember(self, session: Session) -> None:
+        try:
+            store.remember(self.key, store.Remembered(self.spec.name, list(self.spec.command), session.id, session.cwd))
+        except OSError as exc:
+            self.log.warning("could not remember the session: %s", exc)
+
+    async def _restart_client(self, *, keep_session: bool, quiet: bool = False) -> None:
+        client, session = self.agent, self.acp_session
+        self.agent, self.acp_session = None, None
+        if keep_session and session is not None:
+            self._want_session = session.id
+        if client is not None:
+            await client.close()
+        if not quiet:
+            self._markdown("*Restarted the agent.*")
+
+    # -- kernel commands ------------------------------------------------------
+
+    async def _command(self, cmd: cells.Command) -> bool:
+        try:
+            return await getattr(self, "_cmd_" + cmd.name)(cmd.args)
+        except (RpcError, AcpError, ValueError) as exc:
+            self._markdown(f"**{cmd.line}:** {exc}")
+            return False
+
+    async def _cmd_help(self, args: list[str]) -> bool:
+        self._markdown(cells.help_markdown())
+        return True
+
+    async def _cmd_agent(self, args: list[str]) -> bool:
+        if not args:
+            raise ValueError("usage: %agent NAME | --command CMD")
+        if args[0] == "--command":
+            spec = adhoc_agent(args[1:] if len(args) > 2 else " ".join(args[1:]))
+        else:
+            spec = self.acp_config.agent(args[0])
+        await self._restart_client(keep_session=False, quiet=True)
+        self.spec = spec
+        self._markdown(f"*Agent: {spec.title}* (`{' '.join(spec.command)}`); it starts with the next prompt.")
+        return True
+
+    async def _cmd_new(self, args: list[str]) -> bool:
+        if self.agent is not None and self.agent.alive and self.acp_session is not None:
+            await self.agent.services.close_session(self.acp_session.id)
+        self.acp_session = None
+        self._want_session = None
+        session = await self._ensure_session()
+        if session is not None:
+            self._markdown(f"*New session `{session.id}`.*")
+        return session is not None
+
+    async def _connected(self) -> Session:
+        session = await self._ensure_session()
+        if session is None:
+            raise AcpError("no session (see the message above)")
+        return session
+
+    async def _cmd_sessions(self, args: list[str]) -> bool:
+        session = await self._connected()
+        listed = await session.client.list_sessions(self.cwd)
+        if not listed:
+            self._markdown("*No sessions listed for this directory.*")
+            return True
+        rows = "\n".join(
+            f"| `{s.get('sessionId')}` | {s.get('title') or ''} | {s.get('updatedAt') or ''} |"
+            + (" ← current |" if s.get("sessionId") == session.id else "")
+            for s in listed
+        )
+        self._markdown("| session | title | updated |\n|---|---|---|\n" + rows + "\n\nReopen one with `%load ID`.")
+        return True
+
+    async def _cmd_load(self, args: list[str]) -> bool:
+        if len(args) != 1:
+            raise ValueError("usage: %load SESSION_ID")
+        await self._restart_client(keep_session=False, quiet=True)
+        self._want_session = args[0]
+        return await self._ensure_session() is not None
+
+    async def _cmd_mode(self, args: list[str]) -> bool:
+        session = await self._connected()
+        if not args:
+            modes = (session.modes or {}).get("availableModes") or []
+            listing = ", ".join(f"`{m.get('id')}`" for m in modes if isinstance(m, dict)) or "none offered"
+            self._markdown(f"Mode: `{session.current_mode}`. Available: {listing}.")
+            return True
+        await session.set_mode(args[0])
+        self._markdown(f"*Mode: `{args[0]}`.*")
+        return True
+
+    async def _cmd_model(self, args: list[str]) -> bool:
+        session = await self._connected()
+        if not args:
+            opt = session.model_option()
+            if opt:
+                values = ", ".join(f"`{o.get('value')}`" for o in opt.get("options") or [] if isinstance(o, dict))
+                self._markdown(f"Model: `{opt.get('currentValue')}`. Available: {values}.")
+            else:
+                self._markdown(f"Models: {session.models or 'the agent lists none'}")
+            return True
+        await session.set_model(args[0])
+        self._markdown(f"*Model: `{args[0]}`.*")
+        return True
+
+    async def _cmd_config(self, args: list[str]) -> bool:
+        session = await self._connected()
+        if len(args) != 2:
+            raise ValueError("usage: %config ID VALUE")
+        value: Any = {"true": True, "false": False}.get(args[1].lower(), args[1])
+        await session.set_config_option(args[0], value)
+        self._markdown(f"*`{args[0]}` = `{args[1]}`.*")
+        return True
+
+    async def _cmd_permissions(self, args: list[str]) -> bool:
+        if len(args) != 1 or args[0] not in POLICIES:
+            raise ValueError("usage: %permissions " + "|".join(POLICIES))
+        self.settings.permissions = args[0]  # type: ignore[assignment]
+        self._markdown(f"*Permissions: {args[0]}.*")
+        return True
+
+    async def _cmd_cwd(self, args: list[str]) -> bool:
+        if len(args) != 1:
+            raise ValueError("usage: %cwd DIR")
+        path = os.path.abspath(os.path.join(self.cwd, os.path.expanduser(args[0])))
+        if not os.path.isdir(path):
+            raise ValueError(f"not a directory: {path}")
+        self.cwd = path
+        self._markdown(f"*Working directory: `{path}` (for new sessions; `%new` to start one here).*")
+        return True
+
+    async def _cmd_auth(self, args: list[str]) -> bool:
+        if len(args) != 1:
+            raise ValueError("usage: %auth METHOD_ID")
+        if self.agent is None or not self.agent.alive:
+            self.agent = await Client(self.spec, cwd=self.cwd, settings=self.settings).start()
+        await self.agent.authenticate(args[0])
+        self._markdown("*Authenticated.*")
+        return True
+
+    async def _cmd_restart(self, args: list[str]) -> bool:
+        await self._restart_client(keep_session=True)
+        return await self._ensure_session() is not None
+
+    async def _cmd_status(self, args: list[str]) -> bool:
+        lines = [f"- agent: **{self.spec.title}** (`{' '.join(self.spec.command)}`)"]
+        client, session = self.agent, self.acp_session
+        if client is not None and client.alive:
+            info = client.agent_info
+            lines.append(f"- running: {info.get('title') or info.get('name') or '?'} {info.get('version') or ''}, pid {client.transport.pid if client.transport else '?'}")
+        else:
+            lines.append("- not running (starts with the next prompt)")
+        if session is not None:
+            lines.append(f"- session: `{session.id}` in `{session.cwd}`")
+            if session.current_mode:
+                lines.append(f"- mode: `{session.current_mode}`")
+            opt = session.model_option()
+            if opt:
+                lines.append(f"- model: `{opt.get('currentValue')}`")
+            if session.usage:
+                lines.append(f"- usage: {session.usage.get('used')}/{session.usage.get('size')} tokens")
+        lines.append(f"- permissions: {self.settings.permissions}")
+        lines.append(f"- working directory: `{self.cwd}`")
+        self._markdown("\n".join(lines))
+        return True
+
+    # -- %%shell --------------------------------------------------------------
+
+    async def _shell(self, cell: cells.Cell) -> dict[str, Any]:
+        from .shellcell import ShellCellError, parse_options, run_shell
+        from .terminals import TerminalError
+
+        try:
+            opts = parse_options(cell.shell_args)
+            result = await run_shell(cell.shell or "", opts, self._stream, cwd=self.cwd,
+                                     on_start=lambda term: setattr(self, "_running", term))
+        except (ShellCellError, TerminalError) as exc:
+            self._stream(f"{exc}\n", "stderr")
+            return self._error(type(exc).__name__, str(exc))
+        if result.status.exit_code != 0 and opts.raise_on_error:
+            return self._error("ShellError", str(result.status))
+        return self._ok()
+
+    # -- completion, inspection, shutdown --------------------------------------
+
+    async def do_is_complete(self, code: str) -> dict[str, Any]:
+        status = cells.is_complete(code)
+        return {"status": status, **({"indent": ""} if status == "incomplete" else {})}
+
+    async def do_complete(self, code: str, cursor_pos: int) -> dict[str, Any]:
+        from .complete import complete
+
+        matches, start = complete(code, cursor_pos, kernel=self)
+        return {"status": "ok", "matches": matches, "cursor_start": start, "cursor_end": cursor_pos, "metadata": {}}
+
+    async def do_inspect(self, code: str, cursor_pos: int, detail_level: int = 0, omit_sections: Any = ()) -> dict[str, Any]:
+        from .complete import inspect
+
+        text = inspect(code, cursor_pos, kernel=self)
+        if not text:
+            return {"status": "ok", "found": False, "data": {}, "metadata": {}}
+        return {"status": "ok", "found": True, "data": {"text/markdown": text, "text/plain": text}, "metadata": {}}
+
+    async def do_shutdown(self, restart: bool) -> dict[str, Any]:
+        client, self.agent, self.acp_session = self.agent, None, None
+        if client is not None:
+            try:
+                await client.close()
+            except Exception:  # noqa: BLE001 - shutting down regardless
+                self.log.exception("closing the agent failed")
+                if client.transport is not None:
+                    client.transport.kill_now()
+        return {"status": "ok", "restart": restart}
+
+
+def main() -> None:
+    from ipykernel.kernelapp import IPKernelApp
+
+    IPKernelApp.launch_instance(kernel_class=AcpKernel)
+
+
+if __name__ == "__main__":
+    main()

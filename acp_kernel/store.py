@@ -1,0 +1,78 @@
+"""Which session a notebook was talking to, so a restarted kernel can resume it.
+
+Keyed by the notebook (``JPY_SESSION_NAME``, which Jupyter Server sets to the
+notebook's path) or, failing that, the kernel id. Stored as one small JSON
+file under the Jupyter data dir; written atomically.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+
+@dataclass
+class Remembered:
+    agent: str
+    command: list[str]
+    session_id: str
+    cwd: str
+
+
+def store_path() -> Path:
+    explicit = os.environ.get("ACP_KERNEL_STATE")
+    if explicit:
+        return Path(explicit)
+    from jupyter_core.paths import jupyter_data_dir
+
+    return Path(jupyter_data_dir()) / "acp_kernel" / "sessions.json"
+
+
+def notebook_key(kernel_id: str | None) -> str | None:
+    return os.environ.get("JPY_SESSION_NAME") or kernel_id
+
+
+def _read(path: Path) -> dict[str, dict]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def recall(key: str | None) -> Remembered | None:
+    if not key:
+        return None
+    entry = _read(store_path()).get(key)
+    if not isinstance(entry, dict):
+        return None
+    try:
+        return Remembered(str(entry["agent"]), list(entry["command"]), str(entry["session_id"]), str(entry["cwd"]))
+    except (KeyError, TypeError):
+        return None
+
+
+def remember(key: str | None, value: Remembered | None) -> None:
+    if not key:
+        return
+    path = store_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = _read(path)
+    if value is None:
+        data.pop(key, None)
+    else:
+        data[key] = asdict(value)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".sessions.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=1)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
