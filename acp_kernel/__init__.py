@@ -1,0 +1,53 @@
+"""acp-kernel: a notebook as a first-class Agent Client Protocol client.
+
+The curated public API; everything heavier is imported on first use.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "AgentSpec",
+    "Client",
+    "ClientSettings",
+    "Session",
+    "Turn",
+    "connect",
+    "load_config",
+    "load_ipython_extension",
+    "shell_argv",
+]
+
+_LAZY = {
+    "AgentSpec": "registry",
+    "load_config": "registry",
+    "Client": "session",
+    "Session": "session",
+    "connect": "session",
+    "ClientSettings": "host",
+    "Turn": "turn",
+    "shell_argv": "shell",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'acp_kernel' has no attribute {name!r}")
+    from importlib import import_module
+
+    return getattr(import_module(f".{module}", __name__), name)
+
+
+def load_ipython_extension(ip: Any) -> None:
+    """``%load_ext acp_kernel``: the same extension as ``%load_ext magics``."""
+    from magics import load_ipython_extension as load
+
+    load(ip)
+
+
+def unload_ipython_extension(ip: Any) -> None:
+    from magics import unload_ipython_extension as unload
+
+    unload(ip)

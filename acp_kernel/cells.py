@@ -114,8 +114,8 @@ def is_complete(code: str) -> str:
 
 
 def help_markdown() -> str:
-    rows = "\n".join(f"| `{usage}` | {text} |".replace(" | --", " \\| --").replace("|allow", "\\|allow")
-                     for usage, text in COMMANDS.values())
+    # A "|" inside a table cell must be escaped, even inside backticks.
+    rows = "\n".join("| `" + usage.replace("|", "\\|") + f"` | {text} |" for usage, text in COMMANDS.values())
     return (
         "Each cell is a prompt for the agent. `/name args` runs an agent slash command; "
         "`@path` attaches a file. Lines starting with `%` at the top of a cell are kernel commands:\n\n"

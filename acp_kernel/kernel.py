@@ -495,14 +495,20 @@ class AcpKernel(Kernel):
         return {"status": "ok", "found": True, "data": {"text/markdown": text, "text/plain": text}, "metadata": {}}
 
     async def do_shutdown(self, restart: bool) -> dict[str, Any]:
+        # This runs on the control thread's loop; the agent lives on the shell's.
         client, self.agent, self.acp_session = self.agent, None, None
         if client is not None:
             try:
-                await client.close()
+                loop = self._loop
+                if loop is not None and loop.is_running() and loop is not asyncio.get_running_loop():
+                    done = asyncio.run_coroutine_threadsafe(client.close(), loop)
+                    await asyncio.wait_for(asyncio.wrap_future(done), 5.0)
+                else:
+                    await client.close()
             except Exception:  # noqa: BLE001 - shutting down regardless
-                self.log.exception("closing the agent failed")
-                if client.transport is not None:
-                    client.transport.kill_now()
+                self.log.warning("closing the agent cleanly failed; killing it", exc_info=True)
+            if client.transport is not None:
+                client.transport.kill_now()
         return {"status": "ok", "restart": restart}
 
 

@@ -1,0 +1,365 @@
+"""What ``%acp``, ``%%acp`` and ``%%shell`` do, on the kernel's event loop.
+
+Thin over the same Client, Session, Turn and TurnView as the ACP kernel.
+Connections are kept by alias, so several agents can be open at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shlex
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+from acp_kernel.errors import AcpError, AuthRequired, ConnectionClosed, RpcError
+from acp_kernel.host import POLICIES, ClientSettings
+from acp_kernel.registry import AgentSpec, adhoc_agent, load_config
+from acp_kernel.session import Client, Session, embedded_resource, text_block
+from acp_kernel.turn import Turn
+
+#: Bytes of a variable sent with ``--attach`` at most.
+ATTACH_CAP = 64 * 1024
+
+
+class UsageError(Exception):
+    """A wrong ``%acp`` call; shown as a one-line message, not a traceback."""
+
+
+def _usage(exc: Exception) -> Exception:
+    try:
+        from IPython.core.error import UsageError as IPythonUsageError
+
+        return IPythonUsageError(str(exc))
+    except ImportError:  # pragma: no cover - IPython is a dependency
+        return exc
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def _connect_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="%acp connect", add_help=False)
+    p.add_argument("name", nargs="?")
+    p.add_argument("--command")
+    p.add_argument("--cwd")
+    p.add_argument("--permissions", choices=POLICIES)
+    p.add_argument("--as", dest="alias")
+    return p
+
+
+def _cell_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="%%acp", add_help=False)
+    p.add_argument("alias", nargs="?")
+    p.add_argument("--no-interpolate", action="store_true")
+    p.add_argument("--attach", action="append", default=[], metavar="VAR")
+    return p
+
+
+def attachment(name: str, value: Any, cap: int = ATTACH_CAP) -> dict[str, Any]:
+    """A variable as an embedded resource: a DataFrame's head as CSV, else its repr."""
+    mime = "text/plain"
+    head = getattr(value, "head", None)
+    to_csv = getattr(value, "to_csv", None)
+    if callable(head) and callable(to_csv):
+        try:
+            text = head(50).to_csv()
+            mime = "text/csv"
+        except Exception:  # noqa: BLE001 - fall back to repr
+            text = repr(value)
+    else:
+        text = repr(value)
+    data = text.encode("utf-8", "replace")
+    if len(data) > cap:
+        text = data[:cap].decode("utf-8", "ignore") + f"\n... [cut at {cap:,} bytes]"
+    return embedded_resource(f"python:{name}", text, mime)
+
+
+class _Conn:
+    def __init__(self, alias: str, client: Client, session: Session) -> None:
+        self.alias, self.client, self.session = alias, client, session
+
+
+class Runtime:
+    """Open connections by alias; the default is the last one connected."""
+
+    def __init__(self) -> None:
+        self.conns: dict[str, _Conn] = {}
+        self.default: str | None = None
+        try:
+            self.config = load_config()
+        except AcpError:
+            self.config = None
+
+    # -- output ---------------------------------------------------------------
+
+    @staticmethod
+    def _md(text: str) -> None:
+        from IPython.display import Markdown, display
+
+        display(Markdown(text))
+
+    def _ns(self) -> dict[str, Any]:
+        from IPython import get_ipython
+
+        ip = get_ipython()
+        return ip.user_ns if ip is not None else {}
+
+    # -- interrupt ------------------------------------------------------------
+
+    @contextmanager
+    def _sigint(self, on_interrupt: Callable[[], Awaitable[Any]]) -> Iterator[None]:
+        """While a turn runs, SIGINT cancels it (stock IPython would delay the
+        interrupt until the awaited cell yields, or kill the await outright)."""
+        loop = asyncio.get_running_loop()
+        try:
+            previous = signal.signal(
+                signal.SIGINT, lambda s, f: loop.call_soon_threadsafe(lambda: asyncio.ensure_future(on_interrupt()))
+            )
+        except ValueError:  # not the main thread: no signal handling here
+            yield
+            return
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+    # -- %acp -----------------------------------------------------------------
+
+    async def line(self, line: str) -> Any:
+        try:
+            words = shlex.split(line)
+        except ValueError as exc:
+            raise _usage(UsageError(f"%acp: {exc}")) from None
+        if not words:
+            raise _usage(UsageError("usage: %acp connect|disconnect|agents|status|mode|model|config|sessions|load|new|cancel"))
+        verb, args = words[0], words[1:]
+        handler = getattr(self, "_verb_" + verb, None)
+        if handler is None:
+            raise _usage(UsageError(f"%acp: unknown command {verb!r}"))
+        try:
+            return await handler(args)
+        except UsageError as exc:
+            raise _usage(exc) from None
+        except AuthRequired as exc:
+            self._md(str(exc).replace("\n", "\n\n"))
+        except ConnectionClosed as exc:
+            self._md(f"**The agent went away.**\n\n```\n{exc.explain()}\n```")
+        except (AcpError, RpcError, OSError) as exc:
+            self._md(f"**%acp {verb}:** {exc}")
+        return None
+
+    def _spec(self, name: str | None, command: str | None) -> AgentSpec:
+        if command:
+            return adhoc_agent(command)
+        if self.config is None:
+            self.config = load_config()
+        return self.config.agent(name or self.config.default_agent)
+
+    def _conn(self, alias: str | None) -> _Conn:
+        key = alias or self.default
+        if key is None or key not in self.conns:
+            known = ", ".join(self.conns) or "none"
+            raise UsageError(f"no connection {key!r} (open: {known}); use %acp connect NAME")
+        return self.conns[key]
+
+    async def _verb_connect(self, args: list[str]) -> None:
+        ns = _connect_parser().parse_args(args)
+        spec = self._spec(ns.name, ns.command)
+        alias = ns.alias or spec.name
+        if alias in self.conns:
+            await self._close(alias)
+        policy = ns.permissions or (self.config.permissions if self.config else None) or "ask"
+        settings = ClientSettings(permissions=policy)  # type: ignore[arg-type]
+        if self.config is not None:
+            settings.shell_fallback = self.config.shell_fallback
+            settings.extra_roots = list(self.config.extra_roots)
+        client = await Client(spec, cwd=ns.cwd, settings=settings,
+                              mcp_servers=self.config.mcp_servers if self.config else None).start()
+        try:
+            session = await client.new_session()
+        except BaseException:
+            await client.close()
+            raise
+        self.conns[alias] = _Conn(alias, client, session)
+        self.default = alias
+        info = client.agent_info
+        self._md(f"Connected **{alias}**: {info.get('title') or info.get('name') or spec.title} "
+                 f"{info.get('version') or ''}, session `{session.id}`.")
+
+    async def _close(self, alias: str) -> None:
+        conn = self.conns.pop(alias, None)
+        if conn is not None:
+            await conn.client.close()
+        if self.default == alias:
+            self.default = next(iter(self.conns), None)
+
+    async def _verb_disconnect(self, args: list[str]) -> None:
+        aliases = args or ([self.default] if self.default else [])
+        for alias in aliases:
+            await self._close(alias)
+            self._md(f"Disconnected **{alias}**.")
+
+    async def _verb_agents(self, args: list[str]) -> None:
+        from acp_kernel.cli import run_agents
+
+        run_agents(sys.stdout)
+
+    async def _verb_status(self, args: list[str]) -> None:
+        if not self.conns:
+            self._md("No connections. `%acp connect demo` opens one.")
+            return
+        lines = []
+        for alias, conn in self.conns.items():
+            s = conn.session
+            alive = "running" if conn.client.alive else "exited"
+            mark = " (default)" if alias == self.default else ""
+            lines.append(f"- **{alias}**{mark}: {conn.client.spec.title}, {alive}, session `{s.id}`"
+                         + (f", mode `{s.current_mode}`" if s.current_mode else "")
+                         + f", permissions {conn.client.settings.permissions}")
+        self._md("\n".join(lines))
+
+    async def _verb_mode(self, args: list[str]) -> None:
+        conn = self._conn(args[1] if len(args) > 1 else None)
+        if not args:
+            raise UsageError("usage: %acp mode ID [ALIAS]")
+        await conn.session.set_mode(args[0])
+
+    async def _verb_model(self, args: list[str]) -> None:
+        if not args:
+            raise UsageError("usage: %acp model ID [ALIAS]")
+        await self._conn(args[1] if len(args) > 1 else None).session.set_model(args[0])
+
+    async def _verb_config(self, args: list[str]) -> None:
+        if len(args) < 2:
+            raise UsageError("usage: %acp config ID VALUE [ALIAS]")
+        value: Any = {"true": True, "false": False}.get(args[1].lower(), args[1])
+        await self._conn(args[2] if len(args) > 2 else None).session.set_config_option(args[0], value)
+
+    async def _verb_sessions(self, args: list[str]) -> list[dict[str, Any]]:
+        conn = self._conn(args[0] if args else None)
+        return await conn.client.list_sessions(conn.session.cwd)
+
+    async def _verb_load(self, args: list[str]) -> None:
+        if not args:
+            raise UsageError("usage: %acp load SESSION_ID [ALIAS]")
+        conn = self._conn(args[1] if len(args) > 1 else None)
+        conn.session = await conn.client.load_session(args[0], conn.session.cwd)
+        history = conn.session.background.text
+        self._md(f"Reopened session `{args[0]}`." + (f"\n\n{history[-2000:]}" if history else ""))
+
+    async def _verb_new(self, args: list[str]) -> None:
+        conn = self._conn(args[0] if args else None)
+        conn.session = await conn.client.new_session(conn.session.cwd)
+        self._md(f"New session `{conn.session.id}`.")
+
+    async def _verb_cancel(self, args: list[str]) -> None:
+        await self._conn(args[0] if args else None).session.cancel()
+
+    # -- %%acp ----------------------------------------------------------------
+
+    async def cell(self, args: str, body: str) -> Turn | None:
+        from acp_kernel.view import TurnView
+        from acp_kernel.view.sink import IPythonSink
+
+        try:
+            ns = _cell_parser().parse_args(shlex.split(args))
+            conn = self._conn(ns.alias)
+        except (UsageError, ValueError) as exc:
+            raise _usage(exc) from None
+        user_ns = self._ns()
+        text = body if ns.no_interpolate else self._interpolate(body, user_ns)
+        blocks = [text_block(text)]
+        for name in ns.attach:
+            if name not in user_ns:
+                raise _usage(UsageError(f"--attach {name}: no such variable"))
+            blocks.append(attachment(name, user_ns[name]))
+        if conn.client.needs_restart or not conn.client.alive:
+            await self._reconnect(conn)
+        session = conn.session
+        turn = session.begin(blocks)
+        view = TurnView(turn, IPythonSink(), session=session)
+        try:
+            with self._sigint(session.cancel):
+                await session.finish(turn)
+        finally:
+            view.close()
+        user_ns["_acp"] = turn
+        return turn
+
+    @staticmethod
+    def _interpolate(text: str, ns: dict[str, Any]) -> str:
+        """``{name}`` -> value, like IPython's ``!cmd {x}``; unknown names stay as written."""
+        import string
+
+        class _Keep(dict):
+            def __missing__(self, key: str) -> str:
+                return "{" + key + "}"
+
+        try:
+            return string.Formatter().vformat(text, (), _Keep(ns))
+        except (ValueError, AttributeError, IndexError, KeyError):
+            return text
+
+    async def _reconnect(self, conn: _Conn) -> None:
+        old = conn.session.id
+        await conn.client.close()
+        client = await Client(conn.client.spec, cwd=conn.session.cwd, settings=conn.client.settings,
+                              mcp_servers=conn.client.mcp_servers).start()
+        try:
+            conn.session = await client.load_session(old, conn.session.cwd) if (
+                client.can("resume") or client.can("load")) else await client.new_session(conn.session.cwd)
+        except (RpcError, AcpError):
+            conn.session = await client.new_session(conn.session.cwd)
+        conn.client = client
+        self._md(f"*Restarted **{conn.alias}**.*")
+
+    # -- %%shell --------------------------------------------------------------
+
+    async def shell(self, args: str, body: str) -> Any:
+        from acp_kernel.shellcell import ShellCellError, parse_options, run_shell
+        from acp_kernel.terminals import TerminalError
+
+        try:
+            opts = parse_options(args)
+        except ShellCellError as exc:
+            raise _usage(exc) from None
+
+        def write(text: str) -> None:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+
+        running: list[Any] = []
+        with self._sigint(lambda: running[0].kill("killed") if running else asyncio.sleep(0)):
+            try:
+                return await run_shell(body, opts, write, cwd=os.getcwd(), on_start=running.append)
+            except TerminalError as exc:
+                raise _usage(exc) from None
+
+    async def close_all(self) -> None:
+        for alias in list(self.conns):
+            await self._close(alias)
+
+
+_runtime: Runtime | None = None
+
+
+def runtime() -> Runtime:
+    global _runtime
+    if _runtime is None:
+        _runtime = Runtime()
+    return _runtime
+
+
+def kill_all_now() -> None:
+    """At interpreter exit: no agent outlives the kernel."""
+    if _runtime is not None:
+        for conn in _runtime.conns.values():
+            if conn.client.transport is not None:
+                conn.client.transport.kill_now()
