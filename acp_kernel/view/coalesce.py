@@ -1,0 +1,81 @@
+"""Run a flush at most ``rate_hz`` times a second, however often it is poked.
+
+Why: a browser needs 43 s to render 2,000 growing updates; per-chunk output
+is the O(n^2) trap. The first poke after a quiet interval flushes at once
+(low latency for the first words); pokes within the interval schedule one
+flush at its end with ``loop.call_later``. With no running loop (a
+synchronous caller) nothing is scheduled: the next poke after the interval,
+or :meth:`flush_now`, does the work. Callbacks run on the loop thread only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+class Coalescer:
+    def __init__(
+        self,
+        flush: Callable[[], None],
+        rate_hz: float = 10.0,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        get_loop: Callable[[], Any] = _running_loop,
+    ) -> None:
+        self._flush = flush
+        self.interval = 1.0 / rate_hz if rate_hz > 0 else 0.0
+        self._clock = clock
+        self._get_loop = get_loop
+        self._last = float("-inf")
+        self._handle: Any = None
+        self._dirty = False
+        self._closed = False
+        self.flushes = 0
+
+    def poke(self) -> None:
+        """Something changed: flush now if allowed, else once the interval ends."""
+        if self._closed:
+            return
+        self._dirty = True
+        if self._handle is not None:
+            return
+        wait = self._last + self.interval - self._clock()
+        if wait <= 0:
+            self._run()
+            return
+        loop = self._get_loop()
+        if loop is not None:
+            self._handle = loop.call_later(wait, self._fire)
+
+    def _fire(self) -> None:
+        self._handle = None
+        if not self._closed and self._dirty:
+            self._run()
+
+    def _run(self) -> None:
+        self._dirty = False
+        self._last = self._clock()
+        self.flushes += 1
+        self._flush()
+
+    def flush_now(self) -> None:
+        """Flush pending changes at once (before other output, at the end)."""
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+        if self._dirty and not self._closed:
+            self._run()
+
+    def close(self) -> None:
+        self.flush_now()
+        self._closed = True

@@ -1,0 +1,235 @@
+"""Questions in the cell: permission buttons and elicitation forms (ipywidgets).
+
+Button callbacks may run on a kernel subshell thread (JupyterLab sends widget
+comms through subshells). They only call the prompt's thread-safe methods
+and set widget traits; anything that writes display messages happens on the
+loop thread, from the prompt future's done-callback (see ``TurnView``).
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from .. import service_events as se
+from .form import UNSET, choices, field_kind, field_label, validate
+from .sanitize import escape_html
+from .transcript import elicitation_markdown, kind_icon, option_name, permission_markdown
+
+BUTTON_STYLE = {"allow_once": "success", "allow_always": "success", "reject_once": "danger", "reject_always": "danger"}
+
+
+def _widget_bundle(widget: Any, md: str, plain: str) -> dict[str, Any]:
+    data: dict[str, Any] = {"text/markdown": md, "text/plain": plain}
+    if widget is not None:
+        data["application/vnd.jupyter.widget-view+json"] = {
+            "model_id": widget.model_id,
+            "version_major": 2,
+            "version_minor": 1,
+        }
+    return data
+
+
+def _plain(md: str) -> str:
+    return md.replace("**", "").replace("*", "")
+
+
+class PermissionForm:
+    """One button per option; the row shows the outcome and the buttons lock."""
+
+    def __init__(self, prompt: se.PermissionPrompt, *, widgets: bool = True, detail: str = "") -> None:
+        self.prompt = prompt
+        self.display_id = f"acp-perm-{uuid.uuid4().hex[:12]}"
+        self.answered = False
+        self.outcome: Any = None
+        self._lock = threading.Lock()
+        self._clicked = False
+        self.widget: Any = None
+        self.buttons: list[Any] = []
+        if widgets:
+            self._build(detail)
+
+    def _build(self, detail: str) -> None:
+        import ipywidgets as w
+
+        p = self.prompt
+        kind = f" <code>{escape_html(p.kind)}</code>" if p.kind else ""
+        head = (
+            f"<b>🔐 Permission requested</b><br>{kind_icon(p.kind)} "
+            f"<span>{escape_html(p.title or 'a tool call')}</span>{kind}"
+        )
+        if detail:
+            head += f"<pre style='margin:4px 0;white-space:pre-wrap'>{escape_html(detail)}</pre>"
+        self.header = w.HTML(head)
+        for opt in p.options:
+            b = w.Button(
+                description=str(opt["name"]),
+                tooltip=f"{opt.get('rawKind') or opt.get('kind') or ''} ({opt['optionId']})",
+                button_style=BUTTON_STYLE.get(opt.get("kind") or "", ""),
+                layout=w.Layout(width="auto"),
+            )
+            b.on_click(self._handler(opt["optionId"]))
+            self.buttons.append(b)
+        self.status = w.HTML("")
+        self.widget = w.VBox([self.header, w.HBox(self.buttons), self.status])
+
+    def _handler(self, option_id: str) -> Callable[[Any], None]:
+        def click(_button: Any) -> None:
+            with self._lock:  # two fast clicks: only the first one answers
+                if self._clicked or self.prompt.done:
+                    return
+                self._clicked = True
+            for b in self.buttons:
+                b.disabled = True
+            self.status.value = f"→ {escape_html(option_name(self.prompt.options, option_id))}…"
+            self.prompt.answer(option_id)
+
+        return click
+
+    def resolved(self, outcome: Any) -> None:
+        """The prompt's future settled (answer, cancel, turn end); loop thread."""
+        self.answered = True
+        self.outcome = outcome
+        if self.widget is not None:
+            for b in self.buttons:
+                b.disabled = True
+            if outcome is None:
+                self.status.value = "<i>cancelled</i>"
+            else:
+                self.status.value = f"→ chose <b>{escape_html(option_name(self.prompt.options, outcome))}</b>"
+
+    def markdown(self) -> str:
+        return permission_markdown(self.prompt, self.outcome, answered=self.answered)
+
+    def bundle(self) -> dict[str, Any]:
+        md = self.markdown()
+        return _widget_bundle(self.widget, md, _plain(md))
+
+
+class ElicitationForm:
+    """One input per field, Submit / Decline / Cancel, problems listed."""
+
+    def __init__(self, prompt: se.ElicitationPrompt, *, widgets: bool = True) -> None:
+        self.prompt = prompt
+        self.display_id = f"acp-form-{uuid.uuid4().hex[:12]}"
+        self.answered = False
+        self.outcome: Any = None
+        self.widget: Any = None
+        self.inputs: dict[str, Any] = {}
+        self._touched: set[str] = set()
+        self.buttons: list[Any] = []
+        if widgets:
+            self._build()
+
+    def _input(self, name: str, schema: dict[str, Any]) -> Any:
+        import ipywidgets as w
+
+        required = name in self.prompt.required
+        label = field_label(name, schema, required)
+        kind = field_kind(schema)
+        default = schema.get("default")
+        style = {"description_width": "initial"}
+        common = {"description": label, "style": style, "description_allow_html": False}
+        if kind == "multi":
+            opts = choices(schema["items"]) or []
+            value = tuple(v for v in default if v in [o[1] for o in opts]) if isinstance(default, list) else ()
+            return w.SelectMultiple(options=opts, value=value, **common)
+        if kind == "choice":
+            opts = choices(schema) or []
+            if not required:
+                opts = [("—", None), *opts]
+            value = default if default in [o[1] for o in opts] else opts[0][1] if opts else None
+            return w.Dropdown(options=opts, value=value, **common)
+        if kind == "boolean":
+            return w.Checkbox(value=bool(default), indent=False, **common)
+        if kind == "integer":
+            return w.IntText(value=default if isinstance(default, int) else 0, **common)
+        if kind == "number":
+            return w.FloatText(value=float(default) if isinstance(default, (int, float)) else 0.0, **common)
+        placeholder = str(schema.get("format") or schema.get("description") or "")
+        return w.Text(value=default if isinstance(default, str) else "", placeholder=placeholder, **common)
+
+    def _build(self) -> None:
+        import ipywidgets as w
+
+        p = self.prompt
+        children: list[Any] = [w.HTML(f"<b>📝 The agent asks:</b> {escape_html(p.message)}")]
+        for name, schema in p.fields.items():
+            box = self._input(name, schema)
+            self.inputs[name] = box
+            box.observe(lambda _c, n=name: self._touched.add(n), names="value")
+            children.append(box)
+            desc = schema.get("description")
+            if isinstance(desc, str) and desc:
+                children.append(w.HTML(f"<small style='opacity:.7'>{escape_html(desc)}</small>"))
+        self.errors = w.HTML("")
+        submit = w.Button(description="Submit", button_style="primary")
+        decline = w.Button(description="Decline")
+        cancel = w.Button(description="Cancel")
+        submit.on_click(lambda _b: self.submit())
+        decline.on_click(lambda _b: self._finish(self.prompt.decline))
+        cancel.on_click(lambda _b: self._finish(self.prompt.cancel))
+        self.buttons = [submit, decline, cancel]
+        self.status = w.HTML("")
+        self.widget = w.VBox([*children, self.errors, w.HBox(self.buttons), self.status])
+
+    def values(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name, box in self.inputs.items():
+            schema = self.prompt.fields[name]
+            value = box.value
+            kind = field_kind(schema)
+            if kind in ("integer", "number") and name not in self._touched and "default" not in schema:
+                value = UNSET  # an untouched number box means "no answer", not 0
+            if kind == "multi":
+                value = list(value)
+            out[name] = value
+        return out
+
+    def submit(self) -> list[str] | None:
+        """Check and send; returns the problems (None when sent)."""
+        if self.prompt.done:
+            return None
+        content, errors = validate(self.prompt.fields, self.prompt.required, self.values())
+        if not errors:
+            try:
+                self.prompt.accept(content)
+            except ValueError as exc:
+                errors = [str(exc)]
+        if errors:
+            self.errors.value = "<div style='color:var(--jp-error-color1,#d32f2f)'>" + "<br>".join(
+                escape_html(e) for e in errors
+            ) + "</div>"
+            return errors
+        self.errors.value = ""
+        self._lock()
+        return None
+
+    def _finish(self, action: Callable[[], None]) -> None:
+        if self.prompt.done:
+            return
+        self._lock()
+        action()
+
+    def _lock(self) -> None:
+        for b in self.buttons:
+            b.disabled = True
+        for box in self.inputs.values():
+            box.disabled = True
+
+    def resolved(self, outcome: Any) -> None:
+        self.answered = True
+        self.outcome = outcome
+        if self.widget is not None:
+            self._lock()
+            action = outcome.get("action") if isinstance(outcome, dict) else "cancel"
+            self.status.value = {"accept": "→ <b>submitted</b>", "decline": "→ <i>declined</i>"}.get(action, "→ <i>cancelled</i>")
+
+    def markdown(self) -> str:
+        return elicitation_markdown(self.prompt, self.outcome, answered=self.answered)
+
+    def bundle(self) -> dict[str, Any]:
+        md = self.markdown()
+        return _widget_bundle(self.widget, md, _plain(md))

@@ -1,0 +1,112 @@
+"""Where the turn view's output goes: Jupyter display messages, nothing else.
+
+The view never talks to a kernel. It calls ``display`` (a new output, at the
+end of the cell) and ``update`` (replace an earlier output by its
+``display_id``, in place). The ACP kernel implements this with
+``display_data`` / ``update_display_data`` on iopub (``transient:
+{display_id}``); IPython with :class:`IPythonSink`; tests with
+:class:`RecordingSink`.
+
+All sink calls happen on the event loop thread the turn's events arrive on.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+class DisplaySink(Protocol):
+    def display(self, data: dict, metadata: dict | None = None, display_id: str | None = None) -> None:
+        """Append a new output; with ``display_id`` it can be updated later."""
+
+    def update(self, data: dict, metadata: dict | None = None, display_id: str = "") -> None:
+        """Replace the output(s) shown under ``display_id``."""
+
+
+class IPythonSink:
+    """For the magics: IPython's own display machinery (lazy import)."""
+
+    def display(self, data: dict, metadata: dict | None = None, display_id: str | None = None) -> None:
+        from IPython.display import display
+
+        kwargs: dict[str, Any] = {"raw": True, "metadata": metadata or {}}
+        if display_id:
+            kwargs["display_id"] = display_id
+        display(data, **kwargs)
+
+    def update(self, data: dict, metadata: dict | None = None, display_id: str = "") -> None:
+        from IPython.display import update_display
+
+        update_display(data, raw=True, metadata=metadata or {}, display_id=display_id)
+
+
+@dataclass
+class Message:
+    """One recorded display message. ``size`` approximates its iopub content
+    in bytes (the JSON of data, metadata and transient)."""
+
+    kind: str  # "display" or "update"
+    data: dict
+    metadata: dict
+    display_id: str | None
+    size: int
+
+
+def message_size(data: dict, metadata: dict | None, display_id: str | None) -> int:
+    content = {"data": data, "metadata": metadata or {}, "transient": {"display_id": display_id} if display_id else {}}
+    return len(json.dumps(content).encode("utf-8"))
+
+
+class RecordingSink:
+    """Records every message and its size; rebuilds the output area like a frontend would."""
+
+    def __init__(self) -> None:
+        self.messages: list[Message] = []
+        self.listeners: list[Any] = []  # called with each Message (tests await on them)
+
+    def _record(self, kind: str, data: dict, metadata: dict | None, display_id: str | None) -> None:
+        msg = Message(kind, data, dict(metadata or {}), display_id, message_size(data, metadata, display_id))
+        self.messages.append(msg)
+        for listener in list(self.listeners):
+            listener(msg)
+
+    def display(self, data: dict, metadata: dict | None = None, display_id: str | None = None) -> None:
+        self._record("display", data, metadata, display_id)
+
+    def update(self, data: dict, metadata: dict | None = None, display_id: str = "") -> None:
+        if not display_id:
+            raise ValueError("update needs a display_id")
+        self._record("update", data, metadata, display_id)
+
+    # -- reading ------------------------------------------------------------
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(m.size for m in self.messages)
+
+    def updates(self, display_id: str | None = None) -> list[Message]:
+        return [m for m in self.messages if m.kind == "update" and (display_id is None or m.display_id == display_id)]
+
+    def outputs(self) -> list[dict]:
+        """The output area as a frontend shows it: displays in order, each
+        replaced by the last update to its display id."""
+        outs: list[dict] = []
+        where: dict[str, list[int]] = {}
+        for m in self.messages:
+            if m.kind == "display":
+                if m.display_id:
+                    where.setdefault(m.display_id, []).append(len(outs))
+                outs.append(m.data)
+            else:
+                for i in where.get(m.display_id or "", ()):
+                    outs[i] = m.data
+        return outs
+
+    def markdown(self) -> str:
+        """All outputs' markdown (or plain text), joined: what a reader sees."""
+        parts = []
+        for data in self.outputs():
+            parts.append(data.get("text/markdown") or data.get("text/plain") or "")
+        return "\n\n".join(parts)

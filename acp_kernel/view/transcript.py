@@ -1,0 +1,406 @@
+"""A turn as plain markdown: the fallback of every live output and the transcript.
+
+Whatever a widget shows live, the same thing exists here as markdown, so
+nbclient runs, GitHub and frontends without widgets read the whole turn.
+Every piece of agent text goes through :mod:`.sanitize`. Pure functions over
+the turn's state and events (terminal objects are only read).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .. import service_events as se
+from .. import turn as tm
+from .diff import diff_from_content
+from .markdown import BlockSplitter
+from .sanitize import escape_html, fenced, inline, sanitize_markdown, truncate_head, truncate_tail
+
+KIND_ICONS = {
+    "read": "📖",
+    "edit": "✏️",
+    "delete": "🗑️",
+    "move": "📦",
+    "search": "🔍",
+    "execute": "💻",
+    "think": "💭",
+    "fetch": "🌐",
+    "switch_mode": "🔀",
+    "other": "🔧",
+}
+STATUS = {  # ACP status -> (glyph, label)
+    "pending": ("○", "pending"),
+    "in_progress": ("◐", "running"),
+    "completed": ("✓", "done"),
+    "failed": ("✗", "failed"),
+    "cancelled": ("⊘", "cancelled"),
+}
+NOTICE_ICONS = {"info": "ℹ️", "warning": "⚠️", "error": "❌"}
+MD_TEXT_LIMIT = 4000  # per text/terminal part in markdown fallbacks
+
+
+def kind_icon(kind: str | None) -> str:
+    return KIND_ICONS.get(kind or "other", KIND_ICONS["other"])
+
+
+def status_text(status: str) -> str:
+    glyph, label = STATUS.get(status, ("?", status))
+    return f"{glyph} {label}"
+
+
+@dataclass
+class TerminalSnapshot:
+    """What a tool call shows of one terminal."""
+
+    terminal_id: str
+    command: str = ""
+    output: str = ""
+    truncated: bool = False
+    exit: str = ""  # "" while running, else e.g. "exit code 0"
+    note: str = ""
+
+
+def snapshot(started: se.TerminalStarted) -> TerminalSnapshot:
+    term = started.terminal
+    output, truncated = term.output()
+    status = term.exit_status
+    return TerminalSnapshot(
+        started.terminal_id,
+        shlex.join(started.argv),
+        output,
+        truncated,
+        str(status) if status is not None else "",
+        started.note,
+    )
+
+
+def command_of(raw_input: Any) -> str:
+    """The command line a tool call's rawInput names, if it names one."""
+    if isinstance(raw_input, dict):
+        cmd = raw_input.get("command") or raw_input.get("cmd")
+        if isinstance(cmd, list) and all(isinstance(c, str) for c in cmd):
+            return shlex.join(cmd)
+        if isinstance(cmd, str):
+            return cmd
+    return ""
+
+
+def location_text(loc: Any) -> str:
+    if not isinstance(loc, dict):
+        return str(loc)
+    path = str(loc.get("path") or "?")
+    line = loc.get("line")
+    return f"{path}:{line}" if isinstance(line, int) else path
+
+
+def tool_call_header(call: tm.ToolCall) -> str:
+    title = inline(call.title) if call.title else f"tool call {inline(call.id)}"
+    return f"{kind_icon(call.kind)} {title} · {status_text(call.status)}"
+
+
+def tool_call_plain(call: tm.ToolCall) -> str:
+    title = " ".join(call.title.split("\n")) if call.title else f"tool call {call.id}"
+    return f"{kind_icon(call.kind)} {title} · {status_text(call.status)}"
+
+
+def tool_call_markdown(call: tm.ToolCall, terminals: Mapping[str, TerminalSnapshot] | None = None) -> str:
+    """Header line, then content: text, diffs, terminal output, locations."""
+    parts = [tool_call_header(call)]
+    cmd = command_of(call.raw_input)
+    if cmd and not call.terminal_ids:
+        parts.append(fenced("$ " + truncate_tail(cmd, 500)[0], "sh"))
+    for item in call.content:
+        if not isinstance(item, dict):
+            continue
+        kind = item.get("type")
+        if kind == "content":
+            inner = item.get("content")
+            if isinstance(inner, dict) and isinstance(inner.get("text"), str):
+                text, cut = truncate_tail(inner["text"], MD_TEXT_LIMIT)
+                parts.append(sanitize_markdown(text) + ("\n\n*(cut)*" if cut else ""))
+            elif isinstance(inner, dict):
+                parts.append(f"*[{inline(str(inner.get('type', 'content')))}]*")
+        elif kind == "diff":
+            view = diff_from_content(item, max_lines=400)
+            parts.append(f"{inline(view.summary)}\n\n{view.markdown()}")
+        elif kind == "terminal":
+            tid = item.get("terminalId")
+            snap = (terminals or {}).get(tid) if isinstance(tid, str) else None
+            parts.append(terminal_markdown(snap, tid))
+    if call.locations:
+        parts.append("\n".join(f"- 📍 {inline(location_text(loc))}" for loc in call.locations))
+    return "\n\n".join(parts)
+
+
+def terminal_markdown(snap: TerminalSnapshot | None, tid: Any = None) -> str:
+    if snap is None:
+        return f"*terminal {inline(str(tid))} (output not available)*"
+    out, cut = truncate_head(snap.output, MD_TEXT_LIMIT)
+    head = f"$ {snap.command}\n" if snap.command else ""
+    lines = [fenced(head + ("...\n" if cut or snap.truncated else "") + out, "console")]
+    if snap.exit:
+        lines.append(f"*{inline(snap.exit)}*")
+    return "\n\n".join(lines)
+
+
+def plan_markdown(entries: Iterable[dict[str, Any]]) -> str:
+    lines = ["**Plan**", ""]
+    for e in entries:
+        content = inline(str(e.get("content", "")))
+        status = e.get("status")
+        if status == "completed":
+            lines.append(f"- [x] {content}")
+        elif status == "in_progress":
+            lines.append(f"- [ ] ◐ **{content}** *(in progress)*")
+        else:
+            lines.append(f"- [ ] {content}")
+    return "\n".join(lines)
+
+
+def plan_text(entries: Iterable[dict[str, Any]]) -> str:
+    marks = {"completed": "[x]", "in_progress": "[~]"}
+    return "Plan:\n" + "\n".join(f"  {marks.get(e.get('status'), '[ ]')} {e.get('content', '')}" for e in entries)
+
+
+def notice_markdown(level: str, text: str) -> str:
+    icon = NOTICE_ICONS.get(level, "ℹ️")
+    label = f"**{level}:** " if level in ("warning", "error") else ""
+    return f"{icon} {label}{sanitize_markdown(str(text))}"
+
+
+def thought_markdown(text: str) -> str:
+    return f"<details><summary>Thinking</summary>\n\n{sanitize_markdown(text)}\n\n</details>"
+
+
+def thought_html(text: str) -> str:
+    return (
+        "<details><summary>Thinking</summary>"
+        f'<div style="white-space:pre-wrap;opacity:.8">{escape_html(text)}</div></details>'
+    )
+
+
+def user_markdown(text: str) -> str:
+    return "\n".join("> " + line for line in ("**You:** " + sanitize_markdown(text)).split("\n"))
+
+
+def unknown_markdown(kind: str, raw: Any) -> str:
+    try:
+        body = json.dumps(raw, indent=1, default=repr)
+    except (TypeError, ValueError):
+        body = repr(raw)
+    body, _ = truncate_tail(body, 2000)
+    return (
+        f"<details><summary>unknown update <code>{escape_html(str(kind))}</code></summary>\n\n"
+        f"{fenced(body, 'json')}\n\n</details>"
+    )
+
+
+def option_name(options: list[dict[str, Any]], option_id: str | None) -> str:
+    for o in options:
+        if o.get("optionId") == option_id:
+            return str(o.get("name") or option_id)
+    return str(option_id)
+
+
+def permission_markdown(prompt: se.PermissionPrompt, outcome: Any = None, *, answered: bool = False) -> str:
+    """The question, its options, and (once answered) the choice."""
+    title = inline(prompt.title or "a tool call")
+    kind = f" ({inline(prompt.kind)})" if prompt.kind else ""
+    head = f"🔐 **Permission requested:** {kind_icon(prompt.kind)} {title}{kind}"
+    if not answered:
+        names = " / ".join(inline(o["name"]) for o in prompt.options)
+        return f"{head}\n\nOptions: {names}"
+    if outcome is None:
+        return f"{head} → *cancelled*"
+    return f"{head} → chose **{inline(option_name(prompt.options, outcome))}**"
+
+
+def resolved_markdown(ev: se.PermissionResolved) -> str:
+    title = inline(ev.title or ev.tool_call_id)
+    if ev.option_id is None:
+        return f"🔐 Permission for {title}: *cancelled* ({inline(ev.by)})"
+    return f"🔐 Permission for {title}: **{inline(ev.option_kind or ev.option_id)}** ({inline(ev.by)})"
+
+
+def elicitation_markdown(prompt: se.ElicitationPrompt, outcome: Any = None, *, answered: bool = False) -> str:
+    head = f"📝 **The agent asks:** {sanitize_markdown(prompt.message)}"
+    fields = ", ".join(
+        f"{inline(name)}{'*' if name in prompt.required else ''}" for name in prompt.fields
+    )
+    if not answered:
+        return f"{head}\n\nFields: {fields}" if fields else head
+    if not isinstance(outcome, dict):
+        return f"{head} → *cancelled*"
+    action = outcome.get("action")
+    if action == "accept":
+        body, _ = truncate_tail(json.dumps(outcome.get("content", {}), default=repr), 1000)
+        return f"{head} → submitted `{body.replace('`', '')}`"
+    return f"{head} → *{inline(str(action))}*"
+
+
+def file_written_markdown(ev: se.FileWritten) -> str:
+    verb = "created" if ev.created else "wrote"
+    return f"📝 {verb} `{ev.path.replace('`', '')}` ({ev.bytes:,} bytes)"
+
+
+# -- the status line ------------------------------------------------------------
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def usage_text(usage: Mapping[str, Any] | None) -> list[str]:
+    """Token and cost parts from a usage_update (and/or a prompt result's usage)."""
+    if not usage:
+        return []
+    parts = []
+    used, size = _int(usage.get("used")), _int(usage.get("size"))
+    total = _int(usage.get("totalTokens"))
+    if used is not None and size:
+        parts.append(f"{used:,}/{size:,} tokens")
+    elif used is not None:
+        parts.append(f"{used:,} tokens")
+    elif total is not None:
+        parts.append(f"{total:,} tokens")
+    cost = usage.get("cost")
+    if isinstance(cost, dict) and isinstance(cost.get("amount"), (int, float)):
+        currency = cost.get("currency")
+        amount = float(cost["amount"])
+        parts.append(f"${amount:,.2f}" if currency in (None, "USD") else f"{amount:,.2f} {currency}")
+    return parts
+
+
+def current_mode(turn: tm.Turn, session: Any = None) -> str | None:
+    mode = getattr(session, "current_mode", None) if session is not None else None
+    if isinstance(mode, str):
+        return mode
+    for ev in reversed(turn.events):
+        if type(ev) is tm.StateEvent and ev.kind == "current_mode_update":
+            value = ev.raw.get("currentModeId")
+            if isinstance(value, str):
+                return value
+    return None
+
+
+def status_line(turn: tm.Turn, session: Any = None, *, files_read: int = 0) -> str:
+    """E.g. "end_turn · 1,234/200,000 tokens · $0.02 · mode: code · 3.1 s"."""
+    if turn.stop_reason:
+        parts = [turn.stop_reason + (" (forced)" if turn.forced else "")]
+    elif turn.error:
+        parts = ["error"]
+    else:
+        parts = ["running"]
+    parts += usage_text(turn.usage or getattr(session, "usage", None))
+    mode = current_mode(turn, session)
+    if mode:
+        parts.append(f"mode: {mode}")
+    if files_read:
+        parts.append(f"{files_read} file{'s' if files_read != 1 else ''} read")
+    if turn.ended is not None:
+        parts.append(f"{turn.ended - turn.started:.1f} s")
+    return " · ".join(parts)
+
+
+def status_markdown(line: str) -> str:
+    return f"<sub>{escape_html(line)}</sub>"
+
+
+# -- the whole turn ---------------------------------------------------------------
+
+
+def prompt_tool_call_id(prompt: Any) -> str | None:
+    """The tool call id a permission request is about (model or dict request)."""
+    req = prompt.request
+    call = getattr(req, "tool_call", None)
+    if call is not None:
+        return getattr(call, "tool_call_id", None)
+    if isinstance(req, dict) and isinstance(req.get("toolCall"), dict):
+        return req["toolCall"].get("toolCallId")
+    return None
+
+
+def _prompt_outcome(prompt: Any) -> tuple[bool, Any]:
+    fut = prompt.future
+    if not fut.done() or fut.cancelled():
+        return fut.cancelled(), None
+    return True, fut.result()
+
+
+def render_markdown(turn: tm.Turn, session: Any = None) -> str:
+    """The whole turn as markdown, in event order (final state of each tool
+    call and of the plan at the place it first appeared)."""
+    terminals = {ev.terminal_id: ev for ev in turn.events if type(ev) is se.TerminalStarted}
+    snaps = {tid: snapshot(ev) for tid, ev in terminals.items()}
+    asked = {prompt_tool_call_id(ev) for ev in turn.events if type(ev) is se.PermissionPrompt}
+    parts: list[str] = []
+    run_role: str | None = None
+    run: list[str] = []
+    plan_done = False
+    files_read = 0
+
+    splitter = BlockSplitter(max_tail=1 << 62)  # same fence continuity as the live view
+
+    def end_run() -> None:
+        nonlocal run_role
+        if run:
+            text = "".join(run)
+            if run_role == "agent":
+                splitter.feed(text)
+                piece = splitter.cut()
+                if piece:
+                    parts.append(sanitize_markdown(piece))
+            elif run_role == "thought":
+                parts.append(thought_markdown(text))
+            else:
+                parts.append(user_markdown(text))
+            run.clear()
+        run_role = None
+
+    for ev in turn.events:
+        t = type(ev)
+        if t is tm.Chunk:
+            if ev.role != run_role:
+                end_run()
+                run_role = ev.role
+            run.append(ev.text)
+            continue
+        piece = ""
+        if t is tm.ToolCallEvent:
+            if ev.new:
+                piece = tool_call_markdown(ev.call, snaps)
+        elif t is tm.PlanEvent:
+            if not plan_done:
+                plan_done = True
+                piece = plan_markdown(turn.plan)
+        elif t is tm.UnknownUpdate:
+            piece = unknown_markdown(ev.kind, ev.raw)
+        elif t is tm.Notice or t is se.Notice:
+            piece = notice_markdown(ev.level, ev.text)
+        elif t is se.PermissionPrompt:
+            answered, outcome = _prompt_outcome(ev)
+            piece = permission_markdown(ev, outcome, answered=answered)
+        elif t is se.PermissionResolved:
+            if not (ev.by in ("user", "cancelled") and ev.tool_call_id in asked):
+                piece = resolved_markdown(ev)
+        elif t is se.ElicitationPrompt:
+            answered, outcome = _prompt_outcome(ev)
+            piece = elicitation_markdown(ev, outcome, answered=answered)
+        elif t is se.TerminalStarted:
+            if ev.note:
+                piece = notice_markdown("info", ev.note)
+        elif t is se.FileWritten:
+            piece = file_written_markdown(ev)
+        elif t is se.FileRead:
+            files_read += 1
+        if piece:
+            end_run()
+            parts.append(piece)
+    end_run()
+    if turn.done:
+        parts.append(status_markdown(status_line(turn, session, files_read=files_read)))
+    return "\n\n".join(parts)

@@ -1,0 +1,414 @@
+"""The live view of one turn: its events become display messages on a sink.
+
+Traffic grows with the text, not its square:
+- message text is split into completed blocks and an open tail
+  (:mod:`.markdown`); the tail is one display updated at most ``rate_hz``
+  times a second, and when blocks complete, that display gets its final
+  content and a new tail display starts after it, so completed text is sent
+  once and never again;
+- thoughts (and user text) are one display per run, updated at the same rate;
+- tool calls are widgets whose state syncs at the same rate, terminal output
+  as appended deltas.
+
+Order is kept: before any new output is appended, the open text run is closed
+(its display gets its final content), so a tool call that starts mid-message
+sits between the text before and after it.
+
+Events arrive on the loop thread (inline from ``Turn.add``); a rendering
+failure is logged and shown, never raised into the connection's reader.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from .. import service_events as se
+from .. import turn as tm
+from .coalesce import Coalescer
+from .markdown import BlockSplitter
+from .sanitize import sanitize_markdown
+from .sink import DisplaySink
+from .transcript import (
+    command_of,
+    file_written_markdown,
+    notice_markdown,
+    plan_markdown,
+    plan_text,
+    prompt_tool_call_id,
+    resolved_markdown,
+    status_line,
+    status_markdown,
+    thought_html,
+    thought_markdown,
+    unknown_markdown,
+    user_markdown,
+)
+
+log = logging.getLogger(__name__)
+
+#: A thought or user run longer than this is closed and continued in a new display.
+RUN_LIMIT = 16_000
+
+
+def _new_id(prefix: str) -> str:
+    return f"acp-{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+class _TextRun:
+    """The open run of agent message text: completed blocks go out once, the tail is updated."""
+
+    def __init__(self, splitter: BlockSplitter) -> None:
+        self.splitter = splitter
+        self.tail_id: str | None = None
+        self.tail_sent = ""
+
+    def flush(self, sink: DisplaySink, final: bool = False) -> None:
+        if final:
+            done, tail = self.splitter.cut(), ""
+        else:
+            done, tail = self.splitter.take_done(), self.splitter.tail()
+        if done:
+            data = _md_bundle(done)
+            if self.tail_id is not None:
+                sink.update(data, display_id=self.tail_id)  # the tail display becomes these blocks
+                self.tail_id = None
+                self.tail_sent = ""
+            else:
+                sink.display(data)
+        if tail and tail != self.tail_sent:
+            if self.tail_id is None:
+                self.tail_id = _new_id("text")
+                sink.display(_md_bundle(tail), display_id=self.tail_id)
+            else:
+                sink.update(_md_bundle(tail), display_id=self.tail_id)
+            self.tail_sent = tail
+        if final:
+            self.tail_id = None
+            self.tail_sent = ""
+
+
+class _OtherRun:
+    """An open run of thoughts or user text: one display, updated."""
+
+    def __init__(self, role: str) -> None:
+        self.role = role
+        self.parts: list[str] = []
+        self.size = 0
+        self.display_id: str | None = None
+        self.sent_size = -1
+
+    def add(self, text: str) -> None:
+        self.parts.append(text)
+        self.size += len(text)
+
+    def bundle(self) -> dict[str, Any]:
+        text = "".join(self.parts)
+        if self.role == "thought":
+            return {"text/markdown": thought_markdown(text), "text/html": thought_html(text), "text/plain": "Thinking: " + text}
+        return {"text/markdown": user_markdown(text), "text/plain": "You: " + text}
+
+    def flush(self, sink: DisplaySink) -> None:
+        if self.size == self.sent_size or not self.parts:
+            return
+        if self.display_id is None:
+            self.display_id = _new_id(self.role)
+            sink.display(self.bundle(), display_id=self.display_id)
+        else:
+            sink.update(self.bundle(), display_id=self.display_id)
+        self.sent_size = self.size
+
+
+def _md_bundle(md: str) -> dict[str, Any]:
+    return {"text/markdown": sanitize_markdown(md), "text/plain": md}
+
+
+class TurnView:
+    """Render one turn live into ``sink``; see the module docstring.
+
+    Subscribes on construction and replays events already in the turn.
+    ``close()`` flushes the final state (idempotent); it also runs when the
+    turn ends. ``widgets=False`` renders markdown only (no comms needed).
+    """
+
+    def __init__(
+        self,
+        turn: tm.Turn,
+        sink: DisplaySink,
+        *,
+        session: Any = None,
+        rate_hz: float = 10.0,
+        widgets: bool = True,
+    ) -> None:
+        self.turn = turn
+        self.sink = sink
+        self.session = session
+        self.widgets = widgets
+        try:
+            self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            self._loop = None
+        self._ticker = Coalescer(self._flush, rate_hz)
+        self._splitter = BlockSplitter()
+        self._text: _TextRun | None = None
+        self._other: _OtherRun | None = None
+        self.rows: dict[str, Any] = {}  # tool call id -> ToolCallRow
+        self._dirty_rows: set[str] = set()
+        self._terminals: dict[str, se.TerminalStarted] = {}
+        self._plan_id: str | None = None
+        self.forms: list[Any] = []  # PermissionForm / ElicitationForm, in order
+        self._asked: set[str] = set()
+        self._files_read = 0
+        self.closed = False
+        self.errors = 0
+        self._unsubscribe: Callable[[], None] | None = None
+        for event in list(turn.events):
+            self._on_event(event)
+        self._unsubscribe = turn.subscribe(self._on_event)
+        if turn.done:
+            self.close()
+
+    # -- plumbing -----------------------------------------------------------
+
+    def _call_soon(self, fn: Callable[..., None], *args: Any) -> None:
+        """Run on the loop thread (widget callbacks may come from another)."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            fn(*args)
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            fn(*args)
+        else:
+            loop.call_soon_threadsafe(fn, *args)
+
+    def _on_event(self, event: Any) -> None:
+        if self.closed:
+            return
+        try:
+            if event is None:
+                self.close()
+            elif type(event) is tm.Chunk:
+                self._chunk(event)
+            else:
+                self._other_event(event)
+        except Exception as exc:
+            self.errors += 1
+            log.exception("turn view failed on %r", type(event).__name__)
+            if self.errors <= 3:
+                try:
+                    self._append({"text/plain": f"(renderer error: {type(exc).__name__}: {exc})"})
+                except Exception:
+                    log.debug("could not show the renderer error", exc_info=True)
+
+    def _append(self, data: dict[str, Any], display_id: str | None = None) -> None:
+        """A new output at the end: close the open text run first, so order holds."""
+        self._close_run()
+        self.sink.display(data, display_id=display_id)
+
+    def _close_run(self) -> None:
+        if self._text is not None:
+            self._text.flush(self.sink, final=True)
+            self._text = None
+        if self._other is not None:
+            self._other.flush(self.sink)
+            self._other = None
+
+    def _flush(self) -> None:
+        """The coalesced work: text tail, thought run, dirty tool call rows."""
+        if self._text is not None:
+            self._text.flush(self.sink)
+        if self._other is not None:
+            self._other.flush(self.sink)
+            if self._other.size > RUN_LIMIT:
+                self._other = None
+        if self._dirty_rows:
+            ids, self._dirty_rows = self._dirty_rows, set()
+            for tid in ids:
+                row = self.rows.get(tid)
+                if row is not None:
+                    row.sync(self.sink)
+
+    # -- text ---------------------------------------------------------------
+
+    def _chunk(self, ev: tm.Chunk) -> None:
+        if not ev.text:
+            return
+        if ev.role == "agent":
+            if self._text is None:
+                self._close_run()
+                self._text = _TextRun(self._splitter)
+            self._splitter.feed(ev.text)
+        else:
+            if self._other is None or self._other.role != ev.role:
+                self._close_run()
+                self._other = _OtherRun(ev.role)
+            self._other.add(ev.text)
+        self._ticker.poke()
+
+    # -- everything else ------------------------------------------------------
+
+    def _other_event(self, ev: Any) -> None:
+        t = type(ev)
+        if t is tm.ToolCallEvent:
+            self._tool_call(ev)
+        elif t is tm.PlanEvent:
+            self._plan()
+        elif t is tm.StateEvent:
+            pass  # mode/usage go into the status line at the end
+        elif t is tm.UnknownUpdate:
+            self._append({"text/markdown": unknown_markdown(ev.kind, ev.raw), "text/plain": f"(unknown update {ev.kind})"})
+        elif t is tm.Notice or t is se.Notice:
+            self._notice(ev.level, ev.text)
+        elif t is se.TerminalStarted:
+            self._terminal_started(ev)
+        elif t is se.TerminalExited:
+            for row in self.rows.values():
+                if ev.terminal_id in row.feeds:
+                    row.terminal_exited(ev)
+                    self._dirty(row.call.id)
+        elif t is se.PermissionPrompt:
+            self._permission(ev)
+        elif t is se.PermissionResolved:
+            if not (ev.by in ("user", "cancelled") and ev.tool_call_id in self._asked):
+                md = resolved_markdown(ev)
+                self._append({"text/markdown": md, "text/plain": md.replace("**", "").replace("*", "")})
+        elif t is se.ElicitationPrompt:
+            self._elicitation(ev)
+        elif t is se.FileWritten:
+            md = file_written_markdown(ev)
+            self._append({"text/markdown": md, "text/plain": md.replace("`", "")})
+        elif t is se.FileRead:
+            self._files_read += 1
+        else:
+            self._append({"text/plain": f"({type(ev).__name__}: {ev!r:.300})"})
+
+    def _notice(self, level: str, text: str) -> None:
+        icon = {"error": "[error] ", "warning": "[warning] "}.get(level, "")
+        self._append({"text/markdown": notice_markdown(level, text), "text/plain": icon + str(text)})
+
+    def _dirty(self, tool_call_id: str) -> None:
+        self._dirty_rows.add(tool_call_id)
+        self._ticker.poke()
+
+    def _tool_call(self, ev: tm.ToolCallEvent) -> None:
+        call = ev.call
+        row = self.rows.get(call.id)
+        if row is None:
+            from .toolcall import ToolCallRow
+
+            row = ToolCallRow(
+                call,
+                widgets=self.widgets,
+                on_dirty=lambda cid=call.id: self._dirty(cid),
+                call_soon=self._call_soon,
+            )
+            self.rows[call.id] = row
+            self._append(row.bundle(), display_id=row.display_id)
+        for tid in call.terminal_ids:
+            started = self._terminals.get(tid)
+            if started is not None and tid not in row.feeds:
+                row.attach(started)
+        self._dirty(call.id)
+
+    def _terminal_started(self, ev: se.TerminalStarted) -> None:
+        self._terminals[ev.terminal_id] = ev
+        if ev.note:
+            self._notice("info", ev.note)
+        for row in self.rows.values():
+            if ev.terminal_id in row.call.terminal_ids and ev.terminal_id not in row.feeds:
+                row.attach(ev)
+
+    def _plan(self) -> None:
+        entries = self.turn.plan
+        data = {"text/markdown": plan_markdown(entries), "text/plain": plan_text(entries)}
+        if self._plan_id is None:
+            self._plan_id = _new_id("plan")
+            self._append(data, display_id=self._plan_id)
+        else:
+            self.sink.update(data, display_id=self._plan_id)
+
+    def _watch(self, form: Any) -> None:
+        """Update the form (and its fallback) when its prompt settles, on the loop."""
+        fut = form.prompt.future
+
+        def settled(f: asyncio.Future[Any]) -> None:
+            outcome = None if f.cancelled() or f.exception() is not None else f.result()
+            self._settled(form, outcome)
+
+        if fut.done():
+            settled(fut)
+        else:
+            fut.add_done_callback(settled)
+
+    def _settled(self, form: Any, outcome: Any) -> None:
+        if form.answered:
+            return
+        form.resolved(outcome)
+        self.sink.update(form.bundle(), display_id=form.display_id)
+
+    def _permission(self, prompt: se.PermissionPrompt) -> None:
+        from .prompts import PermissionForm
+
+        tid = prompt_tool_call_id(prompt)
+        if tid:
+            self._asked.add(tid)
+        call = self.turn.tool_calls.get(tid) if tid else None
+        raw_input = getattr(getattr(prompt.request, "tool_call", None), "raw_input", None)
+        detail = command_of(raw_input if raw_input is not None else (call.raw_input if call else None))
+        form = PermissionForm(prompt, widgets=self.widgets, detail=detail)
+        self.forms.append(form)
+        self._append(form.bundle(), display_id=form.display_id)
+        self._watch(form)
+
+    def _elicitation(self, prompt: se.ElicitationPrompt) -> None:
+        from .prompts import ElicitationForm
+
+        form = ElicitationForm(prompt, widgets=self.widgets)
+        self.forms.append(form)
+        self._append(form.bundle(), display_id=form.display_id)
+        self._watch(form)
+
+    def flush(self) -> None:
+        """Send what the rate limit is holding back, now (e.g. before the
+        caller blocks, or in tests)."""
+        if not self.closed:
+            self._ticker.flush_now()
+
+    # -- the end --------------------------------------------------------------
+
+    def close(self) -> None:
+        """Flush everything final: text, tool calls (final state and
+        terminal output), forms, and the status line if the turn ended.
+        Idempotent."""
+        if self.closed:
+            return
+        self.closed = True
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        self._close_run()  # before the ticker's last flush, so the tail is not sent twice
+        self._ticker.close()
+        for row in self.rows.values():
+            try:
+                row.finish(self.sink)
+            except Exception:
+                log.exception("finishing tool call row failed")
+        for form in self.forms:
+            if not form.answered and form.prompt.done:
+                fut = form.prompt.future
+                self._settled(form, None if fut.cancelled() or fut.exception() else fut.result())
+        if self.turn.done:
+            line = status_line(self.turn, self.session, files_read=self._files_read)
+            self.sink.display({"text/markdown": status_markdown(line), "text/plain": line})
+
+    @property
+    def status(self) -> str:
+        return status_line(self.turn, self.session, files_read=self._files_read)
+

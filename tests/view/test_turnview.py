@@ -1,0 +1,483 @@
+"""A real Turn, fed raw ACP updates as an agent sends them, through a TurnView into a RecordingSink."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+
+from acp_kernel import service_events as se
+from acp_kernel.turn import Notice, Turn
+from acp_kernel.view import RecordingSink, TurnView, render_markdown
+
+from .helpers import (
+    FakeTerminal,
+    elicitation_prompt,
+    permission_prompt,
+    plan,
+    terminal_started,
+    text,
+    thought,
+    tool_call,
+    tool_update,
+)
+
+WIDGET = "application/vnd.jupyter.widget-view+json"
+SCRIPT = "<script>alert(1)</script>"
+IMG = "<img src=x onerror=alert(1)>"
+
+
+def response_chunks(n: int = 5000, size: int = 200, seed: int = 1) -> list[str]:
+    rng = random.Random(seed)
+    words = ["the", "agent", "streams", "markdown", "with", "`code`", "and", "**bold**", "text", "while", "it", "works", "on", "a", "task"]
+    out = []
+    for i in range(n):
+        s = " ".join(rng.choice(words) for _ in range(40))[: size - 2]
+        out.append(s + (".\n\n" if i % 7 == 6 else " "))
+    return out
+
+
+def text_messages(sink: RecordingSink, kind: str | None = None):
+    return [
+        m for m in sink.messages
+        if (m.display_id or "").startswith("acp-text-") and (kind is None or m.kind == kind)
+    ]
+
+
+# -- traffic ----------------------------------------------------------------------
+
+
+async def test_one_megabyte_in_5000_chunks_costs_about_twice_its_size():
+    turn, sink = Turn("s1"), RecordingSink()
+    view = TurnView(turn, sink)
+    chunks = response_chunks()
+    started = time.monotonic()
+    for c in chunks:
+        turn.apply_update(text(c))
+    elapsed = time.monotonic() - started
+    turn.finish("end_turn")
+    size = sum(len(c.encode()) for c in chunks)
+    assert size > 990_000
+    # markdown + plain text of each block, sent once: ~2x, never n^2.
+    assert sink.total_bytes <= 2.2 * size
+    # Tail updates are bounded by the rate, not by the 5,000 chunks.
+    assert len(text_messages(sink, "update")) <= elapsed * 10 + 3
+    assert view.closed
+    assert "".join(chunks).split()[:50] == sink.markdown().split()[:50]
+
+
+async def test_a_response_without_blank_lines_or_newlines_stays_linear():
+    turn, sink = Turn("s1"), RecordingSink()
+    TurnView(turn, sink)
+    chunks = [c.replace("\n", " ") for c in response_chunks(2000)]
+    for c in chunks:
+        turn.apply_update(text(c))
+    turn.finish("end_turn")
+    assert sink.total_bytes <= 2.2 * sum(len(c) for c in chunks)
+
+
+async def test_tail_updates_follow_the_timer_not_the_chunks():
+    """Chunks arrive in 12 bursts; each burst waits for the coalescing timer
+    to flush it (awaited through the sink, no sleeping)."""
+    turn, sink = Turn("s1"), RecordingSink()
+    flushed = asyncio.Event()
+    sink.listeners.append(lambda m: flushed.set())
+    view = TurnView(turn, sink, rate_hz=50.0)
+    turn.apply_update(text("start "))  # first chunk: shown at once
+    assert len(sink.messages) == 1
+    for burst in range(12):
+        flushed.clear()
+        for i in range(100):
+            turn.apply_update(text(f"b{burst}w{i} " + ("\n\n" if i == 50 else "")))
+        await asyncio.wait_for(flushed.wait(), 5)
+    # 1,201 chunks; at most one flush per burst (a block display + a tail update each).
+    assert len(sink.messages) <= 1 + 12 * 2
+    assert len(text_messages(sink, "update")) <= 12 * 2
+    view.close()
+    outs = sink.outputs()
+    joined = " ".join(o["text/plain"] for o in outs)
+    assert joined.split() == ("start " + " ".join(f"b{b}w{i}" for b in range(12) for i in range(100))).split()
+
+
+async def test_thoughts_are_one_collapsed_display_updated_in_place():
+    turn, sink = Turn("s1"), RecordingSink()
+    TurnView(turn, sink)
+    for i in range(500):
+        turn.apply_update(thought(f"hmm {i} {SCRIPT} "))
+    turn.apply_update(text("Answer."))
+    turn.finish("end_turn")
+    outs = sink.outputs()
+    assert outs[0]["text/markdown"].startswith("<details><summary>Thinking</summary>")
+    assert "hmm 499" in outs[0]["text/markdown"]
+    assert "<script" not in outs[0]["text/markdown"] and "<script" not in outs[0]["text/html"]
+    assert outs[1]["text/markdown"] == "Answer."
+    thought_ids = {m.display_id for m in sink.messages if (m.display_id or "").startswith("acp-thought")}
+    assert len(thought_ids) == 1
+
+
+# -- order ------------------------------------------------------------------------
+
+
+async def test_outputs_follow_event_order_and_a_tool_call_closes_the_tail():
+    turn, sink = Turn("s1"), RecordingSink()
+    TurnView(turn, sink)
+    turn.apply_update(text("Let me look "))
+    turn.apply_update(text("at the code."))
+    turn.apply_update(tool_call("t1", "Read main.py", "read", "in_progress"))
+    turn.apply_update(text("Found it."))
+    turn.apply_update(plan(("fix", "in_progress"), ("test", "pending")))
+    turn.add(Notice("warning", "agent wrote to stdout"))
+    turn.apply_update(tool_update("t1", status="completed"))  # in place, appends nothing
+    turn.apply_update(text("Done."))
+    turn.apply_update(plan(("fix", "completed"), ("test", "completed")))  # in place
+    turn.finish("end_turn")
+    kinds = []
+    for o in sink.outputs():
+        md = o.get("text/markdown", "")
+        if WIDGET in o:
+            kinds.append("tool")
+        elif md.startswith("**Plan**"):
+            kinds.append("plan")
+        elif "warning" in md:
+            kinds.append("notice")
+        elif md.startswith("<sub>"):
+            kinds.append("status")
+        else:
+            kinds.append(md)
+    assert kinds == ["Let me look at the code.", "tool", "Found it.", "plan", "notice", "Done.", "status"]
+    plan_out = sink.outputs()[3]["text/markdown"]
+    assert "- [x] fix" in plan_out and "- [x] test" in plan_out
+    tool_out = sink.outputs()[1]
+    assert "✓ done" in tool_out["text/markdown"] and "📖" in tool_out["text/plain"]
+
+
+async def test_view_attached_late_replays_the_turn():
+    turn, sink = Turn("s1"), RecordingSink()
+    turn.apply_update(text("early\n\nwords"))
+    turn.apply_update(tool_call("t1", "Search", "search"))
+    view = TurnView(turn, sink)
+    turn.apply_update(text("later"))
+    view.close()
+    view.close()  # idempotent
+    md = [o.get("text/markdown") for o in sink.outputs()]
+    assert (md[0], md[1], md[3]) == ("early", "words", "later")
+    assert WIDGET in sink.outputs()[2]
+    assert len(sink.outputs()) == 4  # the turn has not ended: no status line
+
+
+async def test_unknown_updates_render_as_collapsed_raw_json():
+    turn, sink = Turn("s1"), RecordingSink()
+    TurnView(turn, sink)
+    turn.apply_update({"sessionUpdate": "_vendor/thing", "payload": {"a": SCRIPT}})
+    turn.apply_update("not even an object")
+    turn.finish("end_turn")
+    md = sink.outputs()[0]["text/markdown"]
+    assert md.startswith("<details><summary>unknown update <code>_vendor/thing</code>")
+    assert "```json" in md and '"payload"' in md
+    assert "ignored a session/update" in sink.outputs()[1]["text/markdown"]
+
+
+async def test_a_renderer_bug_never_reaches_the_connection():
+    class Broken(RecordingSink):
+        def display(self, data, metadata=None, display_id=None):
+            if "text/markdown" in data and "boom" in data["text/markdown"]:
+                raise RuntimeError("frontend gone")
+            super().display(data, metadata, display_id)
+
+    turn, sink = Turn("s1"), Broken()
+    view = TurnView(turn, sink)
+    turn.add(Notice("error", "boom"))  # must not raise
+    turn.apply_update(text("still alive"))
+    turn.finish("end_turn")
+    assert view.errors == 1
+    assert any("still alive" in o.get("text/markdown", "") for o in sink.outputs())
+
+
+# -- tool calls -------------------------------------------------------------------
+
+
+async def test_tool_call_widget_state_after_completion_with_diff():
+    turn, sink = Turn("s1"), RecordingSink()
+    view = TurnView(turn, sink)
+    turn.apply_update(tool_call("t1", f"Edit {IMG}", "edit", "pending", locations=[{"path": "/w/a.py", "line": 3}]))
+    turn.apply_update(tool_update("t1", status="in_progress"))
+    turn.apply_update(
+        tool_update(
+            "t1",
+            status="completed",
+            content=[
+                {"type": "diff", "path": "/w/a.py", "oldText": "a\nb\n", "newText": f"a\n{SCRIPT}\n"},
+                {"type": "content", "content": {"type": "text", "text": f"ok {IMG}"}},
+            ],
+        )
+    )
+    view.close()
+    w = view.rows["t1"].widget
+    assert (w.status, w.status_label, w.kind, w.icon) == ("completed", "✓ done", "edit", "✏️")
+    assert w.title == f"Edit {IMG}"  # traits hold raw text; the JS sets textContent only
+    assert w.locations == ["/w/a.py:3"]
+    assert w.text == f"ok {IMG}"
+    (diff,) = w.diffs
+    assert diff["path"] == "/w/a.py" and diff["added"] == 1 and diff["removed"] == 1
+    assert ["-", "-b"] in diff["lines"] and ["+", f"+{SCRIPT}"] in diff["lines"]
+    # The display's fallback was updated to the final markdown.
+    out = sink.outputs()[0]
+    assert out[WIDGET]["model_id"] == w.model_id and out[WIDGET]["version_major"] == 2
+    md = out["text/markdown"]
+    assert "✓ done" in md and "```diff" in md and f"+{SCRIPT}" in md
+    head, _, rest = md.partition("```diff")
+    assert "<img" not in head and "<script" not in head
+    assert "ok &lt;img src=x onerror=alert(1)>" in rest
+
+
+async def test_terminal_output_is_live_as_deltas_and_final_in_the_traits(monkeypatch):
+    from acp_kernel.view.toolcall import widget_class
+
+    sent = []
+    monkeypatch.setattr(widget_class(), "send", lambda self, msg, buffers=None: sent.append(msg))
+    turn, sink = Turn("s1"), RecordingSink()
+    view = TurnView(turn, sink)
+    term = FakeTerminal()
+    term.emit("before subscribe\n")
+    turn.add(terminal_started("term-1", term, ("pytest", "-q")))
+    turn.apply_update(tool_call("t1", "Run tests", "execute", "in_progress", content=[{"type": "terminal", "terminalId": "term-1"}]))
+    row = view.rows["t1"]
+    for i in range(200):
+        term.emit(f"test {i} ok\n")
+        if i % 50 == 49:
+            view.flush()  # what the coalescing timer does, deterministically
+    assert row.widget.terminals[0]["live"] is True and row.widget.terminals[0]["output"] == ""
+    received = "".join(m["data"] for m in sent if m["type"] == "term")
+    # Deltas only: every byte once, the replay of what came before the view included.
+    assert received == "before subscribe\n" + "".join(f"test {i} ok\n" for i in range(200))
+    assert len(sent) <= 5
+    term.exit(0)
+    turn.add(se.TerminalExited("s1", "term-1", term.exit_status, "exited"))
+    turn.apply_update(tool_update("t1", status="completed"))
+    turn.finish("end_turn")
+    t = row.widget.terminals[0]
+    assert t["live"] is False and t["output"].endswith("test 199 ok\n") and t["exit"].startswith("exit code 0")
+    assert t["command"] == "pytest -q"
+    assert term.subscribers == 0  # unsubscribed at the end; output kept in the traits
+    md = sink.outputs()[0]["text/markdown"]
+    assert "$ pytest -q" in md and "test 199 ok" in md and "exit code 0" in md
+
+
+async def test_terminal_started_after_the_tool_call_names_it():
+    turn, sink = Turn("s1"), RecordingSink()
+    view = TurnView(turn, sink)
+    turn.apply_update(tool_call("t1", "Run", "execute", content=[{"type": "terminal", "terminalId": "term-9"}]))
+    term = FakeTerminal()
+    turn.add(terminal_started("term-9", term, ("sh", "-c", "echo hi | tr a-z A-Z"), note="ran via the shell"))
+    term.emit("HI\n")
+    term.exit(0)
+    view.close()
+    assert view.rows["t1"].widget.terminals[0]["output"] == "HI\n"
+    assert any("ran via the shell" in o.get("text/markdown", "") for o in sink.outputs())
+
+
+async def test_real_terminal_process_output_reaches_the_row():
+    from acp_kernel.terminals import Terminal
+
+    turn, sink = Turn("s1"), RecordingSink()
+    view = TurnView(turn, sink)
+    term = Terminal(["sh", "-c", "for i in 1 2 3; do echo line $i; done"], terminal_id="term-r")
+    await term.start()
+    turn.add(se.TerminalStarted("s1", "term-r", term.argv, term.cwd, False, term))
+    turn.apply_update(tool_call("t1", "Count", "execute", "in_progress", content=[{"type": "terminal", "terminalId": "term-r"}]))
+    status = await asyncio.wait_for(term.wait(), 10)
+    turn.apply_update(tool_update("t1", status="completed"))
+    turn.finish("end_turn")
+    t = view.rows["t1"].widget.terminals[0]
+    assert t["output"] == "line 1\nline 2\nline 3\n" and status.exit_code == 0
+
+
+async def test_markdown_only_mode_needs_no_widgets():
+    turn, sink = Turn("s1"), RecordingSink()
+    view = TurnView(turn, sink, widgets=False)
+    turn.apply_update(tool_call("t1", "Read", "read", "in_progress"))
+    turn.apply_update(tool_update("t1", status="failed"))
+    turn.finish("end_turn")
+    assert view.rows["t1"].widget is None
+    out = sink.outputs()[0]
+    assert WIDGET not in out and "✗ failed" in out["text/markdown"]
+
+
+async def test_cancelled_turn_marks_open_tool_calls():
+    turn, sink = Turn("s1"), RecordingSink()
+    view = TurnView(turn, sink)
+    turn.apply_update(tool_call("t1", "Long job", "execute", "in_progress"))
+    turn.finish("cancelled")
+    assert view.rows["t1"].widget.status == "cancelled"
+    assert sink.outputs()[-1]["text/plain"].startswith("cancelled")
+
+
+# -- permission and elicitation -------------------------------------------------------
+
+
+async def test_permission_buttons_answer_with_the_option_id():
+    turn, sink = Turn("s1"), RecordingSink()
+    view = TurnView(turn, sink)
+    prompt = permission_prompt(title=f"Run {SCRIPT}")
+    turn.add(prompt)
+    form = view.forms[0]
+    assert [b.description for b in form.buttons] == ["Allow once", "Always allow", "Reject"]
+    assert form.buttons[0].button_style == "success" and form.buttons[2].button_style == "danger"
+    assert "<script" not in form.header.value and "rm -rf build" in form.header.value
+    fallback = sink.outputs()[0]
+    assert WIDGET in fallback and "Options: Allow once / Always allow / Reject" in fallback["text/markdown"]
+    form.buttons[1].click()
+    form.buttons[2].click()  # too late: already answered
+    assert await asyncio.wait_for(prompt.future, 1) == "approve_for_session"
+    assert all(b.disabled for b in form.buttons)
+    await asyncio.sleep(0)  # the future's done-callbacks run on the next loop pass
+    assert "Always allow" in form.status.value
+    md = sink.outputs()[0]["text/markdown"]
+    assert "chose **Always allow**" in md and "<script" not in md
+    # The broker's own record of the user's answer adds no second line.
+    turn.add(se.PermissionResolved("s1", "t1", prompt.title, "approve_for_session", "allow_always", "user"))
+    assert len(sink.outputs()) == 1
+
+
+async def test_permission_button_click_from_another_thread():
+    turn, sink = Turn("s1"), RecordingSink()
+    view = TurnView(turn, sink)
+    prompt = permission_prompt()
+    turn.add(prompt)
+    await asyncio.to_thread(view.forms[0].buttons[0].click)
+    assert await asyncio.wait_for(prompt.future, 1) == "approve"
+
+
+async def test_permission_cancelled_by_the_session_locks_the_buttons():
+    turn, sink = Turn("s1"), RecordingSink()
+    view = TurnView(turn, sink)
+    prompt = permission_prompt()
+    turn.add(prompt)
+    prompt.cancel()
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert all(b.disabled for b in view.forms[0].buttons)
+    assert "cancelled" in sink.outputs()[0]["text/markdown"]
+
+
+async def test_permission_resolved_by_policy_is_one_line():
+    turn, sink = Turn("s1"), RecordingSink()
+    TurnView(turn, sink)
+    turn.add(se.PermissionResolved("s1", "t9", f"Read {IMG}", "allow", "allow_once", "policy"))
+    (out,) = sink.outputs()
+    assert out["text/markdown"] == "🔐 Permission for Read &lt;img src=x onerror=alert(1)>: **allow_once** (policy)"
+
+
+async def test_a_reopened_widget_view_gets_the_output_kept_so_far(monkeypatch):
+    from acp_kernel.view.toolcall import widget_class
+
+    sent = []
+    monkeypatch.setattr(widget_class(), "send", lambda self, msg, buffers=None: sent.append(msg))
+    turn, sink = Turn("s1"), RecordingSink()
+    view = TurnView(turn, sink)
+    term = FakeTerminal()
+    turn.add(terminal_started("term-1", term))
+    turn.apply_update(tool_call("t1", "Run", "execute", content=[{"type": "terminal", "terminalId": "term-1"}]))
+    term.emit("one\n")
+    view.flush()
+    sent.clear()
+    row = view.rows["t1"]
+    # A new view (page reload) says hello from the comm thread; the answer comes on the loop.
+    await asyncio.to_thread(row._on_widget_msg, row.widget, {"type": "hello"}, [])
+    await asyncio.sleep(0)
+    assert sent == [{"type": "reset", "id": "term-1", "data": "one\n"}]
+
+
+async def test_elicitation_form_validates_then_submits():
+    turn, sink = Turn("s1"), RecordingSink()
+    view = TurnView(turn, sink)
+    prompt = elicitation_prompt()
+    turn.add(prompt)
+    form = view.forms[0]
+    import ipywidgets as w
+
+    kinds = {name: type(box) for name, box in form.inputs.items()}
+    assert kinds == {
+        "name": w.Text, "count": w.IntText, "ratio": w.FloatText, "public": w.Checkbox,
+        "license": w.Dropdown, "tags": w.SelectMultiple,
+    }
+    submit = form.buttons[0]
+    form.inputs["name"].value = "x"
+    submit.click()
+    assert not prompt.done
+    assert "Project name needs at least 2 characters" in form.errors.value
+    assert "count is required" in form.errors.value
+    form.inputs["name"].value = "demo"
+    form.inputs["count"].value = 3
+    form.inputs["tags"].value = ("a", "c")
+    submit.click()
+    answer = await asyncio.wait_for(prompt.future, 1)
+    assert answer == {"action": "accept", "content": {"name": "demo", "count": 3, "public": False, "tags": ["a", "c"]}}
+    await asyncio.sleep(0)
+    assert all(b.disabled for b in form.buttons)
+    assert "submitted" in sink.outputs()[0]["text/markdown"]
+    assert "<b>the</b>" not in sink.outputs()[0]["text/markdown"]
+
+
+async def test_elicitation_decline():
+    turn, sink = Turn("s1"), RecordingSink()
+    view = TurnView(turn, sink)
+    prompt = elicitation_prompt()
+    turn.add(prompt)
+    view.forms[0].buttons[1].click()
+    assert await asyncio.wait_for(prompt.future, 1) == {"action": "decline"}
+
+
+# -- the transcript and the status line ---------------------------------------------
+
+
+class FakeSession:
+    current_mode = "code"
+    usage = None
+
+
+async def test_transcript_has_text_tools_plan_and_status():
+    turn, sink = Turn("s1"), RecordingSink()
+    TurnView(turn, sink, session=FakeSession())
+    turn.apply_update(thought("planning"))
+    turn.apply_update(text(f"I will fix it. {SCRIPT}\n\n"))
+    turn.apply_update(plan(("read", "completed"), ("edit", "in_progress")))
+    turn.apply_update(tool_call("t1", "Edit app.py", "edit", "completed", content=[{"type": "diff", "path": "app.py", "oldText": "a\n", "newText": "b\n"}]))
+    turn.apply_update(text("Fixed."))
+    turn.apply_update({"sessionUpdate": "usage_update", "used": 1234, "size": 200000, "cost": {"amount": 0.02, "currency": "USD"}})
+    turn.finish("end_turn")
+    md = render_markdown(turn, FakeSession())
+    assert "I will fix it." in md and "Fixed." in md
+    assert "Edit app.py" in md and "-a\n+b" in md
+    assert "- [x] read" in md and "**edit** *(in progress)*" in md
+    assert "<details><summary>Thinking</summary>" in md
+    assert "end_turn · 1,234/200,000 tokens · $0.02 · mode: code" in md
+    assert "<script" not in md and "onerror=alert" not in md.replace("&lt;", "")
+    status = sink.outputs()[-1]["text/plain"]
+    assert status.startswith("end_turn · 1,234/200,000 tokens · $0.02 · mode: code")
+
+
+async def test_transcript_of_a_failed_turn_and_usage_with_nulls():
+    turn = Turn("s1")
+    turn.apply_update({"sessionUpdate": "usage_update", "used": None, "size": None, "cost": None})
+    turn.add(Notice("error", "agent crashed"))
+    turn.finish(None, error="agent crashed")
+    md = render_markdown(turn)
+    assert "❌ **error:** agent crashed" in md and "<sub>error" in md
+
+
+async def test_payloads_stay_escaped_everywhere():
+    turn, sink = Turn("s1"), RecordingSink()
+    TurnView(turn, sink)
+    turn.apply_update(text(f"{SCRIPT}\n\n{IMG}\n\n[x](javascript:alert(1))\n\n"))
+    turn.apply_update(tool_call("t1", SCRIPT, "other", "completed", content=[{"type": "content", "content": {"type": "text", "text": IMG}}]))
+    turn.apply_update(plan((IMG, "pending")))
+    turn.add(Notice("warning", SCRIPT))
+    turn.finish("end_turn")
+    for o in sink.outputs():
+        for mime in ("text/markdown", "text/html"):
+            body = o.get(mime, "")
+            assert "<script" not in body and "<img" not in body, (mime, body)
+            assert "javascript:" not in body
+    md = render_markdown(turn)
+    assert "<script" not in md and "<img" not in md and "javascript:" not in md
