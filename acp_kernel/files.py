@@ -7,10 +7,12 @@ Where a path may go (after resolving symlinks with ``os.path.realpath``, so
                        inside the session cwd/extra roots   outside
 =====================  ===================================  ==============================
 read                   allowed (any policy)                 ask; ``deny`` refuses
-write                  ``allow-all`` writes, ``deny``       ask; ``deny`` refuses
-                       refuses, ``ask``/``allow-reads`` ask
+write                  allowed; ``deny`` refuses            ask; ``deny`` refuses
 =====================  ===================================  ==============================
 
+Inside the workspace a write is not asked again: agents ask before an edit
+(``session/request_permission``, which the policy answers), and a second
+prompt for the same change would only train people to click through.
 "Ask" goes through the :class:`~acp_kernel.permissions.PermissionBroker`
 (one prompt UI, "allow for this session" remembered per path); when nobody
 can answer (``ctx.interactive`` False) it refuses and says how to allow it.
@@ -55,9 +57,7 @@ def access_decision(op: str, inside: bool, policy: str) -> str:
         return "deny"
     if not inside:
         return "ask"
-    if op == "read":
-        return "allow"
-    return "allow" if policy == "allow-all" else "ask"
+    return "allow"
 
 
 def resolve_roots(cwd: str, extra: Iterable[str]) -> list[str]:

@@ -38,5 +38,5 @@ def install(spec: AgentSpec | None = None, *, user: bool = False, prefix: str | 
         with open(os.path.join(tmp, "kernel.json"), "w", encoding="utf-8") as f:
             json.dump(kernel_json(spec), f, indent=2)
         return KernelSpecManager().install_kernel_spec(
-            tmp, kernel_name(spec), user=user, prefix=prefix, replace=True
+            tmp, kernel_name(spec), user=user, prefix=prefix
         )

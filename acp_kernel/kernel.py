@@ -26,6 +26,8 @@ from .registry import AgentSpec, Config, ConfigError, adhoc_agent, load_config
 from .session import Client, Session, __version__, describe_auth, resource_link, text_block
 from .transport import CommandNotFound
 
+#: How long an interrupted turn may take to end before the cell returns anyway.
+CANCEL_GRACE = 0.75
 #: How much replayed history the first cell shows after a session/load.
 HISTORY_CHARS = 4000
 
@@ -116,11 +118,13 @@ class AcpKernel(Kernel):
     # -- process-level plumbing ----------------------------------------------
 
     def _kernel_id(self) -> str | None:
+        """Jupyter's kernel id (from ``kernel-<id>.json``), else the connection
+        file itself: both survive a restart, which is what the key is for."""
         conn = getattr(getattr(self, "parent", None), "connection_file", "") or ""
         name = os.path.basename(conn)
         if name.startswith("kernel-") and name.endswith(".json"):
             return name[len("kernel-"):-len(".json")]
-        return None
+        return os.path.abspath(conn) if conn else None
 
     def start(self) -> None:
         super().start()
@@ -140,7 +144,7 @@ class AcpKernel(Kernel):
     def _interrupt(self) -> None:
         running = self._running
         if isinstance(running, Session):
-            asyncio.ensure_future(running.cancel())
+            asyncio.ensure_future(running.cancel(grace=CANCEL_GRACE))
         elif running is not None and hasattr(running, "kill"):
             asyncio.ensure_future(running.kill("killed"))
 
@@ -230,8 +234,8 @@ class AcpKernel(Kernel):
             view.close()
         if turn.error is not None:
             return self._error("AgentError", turn.error.splitlines()[0])
-        if turn.stop_reason == "cancelled" and turn.forced:
-            await self._restart_client(keep_session=True, quiet=True)
+        # A forced cancel left the agent marked for restart: the next cell
+        # restarts it (and reopens the session), so this one returns at once.
         return self._ok()
 
     # -- agent lifecycle -----------------------------------------------------

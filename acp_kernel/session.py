@@ -265,6 +265,9 @@ class Session:
             "it will be restarted before the next prompt",
             forced=True,
         )
+        if fut is not None and not fut.done():
+            # Release whoever awaits the prompt; a late answer finds it done.
+            fut.set_result({"stopReason": "cancelled"})
 
     # -- session settings ---------------------------------------------------
 

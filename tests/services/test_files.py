@@ -48,8 +48,8 @@ def test_is_within() -> None:
         ("read", False, "allow-all", "ask"),
         ("read", False, "deny", "deny"),
         ("write", True, "allow-all", "allow"),
-        ("write", True, "ask", "ask"),
-        ("write", True, "allow-reads", "ask"),
+        ("write", True, "ask", "allow"),
+        ("write", True, "allow-reads", "allow"),
         ("write", True, "deny", "deny"),
         ("write", False, "allow-all", "ask"),
         ("write", False, "deny", "deny"),
@@ -133,7 +133,7 @@ async def test_outside_read_asks_and_user_decides(files: FileService, ctx: FakeC
 # -- writing --------------------------------------------------------------------------
 
 
-async def test_write_policies(files: FileService, ctx: FakeContext) -> None:
+async def test_write_policies(files: FileService, ctx: FakeContext, tmp_path: Path) -> None:
     target = p(ctx, "new", "dir", "f.txt")
     ctx.settings.permissions = "allow-all"
     await files.write_text_file({"sessionId": "s1", "path": target, "content": "héllo"})
@@ -144,20 +144,27 @@ async def test_write_policies(files: FileService, ctx: FakeContext) -> None:
     with pytest.raises(RpcError, match="refused"):
         await files.write_text_file({"sessionId": "s1", "path": target, "content": "x"})
 
+    # Inside the workspace, "ask" does not ask again: the agent asked for the edit.
     ctx.settings.permissions = "ask"
+    await files.write_text_file({"sessionId": "s1", "path": target, "content": "v2"})
+    assert Path(target).read_text() == "v2"
+    assert ctx.of(FileWritten)[-1].created is False
+
+    # Outside it, the user decides.
+    outside = tmp_path / "outside.txt"
+    outside.write_text("old")
     prompt_f = ctx.next_event(PermissionPrompt)
-    task = asyncio.ensure_future(files.write_text_file({"sessionId": "s1", "path": target, "content": "v2"}))
+    task = asyncio.ensure_future(files.write_text_file({"sessionId": "s1", "path": str(outside), "content": "v2"}))
     prompt = await prompt_f
     # The UI answers from another thread, as a widget callback may.
     await asyncio.to_thread(prompt.allow)
     assert await task == {}
-    assert Path(target).read_text() == "v2"
-    assert ctx.of(FileWritten)[-1].created is False
+    assert outside.read_text() == "v2"
 
     ctx.interactive = False
     with pytest.raises(RpcError, match="nobody can answer"):
-        await files.write_text_file({"sessionId": "s1", "path": target, "content": "v3"})
-    assert Path(target).read_text() == "v2"
+        await files.write_text_file({"sessionId": "s1", "path": str(outside), "content": "v3"})
+    assert outside.read_text() == "v2"
 
 
 async def test_write_keeps_mode_and_symlink(files: FileService, ctx: FakeContext) -> None:

@@ -1,0 +1,124 @@
+"""Kernel-level fixtures: real kernels started through jupyter_client."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jupyter_client.manager import AsyncKernelManager
+
+from acp_kernel.install import install
+
+AGENTS = Path(__file__).resolve().parent.parent / "agents"
+
+
+def scripted_command(scenario: dict) -> str:
+    """A ``%agent --command`` line running the scripted test agent."""
+    import shlex
+
+    return shlex.join([sys.executable, str(AGENTS / "scripted_agent.py"), json.dumps(scenario)])
+
+
+@pytest.fixture(scope="session")
+def kernelspec_path(tmp_path_factory) -> str:
+    """Install our kernelspec with our own installer into a private prefix."""
+    prefix = tmp_path_factory.mktemp("prefix")
+    install(prefix=str(prefix))
+    return str(prefix / "share" / "jupyter")
+
+
+@pytest.fixture
+def kernel_env(tmp_path, kernelspec_path, monkeypatch) -> dict[str, str]:
+    monkeypatch.setenv("JUPYTER_PATH", kernelspec_path)
+    env = dict(os.environ)
+    env.update({
+        "ACP_KERNEL_STATE": str(tmp_path / "state" / "sessions.json"),
+        "ACP_KERNEL_CONFIG": str(tmp_path / "acp_kernel.json"),
+        "ACP_DEMO_STATE_DIR": str(tmp_path / "demo-state"),
+    })
+    env.pop("ACP_KERNEL_AGENT", None)
+    env.pop("JPY_SESSION_NAME", None)
+    (tmp_path / "work").mkdir()
+    return env
+
+
+@dataclass
+class Result:
+    reply: dict[str, Any]
+    outputs: list[dict[str, Any]] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def status(self) -> str:
+        return self.reply["content"]["status"]
+
+    def text(self) -> str:
+        """Everything the cell showed, as one string (markdown, plain and streams)."""
+        parts = []
+        for msg in self.outputs:
+            c = msg["content"]
+            if msg["msg_type"] == "stream":
+                parts.append(c["text"])
+            elif msg["msg_type"] in ("display_data", "update_display_data", "execute_result"):
+                data = c.get("data", {})
+                parts.append(data.get("text/markdown") or data.get("text/plain") or "")
+        return "\n".join(parts)
+
+
+class KernelHarness:
+    def __init__(self, km: AsyncKernelManager, kc: Any) -> None:
+        self.km, self.kc = km, kc
+
+    async def execute(self, code: str, *, timeout: float = 30, allow_stdin: bool = True,
+                      on_output=None) -> Result:
+        """Run a cell; collect its iopub messages until idle."""
+        start = time.monotonic()
+        msg_id = self.kc.execute(code, allow_stdin=allow_stdin)
+        result = Result(reply={})
+        while True:
+            msg = await self.kc.get_iopub_msg(timeout=timeout)
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+                break
+            if msg["msg_type"] in ("stream", "display_data", "update_display_data", "execute_result",
+                                   "error", "comm_open", "comm_msg"):
+                result.outputs.append(msg)
+                if on_output is not None:
+                    await on_output(msg)
+        result.reply = await self.kc.get_shell_msg(timeout=timeout)
+        while result.reply["parent_header"].get("msg_id") != msg_id:
+            result.reply = await self.kc.get_shell_msg(timeout=timeout)
+        result.seconds = time.monotonic() - start
+        return result
+
+
+@pytest.fixture
+async def acp_kernel(kernel_env, tmp_path):
+    km = AsyncKernelManager(kernel_name="acp")
+    await km.start_kernel(env=kernel_env, cwd=str(tmp_path / "work"))
+    kc = km.client()
+    kc.start_channels()
+    await kc.wait_for_ready(timeout=60)
+    harness = KernelHarness(km, kc)
+    try:
+        yield harness
+    finally:
+        kc.stop_channels()
+        await km.shutdown_kernel(now=False)
+
+
+async def wait_until(predicate, timeout: float = 10.0, interval: float = 0.02) -> None:
+    """Poll a cheap condition (a process table, a file) until it holds."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(interval)
