@@ -1,0 +1,1 @@
+"""acp-kernel benchmarks: run with ``python -m benchmarks`` (see README.md)."""
