@@ -26,7 +26,24 @@ class DisplaySink(Protocol):
 
 
 class IPythonSink:
-    """For the magics: IPython's own display machinery (lazy import)."""
+    """For the magics: IPython's own display machinery (lazy import).
+
+    ipykernel picks the parent cell of an output from context variables. The
+    turn's events arrive in the connection's callbacks, whose context is the
+    one the agent was started in (maybe an earlier cell), so the sink keeps
+    the context of the cell that created it and publishes from there.
+    """
+
+    def __init__(self) -> None:
+        import contextvars
+
+        self._context = contextvars.copy_context()
+
+    def _run(self, fn: Any, *args: Any, **kwargs: Any) -> None:
+        try:
+            self._context.run(fn, *args, **kwargs)
+        except RuntimeError:  # already inside this context (a nested call)
+            fn(*args, **kwargs)
 
     def display(self, data: dict, metadata: dict | None = None, display_id: str | None = None) -> None:
         from IPython.display import display
@@ -34,12 +51,12 @@ class IPythonSink:
         kwargs: dict[str, Any] = {"raw": True, "metadata": metadata or {}}
         if display_id:
             kwargs["display_id"] = display_id
-        display(data, **kwargs)
+        self._run(display, data, **kwargs)
 
     def update(self, data: dict, metadata: dict | None = None, display_id: str = "") -> None:
         from IPython.display import update_display
 
-        update_display(data, raw=True, metadata=metadata or {}, display_id=display_id)
+        self._run(update_display, data, raw=True, metadata=metadata or {}, display_id=display_id)
 
 
 @dataclass
