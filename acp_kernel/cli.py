@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import dataclasses
 import json
+import os
 import signal
 import sys
 from typing import Any, Sequence, TextIO
@@ -98,30 +99,75 @@ def describe(event: Any) -> str | None:
     return None
 
 
+_encode = json.JSONEncoder(ensure_ascii=False).encode
+
+
+def _silence_stdout() -> None:
+    """After a broken pipe, point stdout at /dev/null so exit does not complain."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+
+
 class _Printer:
-    """Subscribes to a turn and writes it out, as text or as JSON lines."""
+    """Subscribes to a turn and writes it out, as text or as JSON lines.
+
+    Output is gathered and written once per burst of events (a loop
+    callback), not once per event: one system call per 32-byte chunk would
+    cost more than parsing it.
+    """
 
     def __init__(self, fmt: str, out: TextIO, err: TextIO) -> None:
         self.fmt, self.out, self.err = fmt, out, err
-        self.flush_each = out.isatty()
-        self.thinking = False
+        self._buf: list[str] = []
+        self._scheduled = False
+        self.broken = False
+
+    def _emit(self, text: str) -> None:
+        self._buf.append(text)
+        if not self._scheduled:
+            self._scheduled = True
+            try:
+                asyncio.get_running_loop().call_soon(self.flush)
+            except RuntimeError:
+                self.flush()
+
+    def flush(self) -> None:
+        self._scheduled = False
+        if self._buf:
+            data = "".join(self._buf)
+            self._buf.clear()
+            if self.broken:
+                return
+            try:
+                self.out.write(data)
+                self.out.flush()
+            except BrokenPipeError:  # `| head` closed the pipe: stop writing, keep going
+                self.broken = True
+                _silence_stdout()
 
     def __call__(self, event: Any) -> None:
         if event is None:
-            return
-        if self.fmt == "json":
-            self.out.write(json.dumps(event_json(event), ensure_ascii=False) + "\n")
+            self.flush()
             return
         name = type(event).__name__
+        if self.fmt == "json":
+            if name == "Chunk" and event.text:
+                self._emit('{"type": "' + event.role + '", "text": ' + _encode(event.text) + "}\n")
+            else:
+                self._emit(_encode(event_json(event)) + "\n")
+            return
         if name == "Chunk" and event.role == "agent":
-            self.out.write(event.text)
-            if self.flush_each:
-                self.out.flush()
+            self._emit(event.text)
             return
         if name == "PermissionPrompt":
             return  # handled by the asker
         line = describe(event)
         if line:
+            self.flush()
             self.err.write(line + "\n")
             self.err.flush()
 
@@ -198,10 +244,10 @@ async def run_prompt(args: argparse.Namespace, out: TextIO = sys.stdout, err: Te
         for task in asks:
             task.cancel()
         if args.format == "text" and turn.text and not turn.text.endswith("\n"):
-            out.write("\n")
+            printer._emit("\n")
         if args.format == "json":
-            out.write(json.dumps({"type": "end", "stopReason": turn.stop_reason, "error": turn.error}) + "\n")
-        out.flush()
+            printer._emit(json.dumps({"type": "end", "stopReason": turn.stop_reason, "error": turn.error}) + "\n")
+        printer.flush()
         if turn.error:
             if args.format == "text":
                 err.write(f"acp-kernel: {turn.error}\n")

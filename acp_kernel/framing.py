@@ -14,7 +14,8 @@ from typing import Any, Union
 DEFAULT_MAX_LINE = 64 * 1024 * 1024
 
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
-_loads = json.loads
+# A bound decoder on str skips json.loads's per-call encoding sniffing.
+_decode = json.JSONDecoder().decode
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +115,7 @@ def classify(line: bytes) -> tuple[int, dict[str, Any]] | Noise:
     accepted), strict where guessing would be wrong.
     """
     try:
-        msg = _loads(line)
+        msg = _decode(line.decode("utf-8"))
     except UnicodeDecodeError:
         return Noise(line, "invalid UTF-8")
     except ValueError:

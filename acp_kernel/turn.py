@@ -64,17 +64,39 @@ class _Raw:
         return update_model(self.raw)
 
 
-@dataclass(slots=True)
-class Chunk(_Raw):
-    """A piece of a message or thought. ``text`` is empty for non-text content."""
+_CHUNK_KINDS = {"agent": "agent_message_chunk", "thought": "agent_thought_chunk", "user": "user_message_chunk"}
 
-    role: str  # "agent", "thought" or "user"
-    text: str
-    raw: dict[str, Any]
+
+class Chunk(_Raw):
+    """A piece of a message or thought. ``text`` is empty for non-text content.
+
+    A plain text chunk (nothing but kind, type and text) does not keep its
+    update dict: 100k kept dicts are what the garbage collector scans over
+    and over. ``raw`` rebuilds it on demand.
+    """
+
+    __slots__ = ("role", "text", "_raw")
+
+    def __init__(self, role: str, text: str, raw: dict[str, Any] | None = None) -> None:
+        self.role = role  # "agent", "thought" or "user"
+        self.text = text
+        self._raw = raw
+
+    @property
+    def raw(self) -> dict[str, Any]:  # type: ignore[override]
+        if self._raw is not None:
+            return self._raw
+        return {"sessionUpdate": _CHUNK_KINDS[self.role], "content": {"type": "text", "text": self.text}}
 
     @property
     def content(self) -> Any:
         return self.raw.get("content")
+
+    def __repr__(self) -> str:
+        return f"Chunk(role={self.role!r}, text={self.text!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Chunk) and (self.role, self.text, self.raw) == (other.role, other.text, other.raw)
 
 
 @dataclass
@@ -103,12 +125,13 @@ class ToolCall:
         status = raw.get("status")
         if isinstance(status, str):
             self.status = status
+        # Replaced, not appended; kept by reference (the update is not reused).
         if "content" in raw:
             content = raw["content"]
-            self.content = list(content) if isinstance(content, list) else []
+            self.content = content if type(content) is list else []
         if "locations" in raw:
             locations = raw["locations"]
-            self.locations = list(locations) if isinstance(locations, list) else []
+            self.locations = locations if type(locations) is list else []
         if "rawInput" in raw:
             self.raw_input = raw["rawInput"]
         if "rawOutput" in raw:
@@ -255,23 +278,25 @@ class Turn:
         kind = update.get("sessionUpdate")
         if kind == "agent_message_chunk" or kind == "agent_thought_chunk" or kind == "user_message_chunk":
             content = update.get("content")
-            text = ""
-            if type(content) is dict:
-                if content.get("type") == "text":
-                    text = content.get("text")
-                    if type(text) is not str:
-                        text = ""
-                    elif not text:
-                        return None  # empty chunks happen; they carry nothing
-            else:
+            if type(content) is not dict:
                 return UnknownUpdate(kind, update)
+            text = ""
+            keep: dict[str, Any] | None = update
+            if content.get("type") == "text":
+                text = content.get("text")
+                if type(text) is not str:
+                    text = ""
+                elif not text:
+                    return None  # empty chunks happen; they carry nothing
+                elif len(update) == 2 and len(content) == 2:
+                    keep = None  # plain text: rebuilt on demand
             if kind == "agent_message_chunk":
                 self._message.append(text)
-                return Chunk("agent", text, update)
+                return Chunk("agent", text, keep)
             if kind == "agent_thought_chunk":
                 self._thought.append(text)
-                return Chunk("thought", text, update)
-            return Chunk("user", text, update)
+                return Chunk("thought", text, keep)
+            return Chunk("user", text, keep)
         if kind == "tool_call" or kind == "tool_call_update":
             tid = update.get("toolCallId")
             if type(tid) is not str or not tid:
