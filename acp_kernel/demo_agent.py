@@ -93,10 +93,8 @@ import logging
 import os
 import random
 import re
-import stat
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -1225,35 +1223,9 @@ def _wire_stdout() -> Any:
     return os.fdopen(wire_fd, "wb", buffering=0)
 
 
-def _pipe_stdin() -> Any:
-    """stdin as something the event loop can watch. A pipe, socket or tty is
-    used as is; a regular file or ``/dev/null`` cannot be registered with
-    epoll (the read would never start and the agent would hang), so a thread
-    copies it into a pipe."""
-    fd = sys.stdin.fileno()
-    mode = os.fstat(fd).st_mode
-    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd):
-        return sys.stdin
-    r, w = os.pipe()
-
-    def pump() -> None:
-        try:
-            while data := os.read(fd, 1 << 16):
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(w, view) :]
-        except OSError:
-            pass
-        finally:
-            os.close(w)
-
-    threading.Thread(target=pump, name="stdin-pump", daemon=True).start()
-    return os.fdopen(r, "rb", buffering=0)
-
-
 async def serve(state_dir: str) -> None:
     wire = _wire_stdout()
-    transport = StdioTransport(stdin=_pipe_stdin(), stdout=wire)
+    transport = StdioTransport(stdout=wire)
     conn = Connection(transport, name="client")
     # Answers to requests a cancel already gave up on are expected, not alarming.
     conn.on_report = lambda kind, text: log.log(

@@ -16,10 +16,12 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import stat
 import sys
+import threading
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from . import proctree
 from .errors import AcpError
@@ -231,6 +233,32 @@ class _ReadProtocol(asyncio.Protocol):
         self.on_eof()
 
 
+def watchable(stream: Any) -> Any:
+    """``stream`` as something the event loop can watch. A pipe, socket or tty
+    is used as is; a regular file or ``/dev/null`` cannot be registered with
+    epoll (the read would never start and the agent would hang), so a thread
+    copies it into a pipe."""
+    fd = stream.fileno()
+    mode = os.fstat(fd).st_mode
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd):
+        return stream
+    r, w = os.pipe()
+
+    def pump() -> None:
+        try:
+            while data := os.read(fd, 1 << 16):
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(w, view):]
+        except OSError:
+            pass
+        finally:
+            os.close(w)
+
+    threading.Thread(target=pump, name="stdin-pump", daemon=True).start()
+    return os.fdopen(r, "rb", buffering=0)
+
+
 class StdioTransport:
     """This process's own stdin/stdout, for the agent side of the wire."""
 
@@ -248,7 +276,7 @@ class StdioTransport:
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         await loop.connect_read_pipe(
-            lambda: _ReadProtocol(self._on_data, self._on_eof), self._stdin
+            lambda: _ReadProtocol(self._on_data, self._on_eof), watchable(self._stdin)
         )
 
     def write(self, data: bytes) -> None:
