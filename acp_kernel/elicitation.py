@@ -69,16 +69,7 @@ class ElicitationService:
             request=req,
             tool_call_id=req.tool_call_id,
         )
-        pending = self._pending.setdefault(req.session_id, set())
-        pending.add(prompt)
-        try:
-            ctx.emit(prompt)
-            answer = await prompt.future
-        finally:
-            pending.discard(prompt)
-            if not prompt.future.done():
-                prompt.future.cancel()
-        return answer
+        return await prompt.ask(ctx, self._pending.setdefault(req.session_id, set()))
 
     def sessions_pending(self) -> list[str]:
         return [sid for sid, ps in self._pending.items() if ps]

@@ -192,15 +192,7 @@ class PermissionBroker:
             loop=loop,
             title=title,
         )
-        pending = self._pending.setdefault(sid, set())
-        pending.add(prompt)
-        try:
-            ctx.emit(prompt)
-            option_id = await prompt.future
-        finally:
-            pending.discard(prompt)
-            if not prompt.future.done():
-                prompt.future.cancel()
+        option_id = await prompt.ask(ctx, self._pending.setdefault(sid, set()))
         opt = next((o for o in options if o["optionId"] == option_id), None)
         if opt is None:
             return done(None, "cancelled")

@@ -98,6 +98,18 @@ class _Prompt:
     def done(self) -> bool:
         return self.future.done()
 
+    async def ask(self, ctx: Any, pending: set[Any]) -> Any:
+        """Show this prompt (``ctx.emit``) and wait for the answer, tracked in
+        ``pending`` meanwhile so a cancel can answer it."""
+        pending.add(self)
+        try:
+            ctx.emit(self)
+            return await self.future
+        finally:
+            pending.discard(self)
+            if not self.future.done():
+                self.future.cancel()
+
 
 @dataclass(eq=False)
 class PermissionPrompt(_Prompt):

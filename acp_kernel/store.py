@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from .files import atomic_write_text
 
 
 @dataclass
@@ -65,14 +66,4 @@ def remember(key: str | None, value: Remembered | None) -> None:
         data.pop(key, None)
     else:
         data[key] = asdict(value)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".sessions.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=1)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    atomic_write_text(str(path), json.dumps(data, indent=1))
