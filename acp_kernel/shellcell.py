@@ -38,7 +38,7 @@ class ShellOptions:
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise ShellCellError(f"%%shell: {message}\nusage: {self.format_usage().strip()}")
+        raise ShellCellError(f"%%shell: {message}\n{self.format_usage().strip()}")
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -14,7 +14,8 @@ import signal
 import sys
 from collections.abc import Awaitable, Callable
 from contextlib import contextmanager
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from acp_kernel.errors import AcpError, AuthRequired, ConnectionClosed, RpcError
 from acp_kernel.host import POLICIES, ClientSettings
@@ -164,7 +165,9 @@ class Runtime:
 
     def _conn(self, alias: str | None) -> _Conn:
         key = alias or self.default
-        if key is None or key not in self.conns:
+        if key is None:
+            raise UsageError("no agent connected; use %acp connect NAME (e.g. %acp connect demo)")
+        if key not in self.conns:
             known = ", ".join(self.conns) or "none"
             raise UsageError(f"no connection {key!r} (open: {known}); use %acp connect NAME")
         return self.conns[key]
@@ -202,7 +205,10 @@ class Runtime:
 
     async def _verb_disconnect(self, args: list[str]) -> None:
         aliases = args or ([self.default] if self.default else [])
+        if not aliases:
+            raise UsageError("no connection to close")
         for alias in aliases:
+            self._conn(alias)  # unknown alias: a usage error, not "Disconnected"
             await self._close(alias)
             self._md(f"Disconnected **{alias}**.")
 
@@ -283,6 +289,7 @@ class Runtime:
         if conn.client.needs_restart or not conn.client.alive:
             await self._reconnect(conn)
         session = conn.session
+        session.interactive = self._interactive()
         turn = session.begin(blocks)
         view = TurnView(turn, IPythonSink(), session=session)
         try:
@@ -292,6 +299,21 @@ class Runtime:
             view.close()
         user_ns["_acp"] = turn
         return turn
+
+    @staticmethod
+    def _interactive() -> bool:
+        """Can someone answer a permission form? As in the ACP kernel: the
+        execute request's ``allow_stdin`` (nbclient sends False: headless)."""
+        from IPython import get_ipython
+
+        kernel = getattr(get_ipython(), "kernel", None)
+        if kernel is None:
+            return False
+        try:
+            content = kernel.get_parent("shell").get("content") or {}
+        except Exception:  # noqa: BLE001 - an older ipykernel
+            content = {}
+        return bool(content.get("allow_stdin", getattr(kernel, "_allow_stdin", False)))
 
     @staticmethod
     def _interpolate(text: str, ns: dict[str, Any]) -> str:
@@ -330,6 +352,10 @@ class Runtime:
             opts = parse_options(args)
         except ShellCellError as exc:
             raise _usage(exc) from None
+        # IPython ends every cell with a newline; the line is the body without it
+        # (as in the ACP kernel), so --show-argv and the argv match terminal_request.
+        if body.endswith("\n"):
+            body = body[:-1]
 
         def write(text: str) -> None:
             sys.stdout.write(text)

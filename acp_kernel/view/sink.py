@@ -38,12 +38,17 @@ class IPythonSink:
         import contextvars
 
         self._context = contextvars.copy_context()
+        self._inside = False
 
-    def _run(self, fn: Any, *args: Any, **kwargs: Any) -> None:
+    def run_in_context(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """Call ``fn`` inside the creating cell's context (once: nested calls run as they are)."""
+        if self._inside:
+            return fn(*args, **kwargs)
+        self._inside = True
         try:
-            self._context.run(fn, *args, **kwargs)
-        except RuntimeError:  # already inside this context (a nested call)
-            fn(*args, **kwargs)
+            return self._context.run(fn, *args, **kwargs)
+        finally:
+            self._inside = False
 
     def display(self, data: dict, metadata: dict | None = None, display_id: str | None = None) -> None:
         from IPython.display import display
@@ -51,12 +56,12 @@ class IPythonSink:
         kwargs: dict[str, Any] = {"raw": True, "metadata": metadata or {}}
         if display_id:
             kwargs["display_id"] = display_id
-        self._run(display, data, **kwargs)
+        self.run_in_context(display, data, **kwargs)
 
     def update(self, data: dict, metadata: dict | None = None, display_id: str = "") -> None:
         from IPython.display import update_display
 
-        self._run(update_display, data, raw=True, metadata=metadata or {}, display_id=display_id)
+        self.run_in_context(update_display, data, raw=True, metadata=metadata or {}, display_id=display_id)
 
 
 @dataclass

@@ -167,7 +167,12 @@ class TurnView:
         self._unsubscribe: Callable[[], None] | None = None
         for event in list(turn.events):
             self._on_event(event)
-        self._unsubscribe = turn.subscribe(self._on_event)
+        # A sink that publishes in a cell's context (IPythonSink) wants the
+        # whole view there too: widgets created for later events are then
+        # parented to the cell that shows them.
+        run = getattr(sink, "run_in_context", None)
+        listener = self._on_event if run is None else (lambda event: run(self._on_event, event))
+        self._unsubscribe = turn.subscribe(listener)
         if turn.done:
             self.close()
 

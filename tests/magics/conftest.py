@@ -1,0 +1,171 @@
+"""Magics-level fixtures: a real IPython kernel (``python3`` kernelspec) through jupyter_client.
+
+Reuses the kernel-level harness: the same temp-prefix ``acp`` kernelspec, the
+same environment (state, config and demo state in temp paths) and the same
+iopub-driven ``execute``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jupyter_client.manager import AsyncKernelManager
+
+from acp_kernel import proctree
+from tests.kernel import conftest as _kernel
+from tests.kernel.conftest import KernelHarness, Result, scripted_command, wait_until  # noqa: F401
+
+# The kernel-level fixtures, shared (pytest finds fixtures in a conftest's namespace):
+# the ``acp`` kernelspec installed by our installer into a temp prefix, and the
+# environment with state, config and demo state in temp paths.
+kernelspec_path = _kernel.kernelspec_path
+kernel_env = _kernel.kernel_env
+
+
+@dataclass
+class CellResult(Result):
+    #: monotonic arrival time of each of ``outputs``
+    times: list[float] = field(default_factory=list)
+    #: comm messages the kernel sent during the cell under another parent
+    stray_comms: list[dict[str, Any]] = field(default_factory=list)
+
+    def displays(self) -> list[dict[str, Any]]:
+        return [m for m in self.outputs if m["msg_type"] in ("display_data", "update_display_data")]
+
+    def error_line(self) -> str:
+        """The stderr a usage error printed (IPython shows ``UsageError: ...``)."""
+        return "".join(m["content"]["text"] for m in self.outputs
+                       if m["msg_type"] == "stream" and m["content"]["name"] == "stderr")
+
+
+class MagicsHarness(KernelHarness):
+    """A kernel driven cell by cell; ``ok`` runs a cell and insists it succeeded."""
+
+    async def execute(self, code: str, *, timeout: float = 30, allow_stdin: bool = True,
+                      on_output=None) -> CellResult:
+        """Like the kernel harness, plus arrival times, and ``on_output`` also sees
+        widget comm messages that the kernel parented to an earlier cell."""
+        start = time.monotonic()
+        msg_id = self.kc.execute(code, allow_stdin=allow_stdin)
+        result = CellResult(reply={})
+        while True:
+            msg = await self.kc.get_iopub_msg(timeout=timeout)
+            mine = msg["parent_header"].get("msg_id") == msg_id
+            kind = msg["msg_type"]
+            if not mine:
+                if kind in ("comm_open", "comm_msg"):
+                    result.stray_comms.append(msg)
+                    if on_output is not None:
+                        await on_output(msg)
+                continue
+            if kind == "status" and msg["content"]["execution_state"] == "idle":
+                break
+            if kind in ("stream", "display_data", "update_display_data", "execute_result",
+                        "error", "comm_open", "comm_msg"):
+                result.outputs.append(msg)
+                result.times.append(time.monotonic())
+                if on_output is not None:
+                    await on_output(msg)
+        result.reply = await self.kc.get_shell_msg(timeout=timeout)
+        while result.reply["parent_header"].get("msg_id") != msg_id:
+            result.reply = await self.kc.get_shell_msg(timeout=timeout)
+        result.seconds = time.monotonic() - start
+        return result
+
+    async def ok(self, code: str, **kw: Any) -> CellResult:
+        res = await self.execute(code, **kw)
+        assert res.status == "ok", (code, res.reply["content"], res.text())
+        return res
+
+    async def value(self, code: str) -> str:
+        """``repr`` of the last line of ``code`` (an expression), run in the kernel
+        after the lines before it (no pretty-printing, no ``_`` shuffle)."""
+        *before, last = code.split("\n")
+        res = await self.ok("\n".join([*before, f"print(repr(({last})), end='')"]))
+        return "".join(m["content"]["text"] for m in res.outputs if m["msg_type"] == "stream")
+
+    @property
+    def pid(self) -> int:
+        return self.km.provisioner.pid
+
+    def descendants(self) -> set[int]:
+        return proctree.tree(self.pid)
+
+
+def cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def agent_pids(pids: set[int], marker: str) -> set[int]:
+    return {p for p in pids if marker in cmdline(p)}
+
+
+async def start(kernel_name: str, env: dict[str, str], cwd: str) -> MagicsHarness:
+    km = AsyncKernelManager(kernel_name=kernel_name)
+    await km.start_kernel(env=env, cwd=cwd)
+    kc = km.client()
+    kc.start_channels()
+    await kc.wait_for_ready(timeout=60)
+    return MagicsHarness(km, kc)
+
+
+async def stop(harness: MagicsHarness) -> None:
+    harness.kc.stop_channels()
+    if await harness.km.is_alive():
+        await harness.km.shutdown_kernel(now=False)
+
+
+@pytest.fixture
+async def ipython(kernel_env, tmp_path):
+    """A fresh IPython kernel, cwd a temp dir, with nothing loaded yet; the user's shell is bash."""
+    harness = await start("python3", dict(kernel_env, SHELL="/bin/bash"), str(tmp_path / "work"))
+    try:
+        yield harness
+    finally:
+        await stop(harness)
+
+
+@pytest.fixture
+async def acp_sh_kernel(kernel_env, tmp_path):
+    """The ACP kernel (our ``acp`` kernelspec, temp prefix) whose user's shell is /bin/sh."""
+    env = dict(kernel_env, SHELL="/bin/sh")
+    harness = await start("acp", env, str(tmp_path / "work"))
+    try:
+        yield harness
+    finally:
+        await stop(harness)
+
+
+@pytest.fixture
+async def magics(ipython):
+    """An IPython kernel with ``%load_ext acp_kernel`` done."""
+    await ipython.ok("%load_ext acp_kernel")
+    return ipython
+
+
+def button_clicker(harness: KernelHarness, label: str) -> tuple[asyncio.Future, Any]:
+    """An ``on_output`` hook that clicks the first ipywidgets Button whose
+    description holds ``label`` (a ``comm_msg`` custom click, like a browser)."""
+    clicked: asyncio.Future = asyncio.get_running_loop().create_future()
+
+    async def on_output(msg: dict) -> None:
+        if msg["msg_type"] != "comm_open" or clicked.done():
+            return
+        state = msg["content"]["data"].get("state", {})
+        if state.get("_model_name") == "ButtonModel" and label in state.get("description", ""):
+            comm_id = msg["content"]["comm_id"]
+            click = harness.kc.session.msg(
+                "comm_msg", {"comm_id": comm_id, "data": {"method": "custom", "content": {"event": "click"}}}
+            )
+            harness.kc.shell_channel.send(click)
+            clicked.set_result(comm_id)
+
+    return clicked, on_output
