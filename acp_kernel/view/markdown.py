@@ -82,7 +82,7 @@ class BlockSplitter:
                 if start < len(text):
                     self._partial.append(text[start:])
                     self._partial_chars += len(text) - start
-                    if self._partial_chars > 4 * self.max_tail:
+                    if self._partial_chars > self.max_tail:
                         self._break_long_line()
                 return
             if self._partial:

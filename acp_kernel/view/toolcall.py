@@ -50,10 +50,15 @@ def widget_class() -> Any:
         import traitlets as t
 
         class ToolCallWidget(anywidget.AnyWidget):
-            """Synced state of one tool call row (see static/toolcall.js)."""
+            """Synced state of one tool call row (see static/toolcall.js).
 
-            _esm = STATIC / "toolcall.js"
-            _css = STATIC / "toolcall.css"
+            ``_esm``/``_css`` are declared as traits here: given as paths,
+            anywidget would build a new class for every instance (add_traits),
+            which made a 2,000-tool-call turn spend most of its time there.
+            """
+
+            _esm = t.Unicode((STATIC / "toolcall.js").read_text(encoding="utf-8")).tag(sync=True)
+            _css = t.Unicode((STATIC / "toolcall.css").read_text(encoding="utf-8")).tag(sync=True)
             title = t.Unicode("").tag(sync=True)
             kind = t.Unicode("other").tag(sync=True)
             icon = t.Unicode("").tag(sync=True)
@@ -67,6 +72,19 @@ def widget_class() -> Any:
 
         _widget_class = ToolCallWidget
     return _widget_class
+
+
+_layout: Any = None
+
+
+def shared_layout() -> Any:
+    """One Layout model for every row: each widget would otherwise open its own."""
+    global _layout
+    if _layout is None:
+        import ipywidgets
+
+        _layout = ipywidgets.Layout()
+    return _layout
 
 
 class _TermFeed:
@@ -138,7 +156,7 @@ class ToolCallRow:
         self._finished = False
         self.widget: Any = None
         if widgets:
-            self.widget = widget_class()()
+            self.widget = widget_class()(layout=shared_layout())
             self.widget.on_msg(self._on_widget_msg)
         self._push_state()
 

@@ -123,7 +123,10 @@ class _OtherRun:
 
 
 def _md_bundle(md: str) -> dict[str, Any]:
-    return {"text/markdown": sanitize_markdown(md), "text/plain": md}
+    """Message text goes out as markdown only: a ``text/plain`` copy would
+    double the traffic of every block and every tail refresh, and every
+    notebook frontend renders markdown (the saved transcript is markdown)."""
+    return {"text/markdown": sanitize_markdown(md)}
 
 
 class TurnView:

@@ -95,7 +95,7 @@ async def test_tail_updates_follow_the_timer_not_the_chunks():
     assert len(text_messages(sink, "update")) <= 12 * 2
     view.close()
     outs = sink.outputs()
-    joined = " ".join(o["text/plain"] for o in outs)
+    joined = " ".join(o["text/markdown"] for o in outs)
     assert joined.split() == ("start " + " ".join(f"b{b}w{i}" for b in range(12) for i in range(100))).split()
 
 
