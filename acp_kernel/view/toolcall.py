@@ -59,6 +59,15 @@ def widget_class() -> Any:
 
             _esm = t.Unicode((STATIC / "toolcall.js").read_text(encoding="utf-8")).tag(sync=True)
             _css = t.Unicode((STATIC / "toolcall.css").read_text(encoding="utf-8")).tag(sync=True)
+            _anywidget_id = t.Unicode("acp_kernel.view.toolcall.ToolCallWidget").tag(sync=True)
+
+            def add_traits(self, **traits: Any) -> None:
+                # anywidget re-adds _esm, _css and _anywidget_id on every
+                # instance, and traitlets makes a new class for each call:
+                # they are class traits here, so only add what is missing.
+                missing = {k: v for k, v in traits.items() if not self.has_trait(k)}
+                if missing:
+                    super().add_traits(**missing)
             title = t.Unicode("").tag(sync=True)
             kind = t.Unicode("other").tag(sync=True)
             icon = t.Unicode("").tag(sync=True)
