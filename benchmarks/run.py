@@ -29,6 +29,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 AGENT = os.path.join(HERE, "synthetic_agent.py")
 WORKERS = os.path.join(HERE, "workers.py")
+KERNEL_WORKERS = os.path.join(HERE, "kernel_workers.py")
 RESULTS = os.path.join(HERE, "RESULTS.md")
 NODE_DIR = os.path.join(HERE, ".node")
 
@@ -74,6 +75,7 @@ class Ctx:
     env: dict[str, str]
     acpx: Any = None  # Acpx, or a str saying why it is missing
     startup: dict[str, list[float]] = field(default_factory=dict)
+    kernel_env: dict[str, str] | None = None  # env with JUPYTER_PATH at a temp-prefix acp kernelspec
 
 
 def _median(values: list[float]) -> float:
@@ -106,9 +108,10 @@ def bench_env() -> dict[str, str]:
     return env
 
 
-def worker(ctx: Ctx, mode: str, *extra: str, timeout: float = 300) -> dict[str, Any]:
-    proc = subprocess.run([sys.executable, WORKERS, mode, *extra], capture_output=True, text=True,
-                          env=ctx.env, cwd=ctx.tmp, timeout=timeout)
+def worker(ctx: Ctx, mode: str, *extra: str, timeout: float = 300, script: str = WORKERS,
+           env: dict[str, str] | None = None, cwd: str | None = None) -> dict[str, Any]:
+    proc = subprocess.run([sys.executable, script, mode, *extra], capture_output=True, text=True,
+                          env=env or ctx.env, cwd=cwd or ctx.tmp, timeout=timeout)
     if proc.returncode != 0:
         tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         raise Failed(f"{mode} exited {proc.returncode}: {tail}")
@@ -337,7 +340,11 @@ def throughput_tools(ctx: Ctx) -> Section:
 # -- latency ------------------------------------------------------------------------------
 
 
-def latency(ctx: Ctx) -> Section:
+def latency(ctx: Ctx) -> list[Section]:
+    return [library_latency(ctx), kernel_latency(ctx)]
+
+
+def library_latency(ctx: Ctx) -> Section:
     a = ctx.args
     sec = Section(f"Added latency: agent write -> client event, {a.latency_chunks:,} stamped chunks",
                   ["client", "load", "p50 us", "p90 us", "p99 us", "max us", "p50 vs floor"])
@@ -417,6 +424,7 @@ def startup(ctx: Ctx) -> Section:
                      "python -m acp_kernel.demo_agent"])
     sec.rows.append(["official SDK: import acp", info("sdk", "import_seconds"), "cold import"])
     sec.rows.append(["official SDK: spawn + initialize, synthetic agent", info("sdk", "init_seconds"), ""])
+    kernel_startup(ctx, sec)
     return sec
 
 
@@ -456,13 +464,284 @@ def terminal_service(ctx: Ctx) -> Section:
     return sec
 
 
-# -- placeholders (the lead fills these in) -------------------------------------------------
+# -- through a real kernel (jupyter_client) ----------------------------------------------------
 
 
-def _placeholder(title: str) -> Callable[[Ctx], Section]:
+def kernel_env(ctx: Ctx) -> dict[str, str]:
+    """The workers' env plus a private ``acp`` kernelspec (installed once per run into a temp
+    prefix with acp_kernel.install, as tests/kernel/conftest.py does) and temp state paths."""
+    if ctx.kernel_env is None:
+        from acp_kernel.install import install
+
+        prefix = os.path.join(ctx.tmp, "prefix")
+        install(prefix=prefix)
+        env = dict(ctx.env)
+        env.update({
+            "JUPYTER_PATH": os.path.join(prefix, "share", "jupyter"),
+            "ACP_KERNEL_STATE": os.path.join(ctx.tmp, "state", "sessions.json"),
+            "ACP_KERNEL_CONFIG": os.path.join(ctx.tmp, "acp_kernel.json"),  # absent: built-in agents
+            "ACP_DEMO_STATE_DIR": os.path.join(ctx.tmp, "demo-state"),
+        })
+        for key in ("ACP_KERNEL_AGENT", "ACP_KERNEL_PERMISSIONS", "JPY_SESSION_NAME"):
+            env.pop(key, None)
+        os.makedirs(os.path.join(ctx.tmp, "work"), exist_ok=True)
+        ctx.kernel_env = env
+    return ctx.kernel_env
+
+
+def kworker(ctx: Ctx, mode: str, *extra: str, timeout: float = 600) -> dict[str, Any]:
+    return worker(ctx, mode, *extra, timeout=timeout, script=KERNEL_WORKERS, env=kernel_env(ctx),
+                  cwd=os.path.join(ctx.tmp, "work"))
+
+
+def run_cells(ctx: Ctx, agent: str, prompts: list[str], *, empties: int = 0, timeout: float = 600) -> dict[str, Any]:
+    """A fresh acp kernel: ``%agent --command AGENT``, a warm-up empty turn (starts the agent),
+    ``empties`` timed empty turns, then ``prompts``. Returns the worker's JSON with ``empty``
+    (median seconds of the timed empty turns) and ``turns`` (one summary per prompt)."""
+    cells = [f"%agent --command {agent}", "chunks=0 tool_calls=0"] + ["chunks=0 tool_calls=0"] * empties + prompts
+    args: list[str] = ["cells", "--timeout", str(timeout)]
+    for c in cells:
+        args += ["--cell", c]
+    r = kworker(ctx, *args, timeout=timeout * max(1, len(prompts)) + 120)
+    out = r["cells"]
+    r["empty"] = _median([c["seconds"] for c in out[2:2 + empties]]) if empties else 0.0
+    r["turns"] = out[2 + empties:]
+    return r
+
+
+def _kb(n: float) -> str:
+    return f"{n / 1e6:,.2f} MB" if n >= 1e6 else f"{n / 1e3:,.1f} KB"
+
+
+def _iopub_total(t: dict[str, Any]) -> tuple[int, int]:
+    """Messages and bytes the frontend got on iopub during the turn (the cell's own and other
+    parents, e.g. widget comm_open/comm_msg)."""
+    return t["iopub_msgs"] + t.get("other_msgs", 0), t["iopub_bytes"] + t.get("other_bytes", 0)
+
+
+def kernel_throughput(ctx: Ctx) -> Section:
+    a = ctx.args
+    n, size, kt = a.chunks, a.size, a.kernel_tool_calls
+    chunks_load, tools_load = {"chunks": n, "size": size}, {"chunks": 0, "tool_calls": kt}
+    dumps = {}
+    for key, load in (("chunks", chunks_load), ("tools", tools_load)):
+        dumps[key] = os.path.join(ctx.tmp, f"kernel-{key}.jsonl")
+        subprocess.run(shlex.split(agent_cmd(**load, dump=dumps[key])), check=True)
+    # The agent's own load is the tool calls (encoded before the handshake); the chunk turn
+    # asks for its load in the prompt (``chunks=N size=S``: one bytes-multiply, cached).
+    agent = agent_cmd(**tools_load)
+    chunk_prompt = f"chunks={n} size={size} tool_calls=0"
+    sec = Section(f"Kernel throughput through jupyter_client: {n:,} chunks of {size} chars; {kt:,} tool call pairs",
+                  ["client", "load", "us/update", "updates/s", "speed vs floor", "iopub msgs", "iopub bytes", "notes"])
+    times: dict[str, list[float]] = {}
+    kernel_runs: list[dict[str, Any]] = []
+    errors: dict[str, str] = {}
+    steps: list[tuple[str, Callable[[], Any]]] = [
+        ("floor-chunks", lambda: worker(ctx, "floor-file", "--file", dumps["chunks"])["seconds"]),
+        ("floor-tools", lambda: worker(ctx, "floor-file", "--file", dumps["tools"])["seconds"]),
+        ("lib-chunks", lambda: worker(ctx, "lib", "--agent", agent_cmd(**chunks_load))["seconds"]),
+        ("lib-tools", lambda: worker(ctx, "lib", "--agent", agent)["seconds"]),
+        ("kernel", lambda: run_cells(ctx, agent, [chunk_prompt, "go"], empties=3)),
+    ]
+    for rnd in range(a.repeat):
+        for key, fn in steps:
+            if key in errors:
+                continue
+            print(f"  [kernel] round {rnd + 1}/{a.repeat}: {key}", file=sys.stderr)
+            try:
+                r = fn()
+            except (Failed, subprocess.TimeoutExpired, OSError, ValueError, KeyError) as exc:
+                errors[key] = str(exc)
+                continue
+            if key == "kernel":
+                kernel_runs.append(r)
+            else:
+                times.setdefault(key, []).append(r)
+
+    def row(label: str, load: str, key: str, updates: int, floor_us: float | None, note: str) -> float | None:
+        if key in errors:
+            sec.rows.append([label, load, "-", "-", "-", "-", "-", f"failed: {errors[key]}"])
+            return None
+        seconds = _median(times.get(key, []))
+        us = seconds / updates * 1e6
+        sec.rows.append([label, load, f"{us:.2f}", f"{updates / seconds:,.0f}",
+                         f"{(floor_us or us) / us:.2f}", "-", "-", note])
+        return us
+
+    for i, (what, updates, load, fkey, lkey) in enumerate((
+            ("chunks", n, f"{n:,} chunks", "floor-chunks", "lib-chunks"),
+            ("tools", 2 * kt, f"{kt:,} tool call pairs", "floor-tools", "lib-tools"))):
+        floor_us = row("floor: read the dumped file + json.loads per line", load, fkey, updates, None, "the reference")
+        row("acp-kernel library (Client + Session.prompt)", load, lkey, updates, floor_us, "in-process, no view")
+        label = "acp kernel (jupyter_client: execute -> execute_reply)"
+        if "kernel" in errors or not kernel_runs:
+            sec.rows.append([label, load, "-", "-", "-", "-", "-", f"failed: {errors.get('kernel', 'no run')}"])
+            continue
+        turns = [r["turns"][i] for r in kernel_runs]
+        net = _median([t["seconds"] - r["empty"] for t, r in zip(turns, kernel_runs)])
+        us = net / updates * 1e6
+        last = turns[-1]
+        msgs, nbytes = _iopub_total(last)
+        note = "net of an empty turn"
+        if last.get("other_msgs"):
+            note += (f"; incl. {last['other_msgs']:,} msgs / {_kb(last['other_bytes'])} of other parents "
+                     f"({', '.join(last.get('other_types', []))})")
+        if what == "chunks" and last.get("shown_chars", 0) < n * size:
+            note += f"; WARNING: {last.get('shown_chars', 0):,} of {n * size:,} chars shown"
+        speed = floor_us / us if floor_us else None
+        sec.rows.append([label, load, f"{us:.2f}", f"{updates / net:,.0f}",
+                         "-" if speed is None else f"{speed:.2f}" if speed >= 0.01 else f"{speed:.4f}",
+                         f"{msgs:,}", _kb(nbytes), note])
+    if kernel_runs:
+        empty = _median([r["empty"] for r in kernel_runs]) * 1000
+        sec.notes.append(f"empty turn through the kernel (execute -> execute_reply, agent running): {empty:.1f} ms "
+                         "median; subtracted from the kernel rows")
+    sec.notes.append(f"median of {a.repeat} interleaved rounds, a fresh kernel per round; the kernel runs with "
+                     "widgets (tool calls are anywidgets); iopub = every frame this frontend received "
+                     "(own zmq SUB socket) during the turn; speed vs floor target >= 0.50")
+    return sec
+
+
+IOPUB_LOADS_FULL = [
+    # (label, prompt, response chars)
+    ("1 KB in 32 chunks", "chunks=32 size=32", 32 * 32),
+    ("32 KB in 1,000 chunks", "chunks=1000 size=32", 1000 * 32),
+    ("1 MB in 32,000 chunks of 32", "chunks=32000 size=32", 32000 * 32),
+    ("1 MB in 5,000 chunks of 200", "chunks=5000 size=200", 5000 * 200),
+]
+
+
+def iopub_traffic(ctx: Ctx) -> Section:
+    a = ctx.args
+    seconds = 1.0 if a.quick else 4.0  # length of each paced stream
+    loads = list(IOPUB_LOADS_FULL)
+    loads += [
+        (f"1 MB in 32,000 chunks of 32, paced {32000 / seconds:,.0f}/s", f"chunks=32000 size=32 rate={32000 / seconds:g}",
+         32000 * 32),
+        (f"1 MB in 5,000 chunks of 200, paced {5000 / seconds:,.0f}/s", f"chunks=5000 size=200 rate={5000 / seconds:g}",
+         5000 * 200),
+    ]
+    sec = Section("iopub traffic per turn through the acp kernel (what the frontend receives)",
+                  ["response", "turn s", "iopub msgs", "iopub bytes", "bytes / response", "display + update msgs",
+                   "update msgs/s", "display msgs/s (busiest 1 s)", "shown chars"])
+    print("  [iopub] one kernel, all loads", file=sys.stderr)
+    try:
+        r = run_cells(ctx, agent_cmd(chunks=0), [p for _, p, _ in loads], empties=1)
+    except (Failed, subprocess.TimeoutExpired, OSError, ValueError, KeyError) as exc:
+        sec.notes.append(f"failed: {exc}")
+        return sec
+    worst = 0.0
+    for (label, _, chars), t in zip(loads, r["turns"]):
+        msgs, nbytes = _iopub_total(t)
+        ratio = nbytes / chars
+        if chars >= 1_000_000:
+            worst = max(worst, ratio)
+        up = by_type_count(t, "update_display_data")
+        rate = t.get("update_rate")
+        drate = t.get("display_rate")
+        sec.rows.append([label, f"{t['seconds']:.2f}", f"{msgs:,}", _kb(nbytes), f"{ratio:.2f}x",
+                         f"{t['display_msgs']:,} ({up:,} updates)",
+                         f"{rate:.1f}" if rate else "- (short)",
+                         (f"{drate:.1f} ({t.get('max_display_per_s', 0)})" if drate else "- (short)"),
+                         f"{t.get('shown_chars', 0):,}"])
+    sec.notes.append(f"targets: iopub bytes <= 2x the response for 1 MB (worst here {worst:.2f}x: "
+                     f"{'met' if worst <= 2 else 'MISSED'}); tail updates about 10/s at most while streaming")
+    sec.notes.append("response = the chunks' characters (ASCII: bytes); iopub bytes = all frames of every iopub "
+                     "message during the turn (status, execute_input, display_data, update_display_data, ...); "
+                     "rates are over the span from the first to the last display message; busiest 1 s = most "
+                     "display + update messages in any one-second window")
+    sec.notes.append("the synthetic text has no newlines (one long paragraph): the worst case for the open tail, "
+                     "which the view cuts only at 4 x max_tail = 16,000 characters")
+    return sec
+
+
+def by_type_count(t: dict[str, Any], kind: str) -> int:
+    return (t.get("by_type", {}).get(kind) or [0, 0])[0]
+
+
+def kernel_latency(ctx: Ctx) -> Section:
+    a = ctx.args
+    n, rate = a.latency_chunks, a.rate
+    sec = Section(f"Latency through the acp kernel: {n:,} stamped chunks paced at {rate:,.0f}/s, "
+                  "agent write -> iopub arrival at the frontend",
+                  ["what", "p50 ms", "p90 ms", "p99 ms", "max ms", "count"])
+    prompt = f"chunks={n} size={a.size} stamp rate={rate:g}"
+    print("  [latency] through the kernel", file=sys.stderr)
+    try:
+        r = run_cells(ctx, agent_cmd(chunks=0), [prompt])
+        t = r["turns"][0]
+        lat = t["latency"]
+    except (Failed, subprocess.TimeoutExpired, OSError, ValueError, KeyError, IndexError) as exc:
+        sec.notes.append(f"failed: {exc}")
+        return sec
+    first = lat.get("first_ms")
+    sec.rows.append(["first chunk -> first display_data", f"{first:.1f}" if first is not None else "-", "", "", "", "1"])
+    for key, label in (("refresh", "per refresh: newest chunk shown (staleness of what is on screen)"),
+                       ("chunk", "per chunk: written -> first shown (incl. the coalescing wait)")):
+        p = lat[key]
+        if not p.get("count"):
+            sec.rows.append([label, "-", "-", "-", "-", "0"])
+            continue
+        sec.rows.append([label, f"{p['p50']:.1f}", f"{p['p90']:.1f}", f"{p['p99']:.1f}", f"{p['max']:.1f}",
+                         f"{p['count']:,}"])
+    try:
+        lib = worker(ctx, "lib", "--latency", "--agent", agent_cmd(chunks=n, size=a.size, stamp=True, rate=rate))
+        p = lib["latency"]
+        sec.rows.append(["reference: acp-kernel library, Turn subscriber (no view, no kernel)",
+                         f"{p['p50_us'] / 1000:.2f}", f"{p['p90_us'] / 1000:.2f}", f"{p['p99_us'] / 1000:.2f}",
+                         f"{p['max_us'] / 1000:.2f}", f"{p['count']:,}"])
+    except (Failed, subprocess.TimeoutExpired, KeyError) as exc:
+        sec.notes.append(f"library reference failed: {exc}")
+    rate_s = t.get("update_rate")
+    sec.notes.append(f"display messages while streaming: {t['display_msgs']:,} over {t['seconds']:.1f} s "
+                     f"({rate_s or 0:.1f} update_display_data/s); the view coalesces to ~10 refreshes/s, so a "
+                     "chunk waits up to ~100 ms by design (the per-chunk row)")
+    sec.notes.append("a refresh = the messages one flush sends back to back (finished blocks, then the new tail); "
+                     "clocks: time.time_ns() in the agent and in this frontend, same machine")
+    return sec
+
+
+def kernel_startup(ctx: Ctx, sec: Section) -> None:
+    """Rows for the startup table: kernels, the magics, the first token of a demo turn."""
+    a = ctx.args
+    runs: list[dict[str, Any]] = []
+    for rnd in range(a.repeat):
+        print(f"  [startup] kernels, round {rnd + 1}/{a.repeat}", file=sys.stderr)
+        try:
+            runs.append(kworker(ctx, "startup", timeout=180))
+        except (Failed, subprocess.TimeoutExpired, OSError) as exc:
+            sec.rows.append(["kernels", f"failed: {exc}", ""])
+            return
+
+    def ms(key: str) -> float:
+        return _median([r[key] for r in runs if r.get(key) is not None]) * 1000
+
+    for r in runs:
+        r["py_ready_total"] = r["py_load_ext"] + r["py_connect"]
+    first_token = ms("acp_first_display")
+    sec.rows += [
+        ["acp kernel: start_kernel -> first kernel_info reply", f"{ms('acp_ready'):.0f}", "jupyter_client, fresh kernel"],
+        ["python3 kernel (ipykernel): start_kernel -> first kernel_info reply", f"{ms('py_ready'):.0f}", "reference"],
+        ["acp kernel: `hello` execute -> first display_data (first token)", f"{first_token:.0f}",
+         f"fresh kernel, demo agent starts with the cell; target <= 1500: {'met' if first_token <= 1500 else 'MISSED'}"],
+        ["acp kernel: `hello` execute -> execute_reply", f"{ms('acp_reply'):.0f}", "the demo paces its words"],
+        ["acp kernel: start_kernel -> first token of `hello`", f"{ms('acp_start_to_first_display'):.0f}",
+         "the two above, added"],
+        ["IPython kernel: `%load_ext acp_kernel`", f"{ms('py_load_ext'):.0f}", "execute -> execute_reply"],
+        ["IPython kernel: `%acp connect demo`", f"{ms('py_connect'):.0f}", "spawn + initialize + session/new"],
+        ["IPython kernel: `%load_ext` + `%acp connect demo` (ready)", f"{ms('py_ready_total'):.0f}", ""],
+        ["IPython kernel: `%%acp hello` execute -> first display_data", f"{ms('py_first_display'):.0f}",
+         "agent already connected"],
+    ]
+
+
+# -- placeholders -------------------------------------------------
+
+
+def _placeholder(title: str, why: str = "not yet") -> Callable[[Ctx], Section]:
     def bench(ctx: Ctx) -> Section:
-        print(f"{title}: not yet: needs the kernel", file=sys.stderr)
-        return Section(title, [], notes=["not yet: needs the kernel"])
+        print(f"{title}: {why}", file=sys.stderr)
+        return Section(title, [], notes=[why])
     bench.__name__ = "placeholder"
     return bench
 
@@ -474,12 +753,11 @@ BENCHMARKS: dict[str, Callable[[Ctx], Section]] = {
     "latency": latency,
     "startup": startup,
     "terminal": terminal_service,
-    # TODO(lead): kernel throughput through jupyter_client (execute a prompt cell, time iopub).
-    "kernel": _placeholder("Kernel throughput through jupyter_client"),
-    # TODO(lead): iopub bytes per turn (sum of iopub message sizes for an N-chunk turn).
-    "iopub": _placeholder("iopub bytes per turn"),
-    # TODO(lead): passthrough terminal throughput (PTY -> widget comm).
-    "passthrough": _placeholder("Passthrough terminal throughput"),
+    "kernel": kernel_throughput,
+    "iopub": iopub_traffic,
+    # TODO: passthrough terminal throughput (PTY -> widget comm), once a passthrough terminal exists.
+    "passthrough": _placeholder("Passthrough terminal throughput",
+                                "not yet: acp_kernel has no passthrough terminal (no PTY/terminado module) to measure"),
 }
 
 
@@ -527,6 +805,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--chunks", type=int, help="text chunks for the throughput run (default 100,000)")
     p.add_argument("--size", type=int, default=32, help="characters per chunk (default 32)")
     p.add_argument("--tool-calls", type=int, help="tool call pairs for the tool-call run (default 20,000)")
+    p.add_argument("--kernel-tool-calls", type=int,
+                   help="tool call pairs for the kernel's tool-call turn (default 2,000; each is a widget)")
     p.add_argument("--latency-chunks", type=int, help="stamped chunks for the latency run (default 10,000)")
     p.add_argument("--rate", type=float, default=2000.0, help="paced chunks per second (default 2,000)")
     p.add_argument("--terminal-bytes", type=int, help="bytes the terminal benchmark prints (default 1 GiB)")
@@ -538,6 +818,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     q = a.quick
     a.chunks = a.chunks if a.chunks is not None else (5_000 if q else 100_000)
     a.tool_calls = a.tool_calls if a.tool_calls is not None else (1_000 if q else 20_000)
+    a.kernel_tool_calls = a.kernel_tool_calls if a.kernel_tool_calls is not None else (200 if q else 2_000)
     a.latency_chunks = a.latency_chunks if a.latency_chunks is not None else (1_000 if q else 10_000)
     a.terminal_bytes = a.terminal_bytes if a.terminal_bytes is not None else ((32 << 20) if q else (1 << 30))
     a.repeat = a.repeat if a.repeat is not None else (1 if q else 3)
@@ -560,7 +841,8 @@ def main(argv: list[str] | None = None) -> int:
         sections: list[Section] = []
         for name in args.names:
             print(f"== {name}", file=sys.stderr)
-            sections.append(BENCHMARKS[name](ctx))
+            result = BENCHMARKS[name](ctx)
+            sections.extend(result if isinstance(result, list) else [result])
     elapsed = time.perf_counter() - started
     command = "python -m benchmarks" + ("" if argv is None and len(sys.argv) <= 1 else " " + " ".join(
         shlex.quote(x) for x in (sys.argv[1:] if argv is None else argv)))

@@ -20,6 +20,13 @@ with ``os.write`` so the agent costs next to nothing beside the client.
 ``--dump FILE`` writes the exact bytes of the prompt's stream (updates and the
 final response) to FILE and exits: the input of the floor benchmark.
 ``--raw`` writes the same bytes to stdout at once, with no handshake.
+
+A prompt's text may override the load for that turn with ``key=value`` words
+(``chunks``, ``size``, ``tool_calls``, ``terminals``, ``rate``) and the word
+``stamp``, e.g. ``chunks=0`` (an empty turn) or ``chunks=10000 stamp
+rate=2000``: one agent process (one kernel) serves several loads. Any other
+prompt (``go``) streams the command line's load, encoded before the handshake.
+An override's stream is encoded when first asked for and then cached.
 """
 
 from __future__ import annotations
@@ -188,12 +195,32 @@ def stream(wire: Wire, args: argparse.Namespace, session_id: str, rid: object, b
         wire.write(stream_bytes(args, session_id, rid))
 
 
+OVERRIDES = {"chunks": int, "size": int, "tool_calls": int, "terminals": int, "rate": float}
+
+
+def prompt_load(args: argparse.Namespace, params: dict) -> argparse.Namespace | None:
+    """The load a prompt's ``key=value`` words ask for, or None (the default load)."""
+    text = " ".join(b.get("text", "") for b in params.get("prompt") or [] if isinstance(b, dict))
+    load = dict(vars(args))
+    changed = False
+    for word in text.split():
+        key, eq, value = word.partition("=")
+        key = key.replace("-", "_")
+        if eq and key in OVERRIDES:
+            load[key] = OVERRIDES[key](value)
+            changed = True
+        elif word == "stamp":
+            load["stamp"] = changed = True
+    return argparse.Namespace(**load) if changed else None
+
+
 def serve(args: argparse.Namespace) -> int:
     wire = Wire()
     # Encoded before the handshake, so a prompt costs the agent only its writes.
     body = None
     if not (args.stamp or args.rate):
         body = chunk_lines(SESSION_ID, args.chunks, args.size) + b"".join(tool_call_lines(SESSION_ID, args.tool_calls))
+    bodies: dict[tuple, bytes] = {}  # override load -> its encoded stream (unstamped, unpaced)
     while True:
         msg = wire.read()
         if msg is None:
@@ -211,7 +238,18 @@ def serve(args: argparse.Namespace) -> int:
         elif method == "session/new":
             wire.send({"jsonrpc": "2.0", "id": rid, "result": {"sessionId": SESSION_ID}})
         elif method == "session/prompt":
-            stream(wire, args, params.get("sessionId", SESSION_ID), rid, body)
+            load = prompt_load(args, params)
+            if load is None:
+                stream(wire, args, params.get("sessionId", SESSION_ID), rid, body)
+            else:
+                key = (load.chunks, load.size, load.tool_calls)
+                cached = None
+                if not (load.stamp or load.rate or load.terminals):
+                    cached = bodies.get(key)
+                    if cached is None:
+                        cached = bodies[key] = (chunk_lines(SESSION_ID, load.chunks, load.size)
+                                                + b"".join(tool_call_lines(SESSION_ID, load.tool_calls)))
+                stream(wire, load, params.get("sessionId", SESSION_ID), rid, cached)
         elif method == "authenticate":
             wire.send({"jsonrpc": "2.0", "id": rid, "result": {}})
         else:
