@@ -163,15 +163,17 @@ class Connection:
         """Send a request and await its result; raises :class:`RpcError` or
         :class:`ConnectionClosed`. Cancelling the await sends ``$/cancel_request``."""
         rid, fut = self.send_request(method, params)
-        await self.transport.drain()
         try:
+            await self.transport.drain()  # inside the try: a cancel here must clean up too
             if timeout is None:
                 return await fut
             return await asyncio.wait_for(fut, timeout)
         except asyncio.CancelledError:
             self._pending.pop((int, rid), None)
             self._settle_hooks.pop(id(fut), None)
-            if not self._closed.done():
+            if fut.done() and not fut.cancelled():
+                fut.exception()  # answered just before the cancel: nobody will read it, don't log it
+            elif not self._closed.done():
                 try:
                     self.notify("$/cancel_request", {"requestId": rid})
                 except ConnectionClosed:
@@ -233,6 +235,7 @@ class Connection:
                 return
             task = asyncio.get_running_loop().create_task(self._serve(rid, msg["method"], handler, msg.get("params")))
             self._serving[key] = task
+            task.add_done_callback(lambda t, rid=rid, key=key: self._served(t, rid, key))
 
     async def _serve(self, rid: Any, method: str, handler: RequestHandler, params: Any) -> None:
         key = _id_key(rid)
@@ -259,6 +262,14 @@ class Connection:
         self._serving.pop(key, None)
         self._reply(framing.result(rid, value))
 
+    def _served(self, task: asyncio.Task[Any], rid: Any, key: tuple[type, Any]) -> None:
+        # A task cancelled before its first step never enters _serve's body
+        # (e.g. $/cancel_request in the same read as the request): answer here.
+        if task.cancelled() and self._serving.get(key) is task:
+            del self._serving[key]
+            if not self._closed.done():
+                self._reply_error(rid, REQUEST_CANCELLED, "request cancelled")
+
     def _reply_error(self, rid: Any, code: int, message: str) -> None:
         self._reply(framing.error(rid, code, message))
 
@@ -267,6 +278,10 @@ class Connection:
             self._send(msg)
         except ConnectionClosed:
             pass
+        except (TypeError, ValueError) as exc:
+            # The handler's result (or error data) is not JSON: still answer, once.
+            self.on_report("handler-error", f"answer to request {msg.get('id')!r} is not JSON-serializable: {exc}")
+            self._reply_error(msg.get("id"), INTERNAL_ERROR, f"the client's answer could not be encoded: {exc}")
 
     def _cancel_incoming(self, params: Any) -> None:
         if isinstance(params, dict) and "requestId" in params:

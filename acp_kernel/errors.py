@@ -56,7 +56,16 @@ class ConnectionClosed(AcpError):
 
     def explain(self) -> str:
         parts = [str(self)]
-        if self.returncode is not None:
+        if self.returncode is not None and self.returncode < 0:
+            # asyncio reports death by signal N as -N: name the signal.
+            import signal
+
+            try:
+                name = signal.Signals(-self.returncode).name
+            except ValueError:
+                name = f"signal {-self.returncode}"
+            parts.append(f"killed by {name}")
+        elif self.returncode is not None:
             parts.append(f"exit status {self.returncode}")
         text = "; ".join(parts)
         if self.stderr.strip():

@@ -162,6 +162,12 @@ def notebook_problem(content: str) -> str | None:
 # -- the ACP service ------------------------------------------------------------------
 
 
+def _reject_nul(method: str, path: str) -> None:
+    """A NUL byte cannot be in a path (the OS would raise ValueError): invalid params."""
+    if "\0" in path:
+        raise RpcError(INVALID_PARAMS, f"{method}: path contains a NUL byte: {path!r}")
+
+
 class FileService:
     """Answers ``fs/read_text_file`` and ``fs/write_text_file``."""
 
@@ -196,6 +202,7 @@ class FileService:
         from acp.schema import ReadTextFileRequest
 
         req = ReadTextFileRequest.model_validate(params)
+        _reject_nul("fs/read_text_file", req.path)
         ctx = self.host.session_context(req.session_id)
         real = await self._check(ctx, "read", req.path)
         try:
@@ -221,6 +228,7 @@ class FileService:
         from acp.schema import WriteTextFileRequest
 
         req = WriteTextFileRequest.model_validate(params)
+        _reject_nul("fs/write_text_file", req.path)
         ctx = self.host.session_context(req.session_id)
         if req.path.lower().endswith(".ipynb") or os.path.realpath(req.path).lower().endswith(".ipynb"):
             problem = await asyncio.to_thread(notebook_problem, req.content)

@@ -19,7 +19,7 @@ from typing import Any
 
 from ipykernel.kernelbase import Kernel
 
-from . import cells, store
+from . import cells, store, watchdog
 from .errors import AcpError, AuthRequired, ConnectionClosed, RpcError
 from .host import POLICIES, ClientSettings
 from .registry import AgentSpec, Config, ConfigError, adhoc_agent, load_config
@@ -129,6 +129,11 @@ class AcpKernel(Kernel):
     def start(self) -> None:
         super().start()
         signal.signal(signal.SIGINT, self._on_sigint)
+        # Agents and terminals die with the kernel, even by SIGKILL (see watchdog).
+        try:
+            watchdog.enable()
+        except OSError as exc:
+            self.log.warning("could not start the process watchdog: %s", exc)
 
     def pre_handler_hook(self) -> None:  # keep our SIGINT handler during handlers
         pass
@@ -517,9 +522,26 @@ class AcpKernel(Kernel):
 
 
 def main() -> None:
-    from ipykernel.kernelapp import IPKernelApp
+    from ipykernel import kernelapp
+    from ipykernel.iostream import IOPubThread
 
-    IPKernelApp.launch_instance(kernel_class=AcpKernel)
+    class _NoForkPipe(IOPubThread):
+        def __init__(self, socket: Any, pipe: bool = False, **kwargs: Any) -> None:
+            super().__init__(socket, pipe=False, **kwargs)
+
+    class AcpKernelApp(kernelapp.IPKernelApp):
+        def init_iopub(self, context: Any) -> None:
+            # IPKernelApp's IOPub thread listens on a sixth TCP port (127.0.0.1)
+            # for output of *forked* Python children. This kernel runs no user
+            # Python and forks none (agents and terminals are exec'd with pipes
+            # of their own): no port beyond the five in the connection file.
+            saved, kernelapp.IOPubThread = kernelapp.IOPubThread, _NoForkPipe
+            try:
+                super().init_iopub(context)
+            finally:
+                kernelapp.IOPubThread = saved
+
+    AcpKernelApp.launch_instance(kernel_class=AcpKernel)
 
 
 if __name__ == "__main__":

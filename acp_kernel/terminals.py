@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from . import proctree
+from . import proctree, watchdog
 from .errors import INVALID_PARAMS, RESOURCE_NOT_FOUND, RpcError
 from .output_buffer import OutputBuffer, StreamDecoder
 from .service_events import Notice, TerminalExited, TerminalStarted
@@ -168,6 +168,7 @@ class Terminal:
         except OSError as exc:
             raise TerminalError(f"cannot run {program!r}: {exc}", INVALID_PARAMS) from exc
         self.pid = self._transport.get_pid()
+        watchdog.watch(self.pid)  # a no-op unless the kernel enabled it
         self.started_at = time.monotonic()
         if self.timeout is not None:
             self._timer = loop.call_later(self.timeout, self._on_timeout)
@@ -200,6 +201,7 @@ class Terminal:
         if not (self._proc_exited and self._pipe_closed):
             self._seen |= proctree.tree(pid)
             await proctree.terminate_tree(pid, known=self._seen)
+        watchdog.unwatch(pid)
         if self._done is not None and not self._done.done():
             try:
                 await asyncio.wait_for(asyncio.shield(self._done), 2.0)

@@ -23,7 +23,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-from . import proctree
+from . import proctree, watchdog
 from .errors import AcpError
 
 OnData = Callable[[bytes], None]
@@ -168,6 +168,7 @@ class ProcessTransport:
             start_new_session=True,
         )
         self.pid = self._proc.get_pid()
+        watchdog.watch(self.pid)  # a no-op unless the kernel enabled it
         self._stdin = self._proc.get_pipe_transport(0)  # type: ignore[assignment]
 
     def write(self, data: bytes) -> None:
@@ -206,6 +207,7 @@ class ProcessTransport:
             except asyncio.TimeoutError:
                 pass
         await proctree.terminate_tree(pid, known=self._seen)
+        watchdog.unwatch(pid)
         if not self.exited.done():
             try:
                 await asyncio.wait_for(asyncio.shield(self.exited), 2.0)

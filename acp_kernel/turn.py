@@ -320,17 +320,28 @@ class Turn:
         return UnknownUpdate(str(kind), update)
 
     def finish(self, stop_reason: Optional[str], *, error: Optional[str] = None, forced: bool = False) -> None:
-        """End the turn. Tool calls still open are marked cancelled when the
-        turn was, so nothing shows as running forever."""
+        """End the turn. Tool calls still open are marked failed (the turn
+        ended in an error) or cancelled (any other end), so nothing shows as
+        running forever; when the agent ended the turn normally, a notice
+        names them. A late update with a real final status still overrides."""
         if self.ended is not None:
             return
         self.stop_reason = stop_reason
         self.error = error
         self.forced = forced
-        if stop_reason == "cancelled" or error is not None:
-            for call in self.tool_calls.values():
-                if not call.final:
-                    call.status = "cancelled" if stop_reason == "cancelled" else "failed"
+        status = "failed" if error is not None else "cancelled"
+        open_calls = [call for call in self.tool_calls.values() if not call.final]
+        if open_calls and error is None and stop_reason != "cancelled":
+            # A normal end with calls still open: the agent abandoned them. Say so.
+            names = ", ".join(repr(c.title or c.id) for c in open_calls[:5])
+            more = f" and {len(open_calls) - 5} more" if len(open_calls) > 5 else ""
+            self.add(Notice(
+                "warning",
+                f"the agent ended the turn with {len(open_calls)} tool call(s) still open "
+                f"({names}{more}); shown as cancelled",
+            ))
+        for call in open_calls:
+            call.status = status
         self.ended = time.time()
         for listener in list(self._listeners):
             listener(None)  # None marks the end for listeners

@@ -156,6 +156,19 @@ class Runtime:
             self._md(f"**%acp {verb}:** {exc}")
         return None
 
+    @staticmethod
+    def _guard() -> None:
+        """Inside a kernel, agents die with it even on ``kill -9`` (see acp_kernel.watchdog)."""
+        from IPython import get_ipython
+
+        if getattr(get_ipython(), "kernel", None) is not None:
+            from acp_kernel import watchdog
+
+            try:
+                watchdog.enable()
+            except OSError:
+                pass
+
     def _spec(self, name: str | None, command: str | None) -> AgentSpec:
         if command:
             return adhoc_agent(command)
@@ -183,6 +196,7 @@ class Runtime:
         if self.config is not None:
             settings.shell_fallback = self.config.shell_fallback
             settings.extra_roots = list(self.config.extra_roots)
+        self._guard()
         client = await Client(spec, cwd=ns.cwd, settings=settings,
                               mcp_servers=self.config.mcp_servers if self.config else None).start()
         try:

@@ -37,6 +37,13 @@ Actions (one key each):
   {"exit": code}           exit at once
   {"spawn": "sleep 1000"}  start a child process (same group); report its pid
   {"spawn_detached": "..."} same, in a new session (escapes the group)
+  {"reply_prompt": {...}}  send a response to the current prompt's id with
+                           these members (e.g. {"result": {...}}), unguarded:
+                           a duplicate or malformed answer
+  {"request_raw": {method, params?}}  like "request", but params are sent
+                           exactly as given (any JSON, or absent)
+  {"signal": 9}            send this signal to the agent itself (SIGKILL...)
+  {"close_stdout": true}   close stdout (the wire) and keep running
 """
 
 from __future__ import annotations
@@ -44,6 +51,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -158,6 +166,31 @@ class Agent:
         self.chunk(f"PID {child.pid} ")
 
     def do_spawn_detached(self, value): self.do_spawn(value, detached=True)
+
+    def do_reply_prompt(self, value):
+        send({"jsonrpc": "2.0", "id": self.prompt_id, **value})
+
+    def do_request_raw(self, value):
+        rid = self.new_id()
+        done = threading.Event()
+        self.pending[json.dumps(rid)] = [done, None]
+        msg = {"jsonrpc": "2.0", "id": rid, "method": value["method"]}
+        if "params" in value:
+            msg["params"] = json.loads(json.dumps(value["params"]).replace("$SID", self.sid or ""))
+        send(msg)
+        done.wait()
+        reply = self.pending.pop(json.dumps(rid))[1]
+        if "error" in reply:
+            self.chunk("ERROR " + json.dumps(reply["error"]))
+        else:
+            self.chunk("RESULT " + json.dumps(reply.get("result")))
+
+    def do_signal(self, value): os.kill(os.getpid(), value)
+
+    def do_close_stdout(self, value):
+        with _write_lock:
+            _out.flush()
+            os.close(1)
 
     # -- incoming --------------------------------------------------------
 
