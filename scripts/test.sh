@@ -6,4 +6,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m pip install -q -e ".[test,lab]"
 bash scripts/install-browser-deps.sh
+# The browser deps are installed above, so the browser tests must run, not skip.
+export ACP_REQUIRE_BROWSER=1
 exec python3 -m pytest -q "$@"

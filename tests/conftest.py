@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import sys
@@ -52,3 +53,15 @@ def no_process_left_behind():
                 details.append(str(pid))
         proctree.signal_all(0, left, 9)
         pytest.fail("processes left behind:\n" + "\n".join(details))
+
+
+async def wait_text(turn, needle: str, timeout: float = 10.0) -> None:
+    """Wait (on the turn's events, not a clock) until its text contains ``needle``."""
+    if needle in turn.text:
+        return
+    fut = asyncio.get_running_loop().create_future()
+    unsubscribe = turn.subscribe(lambda e: fut.done() or (needle in turn.text and fut.set_result(None)))
+    try:
+        await asyncio.wait_for(fut, timeout)
+    finally:
+        unsubscribe()

@@ -13,7 +13,7 @@ from acp_kernel.errors import AuthRequired, ConnectionClosed
 from acp_kernel.session import Client, describe_auth
 from acp_kernel.turn import Notice, UnknownUpdate
 
-from .conftest import scripted_spec
+from .conftest import scripted_spec, wait_text
 
 
 async def open_session(scenario: dict, **kwargs):
@@ -163,7 +163,7 @@ async def test_cancel_ends_turn_with_cancelled():
     client, session = await open_session({"prompts": {"go": [{"chunk": "working"}, {"wait_cancel": True}]}})
     try:
         turn = session.begin("go")
-        await _wait_text(turn, "working")
+        await wait_text(turn, "working")
         await session.cancel()
         await session.finish(turn)
         assert turn.stop_reason == "cancelled" and not turn.forced
@@ -178,7 +178,7 @@ async def test_agent_that_never_answers_cancel_still_gives_control_back():
     client, session = await open_session(scenario)
     pid = client.transport.pid
     turn = session.begin("go")
-    await _wait_text(turn, "busy")
+    await wait_text(turn, "busy")
     await session.cancel(grace=0.3)
     assert turn.done and turn.stop_reason == "cancelled" and turn.forced
     assert client.needs_restart
@@ -259,17 +259,6 @@ async def test_load_replays_history_into_background():
 
 def test_describe_auth_without_methods():
     assert "lists no methods" in describe_auth([])
-
-
-async def _wait_text(turn, needle: str, timeout: float = 5.0) -> None:
-    if needle in turn.text:
-        return
-    fut = asyncio.get_running_loop().create_future()
-    unsubscribe = turn.subscribe(lambda e: fut.done() or (needle in turn.text and fut.set_result(None)))
-    try:
-        await asyncio.wait_for(fut, timeout)
-    finally:
-        unsubscribe()
 
 
 def test_no_kernel_sigint_reaches_agents():

@@ -19,7 +19,7 @@ from acp_kernel import proctree
 from acp_kernel.session import Client
 from acp_kernel.turn import Notice, Turn
 
-from ..conftest import scripted_spec
+from ..conftest import scripted_spec, wait_text  # noqa: F401  (shared with the fault tests)
 # Real-kernel fixtures (jupyter_client), shared with tests/kernel.
 from ..kernel.conftest import acp_kernel, kernel_env, kernelspec_path, scripted_command, wait_until  # noqa: F401
 
@@ -44,15 +44,6 @@ def answers(turn: Turn) -> list[tuple[str, Any]]:
     return out
 
 
-async def wait_text(turn: Turn, needle: str, timeout: float = 10.0) -> None:
-    if needle in turn.text:
-        return
-    fut = asyncio.get_running_loop().create_future()
-    unsubscribe = turn.subscribe(lambda e: fut.done() or (needle in turn.text and fut.set_result(None)))
-    try:
-        await asyncio.wait_for(fut, timeout)
-    finally:
-        unsubscribe()
 
 
 async def gone(pids, timeout: float = 10.0) -> None:

@@ -54,6 +54,10 @@ class Result:
     reply: dict[str, Any]
     outputs: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
+    #: monotonic arrival time of each of ``outputs``
+    times: list[float] = field(default_factory=list)
+    #: comm messages the kernel sent during the cell under another parent
+    stray_comms: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def status(self) -> str:
@@ -73,24 +77,33 @@ class Result:
 
 
 class KernelHarness:
+    result_class: type[Result] = Result
+
     def __init__(self, km: AsyncKernelManager, kc: Any) -> None:
         self.km, self.kc = km, kc
 
     async def execute(self, code: str, *, timeout: float = 30, allow_stdin: bool = True,
-                      on_output=None) -> Result:
-        """Run a cell; collect its iopub messages until idle."""
+                      on_output=None) -> Any:
+        """Run a cell; collect its iopub messages until idle. ``on_output`` also
+        sees widget comm messages parented to another cell."""
         start = time.monotonic()
         msg_id = self.kc.execute(code, allow_stdin=allow_stdin)
-        result = Result(reply={})
+        result = self.result_class(reply={})
         while True:
             msg = await self.kc.get_iopub_msg(timeout=timeout)
+            kind = msg["msg_type"]
             if msg["parent_header"].get("msg_id") != msg_id:
+                if kind in ("comm_open", "comm_msg"):
+                    result.stray_comms.append(msg)
+                    if on_output is not None:
+                        await on_output(msg)
                 continue
-            if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            if kind == "status" and msg["content"]["execution_state"] == "idle":
                 break
-            if msg["msg_type"] in ("stream", "display_data", "update_display_data", "execute_result",
-                                   "error", "comm_open", "comm_msg"):
+            if kind in ("stream", "display_data", "update_display_data", "execute_result",
+                        "error", "comm_open", "comm_msg"):
                 result.outputs.append(msg)
+                result.times.append(time.monotonic())
                 if on_output is not None:
                     await on_output(msg)
         result.reply = await self.kc.get_shell_msg(timeout=timeout)

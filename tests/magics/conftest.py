@@ -8,8 +8,6 @@ iopub-driven ``execute``.
 from __future__ import annotations
 
 import asyncio
-import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,13 +25,7 @@ kernelspec_path = _kernel.kernelspec_path
 kernel_env = _kernel.kernel_env
 
 
-@dataclass
 class CellResult(Result):
-    #: monotonic arrival time of each of ``outputs``
-    times: list[float] = field(default_factory=list)
-    #: comm messages the kernel sent during the cell under another parent
-    stray_comms: list[dict[str, Any]] = field(default_factory=list)
-
     def displays(self) -> list[dict[str, Any]]:
         return [m for m in self.outputs if m["msg_type"] in ("display_data", "update_display_data")]
 
@@ -46,36 +38,7 @@ class CellResult(Result):
 class MagicsHarness(KernelHarness):
     """A kernel driven cell by cell; ``ok`` runs a cell and insists it succeeded."""
 
-    async def execute(self, code: str, *, timeout: float = 30, allow_stdin: bool = True,
-                      on_output=None) -> CellResult:
-        """Like the kernel harness, plus arrival times, and ``on_output`` also sees
-        widget comm messages that the kernel parented to an earlier cell."""
-        start = time.monotonic()
-        msg_id = self.kc.execute(code, allow_stdin=allow_stdin)
-        result = CellResult(reply={})
-        while True:
-            msg = await self.kc.get_iopub_msg(timeout=timeout)
-            mine = msg["parent_header"].get("msg_id") == msg_id
-            kind = msg["msg_type"]
-            if not mine:
-                if kind in ("comm_open", "comm_msg"):
-                    result.stray_comms.append(msg)
-                    if on_output is not None:
-                        await on_output(msg)
-                continue
-            if kind == "status" and msg["content"]["execution_state"] == "idle":
-                break
-            if kind in ("stream", "display_data", "update_display_data", "execute_result",
-                        "error", "comm_open", "comm_msg"):
-                result.outputs.append(msg)
-                result.times.append(time.monotonic())
-                if on_output is not None:
-                    await on_output(msg)
-        result.reply = await self.kc.get_shell_msg(timeout=timeout)
-        while result.reply["parent_header"].get("msg_id") != msg_id:
-            result.reply = await self.kc.get_shell_msg(timeout=timeout)
-        result.seconds = time.monotonic() - start
-        return result
+    result_class = CellResult
 
     async def ok(self, code: str, **kw: Any) -> CellResult:
         res = await self.execute(code, **kw)

@@ -29,7 +29,11 @@ function render({ model, el }) {
   root.append(head, body);
   el.appendChild(root);
 
-  let expanded = null; // null: automatic (open while a terminal runs, or on failure)
+  // null: automatic. Open when it shows a terminal (running or finished: a
+  // finished command's output must not fold away under the reader's eyes;
+  // JupyterLab also renders a new view when the display is updated at the
+  // end, so "while running" could not hold) or when the call failed.
+  let expanded = null;
   const live = new Map(); // terminal id -> text received live
   const pres = new Map(); // terminal id -> <pre> currently shown
 
@@ -40,7 +44,7 @@ function render({ model, el }) {
   const isOpen = () => {
     if (!hasBody()) return false;
     if (expanded !== null) return expanded;
-    return terminals().some((t) => t.live) || model.get("status") === "failed";
+    return terminals().length > 0 || model.get("status") === "failed";
   };
 
   function paintBody() {

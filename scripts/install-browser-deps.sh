@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Install what tests/browser needs: Debian's chromium, JupyterLab and the
+# Playwright Python package (driven with executable_path=/usr/bin/chromium;
+# `playwright install` is never run: its browser download is not used here).
+# Idempotent: safe to run again. Needs root (or sudo) for apt-get.
+set -euo pipefail
+
+PYTHON="${PYTHON:-python}"
+CHROMIUM="${CHROMIUM:-/usr/bin/chromium}"
+
+# chromium itself, and a colour emoji font: the tool call rows' kind icons are
+# emoji, and screenshots of a font-less container show empty boxes instead.
+apt_packages=()
+[ -x "$CHROMIUM" ] || apt_packages+=(chromium)
+dpkg -s fonts-noto-color-emoji >/dev/null 2>&1 || apt_packages+=(fonts-noto-color-emoji)
+if [ "${#apt_packages[@]}" -gt 0 ]; then
+  SUDO=""
+  if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+  $SUDO apt-get update
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${apt_packages[@]}"
+fi
+"$CHROMIUM" --version 2>/dev/null
+
+# jupyterlab_widgets (ipywidgets' labextension) and anywidget's labextension
+# ship as prebuilt extensions inside these Python packages.
+"$PYTHON" -m pip install --quiet jupyterlab playwright ipywidgets anywidget
+
+"$PYTHON" -m jupyter lab --version
+listing="$("$PYTHON" -m jupyter labextension list 2>&1)"
+echo "$listing"
+missing=0
+for ext in "@jupyter-widgets/jupyterlab-manager" "anywidget"; do
+  if ! printf '%s\n' "$listing" | grep -E "^[[:space:]]*${ext}[[:space:]].*enabled.*OK" >/dev/null; then
+    echo "ERROR: the JupyterLab extension ${ext} is not installed, enabled and OK" >&2
+    missing=1
+  fi
+done
+"$PYTHON" -c "import playwright.sync_api" 
+exit "$missing"

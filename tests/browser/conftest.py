@@ -1,0 +1,388 @@
+"""Real-browser fixtures: a JupyterLab server and a headless Debian Chromium.
+
+- ``lab``: JupyterLab on 127.0.0.1, a free port, a random token, a temp root
+  dir, our kernelspec installed by our own installer into a private prefix,
+  and every piece of acp-kernel state (sessions, config, demo agent state) in
+  temp paths. Stopped by its process group at the end.
+- ``browser_context``: Playwright driving Debian's chromium (``executable_path``;
+  Playwright's own browser download is never used) with a fresh profile.
+- ``nb``: a fresh notebook with the "ACP Agent" kernel opened in a new page;
+  its kernel is shut down (and seen gone) when the test ends.
+
+The whole directory is skipped only when chromium or playwright is missing
+(``scripts/install-browser-deps.sh`` installs both; CI runs it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+ARTIFACTS = HERE / "artifacts"
+AGENTS = HERE.parent / "agents"
+
+
+def _chromium() -> str | None:
+    """Debian's chromium: the real binary if present (the /usr/bin wrapper is a shell script)."""
+    explicit = os.environ.get("ACP_TEST_CHROMIUM")
+    if explicit:
+        return explicit if os.access(explicit, os.X_OK) else None
+    for path in ("/usr/lib/chromium/chromium", shutil.which("chromium") or "", "/usr/bin/chromium"):
+        if path and os.access(path, os.X_OK):
+            return path
+    return None
+
+
+CHROMIUM = _chromium()
+try:
+    import playwright.sync_api  # noqa: F401 - only whether it imports
+
+    HAVE_PLAYWRIGHT = True
+except ImportError:
+    HAVE_PLAYWRIGHT = False
+
+#: Why the browser tests cannot run here ("" when they can). The test modules
+#: skip on it; with ACP_REQUIRE_BROWSER=1 (for CI) they fail instead.
+SKIP_REASON = ""
+_missing = [what for what, ok in (("chromium", CHROMIUM), ("playwright (python)", HAVE_PLAYWRIGHT)) if not ok]
+if _missing:
+    SKIP_REASON = "browser tests need " + " and ".join(_missing) + ": run scripts/install-browser-deps.sh"
+REQUIRED = os.environ.get("ACP_REQUIRE_BROWSER", "") not in ("", "0")
+
+
+def skip_unless_browser() -> None:
+    """Call at the top of a browser test module, before importing playwright."""
+    if SKIP_REASON:
+        if REQUIRED:
+            raise RuntimeError(SKIP_REASON + " (ACP_REQUIRE_BROWSER is set)")
+        pytest.skip(SKIP_REASON, allow_module_level=True)
+
+
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+#: JupyterLab settings: no news/update checks (no network, no toasts over the cells).
+LAB_SETTINGS = {
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
+        "fetchNews": "false",
+        "checkForUpdates": False,
+    },
+}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Lab:
+    """A running JupyterLab: its URL, token, root dir, and a small REST client."""
+
+    def __init__(self, proc: subprocess.Popen, port: int, token: str, root: Path, log: Path) -> None:
+        self.proc, self.port, self.token, self.root, self.log = proc, port, token, root, log
+        self.base = f"http://127.0.0.1:{port}"
+
+    def api(self, method: str, path: str, body: Any = None, timeout: float = 10) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(
+            self.base + path, data=data, method=method,
+            headers={"Authorization": f"token {self.token}", "Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            raw = resp.read()
+        return json.loads(raw) if raw else None
+
+    def url(self, path: str) -> str:
+        sep = "&" if "?" in path else "?"
+        return f"{self.base}{path}{sep}token={self.token}"
+
+    def new_notebook(self, name: str, cells: list[str] | None = None) -> str:
+        nb = {
+            "nbformat": 4,
+            "nbformat_minor": 5,
+            "metadata": {
+                "kernelspec": {"name": "acp", "display_name": "ACP Agent", "language": "markdown"},
+                "language_info": {"name": "markdown"},
+            },
+            "cells": [
+                {"cell_type": "code", "id": uuid.uuid4().hex[:8], "metadata": {}, "source": src,
+                 "outputs": [], "execution_count": None}
+                for src in (cells or [""])
+            ],
+        }
+        self.api("PUT", f"/api/contents/{name}", {"type": "notebook", "format": "json", "content": nb})
+        return name
+
+    def kernel_pids(self) -> set[int]:
+        """The server's descendants: kernels and everything they started."""
+        from acp_kernel import proctree
+
+        return proctree.tree(self.proc.pid) - {self.proc.pid}
+
+    def log_tail(self, n: int = 4000) -> str:
+        try:
+            return self.log.read_text(errors="replace")[-n:]
+        except OSError:
+            return ""
+
+
+@pytest.fixture(scope="package")
+def lab(tmp_path_factory) -> Any:
+    from acp_kernel.install import install
+
+    base = tmp_path_factory.mktemp("lab")
+    root = base / "root"
+    root.mkdir()
+    prefix = base / "prefix"
+    install(prefix=str(prefix))
+    settings = base / "lab-settings"
+    for rel, value in LAB_SETTINGS.items():
+        path = settings / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(value))
+    env = dict(os.environ)
+    for var in ("ACP_KERNEL_AGENT", "ACP_KERNEL_PERMISSIONS", "JPY_SESSION_NAME"):
+        env.pop(var, None)
+    env.update({
+        "JUPYTER_PATH": os.pathsep.join(filter(None, [str(prefix / "share" / "jupyter"), env.get("JUPYTER_PATH")])),
+        "JUPYTER_CONFIG_DIR": str(base / "config"),
+        "JUPYTER_RUNTIME_DIR": str(base / "runtime"),
+        "JUPYTERLAB_SETTINGS_DIR": str(settings),
+        "JUPYTERLAB_WORKSPACES_DIR": str(base / "workspaces"),
+        "ACP_KERNEL_STATE": str(base / "state" / "sessions.json"),
+        "ACP_KERNEL_CONFIG": str(base / "acp_kernel.json"),
+        "ACP_DEMO_STATE_DIR": str(base / "demo-state"),
+        "PYTHONUNBUFFERED": "1",
+    })
+    port = _free_port()
+    token = secrets.token_hex(24)
+    log = base / "jupyterlab.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [
+                sys.executable, "-m", "jupyterlab",
+                "--no-browser", "--allow-root",
+                "--ip=127.0.0.1", f"--port={port}", "--port-retries=0",
+                f"--IdentityProvider.token={token}",
+                f"--ServerApp.root_dir={root}",
+                "--LabApp.news_url=",
+                "--LabServerApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            ],
+            cwd=str(root), env=env, stdout=out, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, start_new_session=True,
+        )
+    server = Lab(proc, port, token, root, log)
+    try:
+        deadline = time.monotonic() + 60
+        while True:  # waiting on a server to come up: poll with a deadline
+            if proc.poll() is not None:
+                raise RuntimeError(f"JupyterLab exited with {proc.returncode}:\n{server.log_tail()}")
+            try:
+                server.api("GET", "/api/status", timeout=2)
+                break
+            except (urllib.error.URLError, ConnectionError, OSError):
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"JupyterLab did not answer /api/status in 60 s:\n{server.log_tail()}")
+                time.sleep(0.1)
+        yield server
+    finally:
+        _stop_group(proc)
+
+
+def _stop_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # whatever is left in the group
+    except ProcessLookupError:
+        pass
+    proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="package")
+def browser_context(tmp_path_factory) -> Any:
+    from playwright.sync_api import sync_playwright
+
+    profile = tmp_path_factory.mktemp("chromium-profile")
+    with sync_playwright() as pw:
+        context = pw.chromium.launch_persistent_context(
+            str(profile),
+            executable_path=CHROMIUM,
+            headless=True,
+            args=CHROMIUM_ARGS,
+            viewport={"width": 1280, "height": 900},
+        )
+        context.set_default_timeout(20_000)
+        try:
+            yield context
+        finally:
+            context.close()
+
+
+@pytest.fixture(autouse=True)
+def no_process_left_behind(request):
+    """Overrides the repository-wide check: the browser's own processes come
+    and go, so here the check is on what the server started (kernels, their
+    agents and terminals), which the ``nb`` fixture shuts down and waits for."""
+    yield
+
+
+@pytest.fixture(scope="package", autouse=True)
+def _artifacts_dir() -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    for old in ARTIFACTS.glob("FAILED-*.png"):  # only this run's failures stay
+        old.unlink()
+    return ARTIFACTS
+
+
+class Notebook:
+    """One open notebook page with helpers for cells and outputs."""
+
+    def __init__(self, lab: Lab, page: Any, name: str) -> None:
+        self.lab, self.page, self.name = lab, page, name
+
+    @property
+    def panel(self) -> Any:
+        """The visible notebook panel (toolbar and cells)."""
+        return self.page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
+
+    @property
+    def cells(self) -> Any:
+        return self.panel.locator(".jp-Notebook .jp-Cell")
+
+    def cell(self, i: int) -> Any:
+        return self.cells.nth(i)
+
+    def output(self, i: int) -> Any:
+        return self.cell(i).locator(".jp-OutputArea")
+
+    def run(self, i: int, text: str) -> Any:
+        """Type ``text`` into cell ``i`` and run it with Shift+Enter; return its output area."""
+        from playwright.sync_api import expect
+
+        editor = self.cell(i).locator(".cm-content")
+        editor.click()
+        self.page.keyboard.press("ControlOrMeta+a")
+        self.page.keyboard.insert_text(text)
+        expect(editor).to_have_text(text.replace("\n", ""), use_inner_text=False)
+        self.page.keyboard.press("Shift+Enter")
+        return self.output(i)
+
+    def screenshot(self, name: str) -> Path:
+        path = ARTIFACTS / name
+        self.page.screenshot(path=str(path), full_page=True)
+        return path
+
+    def save(self) -> None:
+        """Save with the keyboard and wait for the server to have it."""
+        def is_save(resp: Any) -> bool:
+            return resp.request.method == "PUT" and f"/api/contents/{self.name}" in resp.url
+
+        with self.page.expect_response(is_save) as saved:
+            self.page.keyboard.press("ControlOrMeta+s")
+        assert saved.value.ok, saved.value.status
+
+
+def _describe(pid: int) -> str:
+    try:
+        return f"{pid}: " + Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()[:300]
+    except OSError:
+        return f"{pid}: (gone)"
+
+
+def _wait_gone(pids: set[int], timeout: float) -> set[int]:
+    from acp_kernel import proctree
+
+    deadline = time.monotonic() + timeout
+    left = {p for p in pids if proctree.alive(p)}
+    while left and time.monotonic() < deadline:
+        time.sleep(0.05)
+        left = {p for p in left if proctree.alive(p)}
+    return left
+
+
+@pytest.fixture
+def nb(lab: Lab, browser_context: Any, request) -> Any:
+    """A new notebook with the "ACP Agent" kernel, open and idle in a new page."""
+    from playwright.sync_api import expect
+
+    name = re.sub(r"[^A-Za-z0-9_]+", "_", request.node.name)[:60] + ".ipynb"
+    lab.new_notebook(name)
+    page = browser_context.new_page()
+    errors: list[str] = []
+    console: list[str] = []
+    page.on("pageerror", lambda exc: (errors.append(str(exc)), console.append(f"pageerror: {exc}")))
+
+    def on_console(msg: Any) -> None:
+        console.append(f"{msg.type}: {msg.text}")
+        if msg.type == "error":
+            errors.append(msg.text)
+
+    page.on("console", on_console)
+    # A workspace of its own: nothing from an earlier test's layout is restored.
+    page.goto(lab.url(f"/lab/workspaces/{uuid.uuid4().hex[:12]}/tree/{name}"))
+    notebook = Notebook(lab, page, name)
+    notebook.console_errors = errors  # type: ignore[attr-defined]
+    # The kernel is up when the toolbar shows "ACP Agent" and the indicator is idle.
+    expect(page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-KernelName")).to_have_text("ACP Agent", timeout=60_000)
+    expect(page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook-ExecutionIndicator[data-status='idle']")).to_have_count(1, timeout=60_000)
+    try:
+        yield notebook
+    finally:
+        (ARTIFACTS / f"{name}.console.log").write_text("\n".join(console) + "\n")
+        rep = getattr(request.node, "rep_call", None)
+        if rep is not None and rep.failed:
+            try:
+                notebook.screenshot(f"FAILED-{name}.png")
+            except Exception as exc:  # noqa: BLE001 - a screenshot must not hide the failure
+                print(f"no failure screenshot: {exc}")
+        before = lab.kernel_pids()
+        try:
+            for sess in lab.api("GET", "/api/sessions"):
+                lab.api("DELETE", f"/api/sessions/{sess['id']}", timeout=30)
+            for kernel in lab.api("GET", "/api/kernels"):
+                lab.api("DELETE", f"/api/kernels/{kernel['id']}", timeout=30)
+        finally:
+            page.close()
+        left = _wait_gone(before, 15)
+        assert not left, "processes left behind by the kernel:\n" + "\n".join(_describe(p) for p in sorted(left))
+
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    if rep.when == "call":
+        item.rep_call = rep

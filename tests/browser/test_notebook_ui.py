@@ -1,0 +1,276 @@
+"""The ACP kernel in a real JupyterLab, in a real (headless) Chromium.
+
+Each test opens a fresh notebook with the "ACP Agent" kernel, types prompts
+for the built-in demo agent (or the scripted test agent), runs them with
+Shift+Enter and waits on what the page shows (Playwright's auto-waiting
+``expect``; no fixed sleeps). Screenshots go to tests/browser/artifacts/.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+
+from .conftest import AGENTS, Notebook, skip_unless_browser
+
+skip_unless_browser()
+
+from playwright.sync_api import expect
+
+# A turn is over when the status line (the last output, <sub>) names its stop reason.
+END_TURN = re.compile(r"^end_turn\b")
+
+
+def status_line(out):
+    """The turn's status line: the `<sub>` of the cell's last markdown output."""
+    return out.locator(".jp-OutputArea-output sub").last
+
+
+def tool_row(out, title: str):
+    return out.locator(".acp-tc").filter(has=out.page.locator(".acp-tc-title", has_text=title))
+
+
+def test_tools_render_as_widget_rows(nb: Notebook) -> None:
+    out = nb.run(0, "tools")
+    read = tool_row(out, "Read README.md (simulated)")
+    expect(read).to_have_count(1)
+    expect(read.locator(".acp-tc-title")).to_have_text("Read README.md (simulated)")
+    expect(read).to_have_attribute("data-status", "completed")
+    expect(read.locator(".acp-tc-status")).to_have_text("✓ done")
+    # The failed call opens by itself and shows its error.
+    failed = tool_row(out, "Delete build/ (simulated failure)")
+    expect(failed).to_have_attribute("data-status", "failed")
+    expect(failed.locator(".acp-tc-body")).to_contain_text("permission denied")
+    expect(status_line(out)).to_have_text(END_TURN, timeout=30_000)
+    expect(out.locator(".acp-tc")).to_have_count(5)  # one view per row, also after the final re-render
+    # Completed rows are collapsed; the edit row expands to its diff on a click.
+    edit = tool_row(out, "Edit demo/app.py")
+    expect(edit).to_have_attribute("data-status", "completed")
+    expect(edit.locator(".acp-tc-diff")).to_have_count(0)
+    expect(edit.locator(".acp-tc-head")).to_have_attribute("aria-expanded", "false")
+    edit.locator(".acp-tc-head").click()
+    expect(edit.locator(".acp-tc-head")).to_have_attribute("aria-expanded", "true")
+    diff = edit.locator(".acp-tc-diff")
+    expect(diff).to_be_visible()
+    expect(diff.locator(".acp-add").first).to_contain_text("def greet(name: str) -> str:")
+    expect(diff.locator(".acp-del").first).to_contain_text("def greet(name):")
+    # The widget renders in place of the markdown fallback, not beside it.
+    expect(out.locator(".jp-RenderedMarkdown", has_text="Read README.md (simulated)")).to_have_count(0)
+    nb.screenshot("tools.png")
+    edit.locator(".acp-tc-head").click()
+    expect(edit.locator(".acp-tc-diff")).to_have_count(0)
+    # The row heads are in the Tab order and toggle with Enter and Space
+    # (without the notebook taking the keys as its own shortcuts).
+    page = nb.page
+    out.get_by_text("Running simulated tool calls").click()
+    head = edit.locator(".acp-tc-head")
+    _tab_to(page, head)
+    page.keyboard.press("Enter")
+    expect(head).to_have_attribute("aria-expanded", "true")
+    expect(edit.locator(".acp-tc-diff")).to_be_visible()
+    expect(head).to_be_focused()
+    page.keyboard.press("Space")
+    expect(head).to_have_attribute("aria-expanded", "false")
+    expect(nb.panel.locator(".jp-Notebook")).to_have_class(re.compile(r"\bjp-mod-commandMode\b"))
+    assert not [e for e in nb.console_errors if "acp" in e.lower() or "anywidget" in e.lower()], nb.console_errors
+
+
+def test_saved_notebook_has_markdown_for_frontends_without_widgets(nb: Notebook) -> None:
+    out = nb.run(0, "tools")
+    expect(status_line(out)).to_have_text(END_TURN, timeout=30_000)
+    nb.save()
+    saved = nb.lab.api("GET", f"/api/contents/{nb.name}?content=1")["content"]
+    outputs = saved["cells"][0]["outputs"]
+    assert outputs, "the saved cell has no outputs"
+    for output in outputs:  # every output has a type any frontend reads
+        if output["output_type"] == "display_data":
+            assert {"text/markdown", "text/plain"} & set(output["data"]), output
+    widget_outputs = [o for o in outputs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
+    assert len(widget_outputs) == 5, [o.get("data", {}).keys() for o in outputs]
+    for o in widget_outputs:
+        assert o["data"].get("text/markdown"), o  # a reader without widgets still sees the call
+    markdown = "\n".join(o["data"].get("text/markdown", "") for o in outputs if o["output_type"] == "display_data")
+    # The fallbacks hold the *final* state (update_display_data reached the saved model).
+    read = next(o["data"]["text/markdown"] for o in widget_outputs if "Read README.md" in o["data"]["text/markdown"])
+    assert "done" in read and "pending" not in read and "running" not in read, read
+    edit = next(o["data"]["text/markdown"] for o in widget_outputs if "Edit demo/app.py" in o["data"]["text/markdown"])
+    assert "def greet(name: str) -> str:" in edit, edit
+    assert "failed" in next(o["data"]["text/markdown"] for o in widget_outputs if "Delete build/" in o["data"]["text/markdown"])
+    assert "Running simulated tool calls" in markdown
+    assert "Done: read, search, edit" in markdown
+    assert re.search(r"<sub>end_turn\b", markdown), markdown[-500:]
+
+
+def _permission_buttons(out):
+    form = out.locator(".jp-OutputArea-output", has_text="Permission requested")
+    expect(form).to_have_count(1)
+    return form, form.locator("button")
+
+
+def test_permission_buttons_allow_once(nb: Notebook) -> None:
+    out = nb.run(0, "permission")
+    form, buttons = _permission_buttons(out)
+    expect(buttons).to_have_text(["Allow once", "Always allow", "Reject", "Always reject"])
+    nb.screenshot("permission-asking.png")
+    # The turn waits for the answer.
+    expect(status_line(out)).to_have_count(0)
+    form.get_by_role("button", name="Allow once").click()
+    expect(out).to_contain_text("Permission granted", timeout=30_000)
+    expect(status_line(out)).to_have_text(END_TURN)
+    for i in range(4):  # answered: the buttons lock
+        expect(buttons.nth(i)).to_be_disabled()
+    nb.screenshot("permission-answered.png")
+    assert (nb.lab.root / "demo-permission.txt").exists()
+
+
+def _tab_to(page, target, limit: int = 40) -> None:
+    """Press Tab until ``target`` has the focus (bounded; each press is one DOM step)."""
+    handle = target.element_handle()
+    for _ in range(limit):
+        if page.evaluate("(el) => document.activeElement === el", handle):
+            return
+        page.keyboard.press("Tab")
+    raise AssertionError(f"{target} not reachable with Tab in {limit} presses")
+
+
+def test_permission_buttons_keyboard(nb: Notebook) -> None:
+    page = nb.page
+    out = nb.run(0, "permission")
+    form, _ = _permission_buttons(out)
+    # Start from the form's own text (the notebook in command mode), then Tab.
+    form.get_by_text("Permission requested").click()
+    allow = form.get_by_role("button", name="Allow once")
+    _tab_to(page, allow)
+    expect(allow).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(out).to_contain_text("Permission granted", timeout=30_000)
+    expect(status_line(out)).to_have_text(END_TURN)
+
+    # Again, answered with Space this time: "Reject".
+    out2 = nb.run(1, "permission")
+    form2, _ = _permission_buttons(out2)
+    form2.get_by_text("Permission requested").click()
+    reject = form2.get_by_role("button", name="Reject", exact=True)
+    _tab_to(page, reject)
+    expect(reject).to_be_focused()
+    page.keyboard.press("Space")
+    expect(out2).to_contain_text("Permission rejected", timeout=30_000)
+    expect(status_line(out2)).to_have_text(END_TURN)
+
+
+def test_interrupt_cancels_and_next_cell_runs(nb: Notebook) -> None:
+    page = nb.page
+    out = nb.run(0, "slow")
+    expect(out).to_contain_text("Streaming 100 chunks")
+    expect(out).to_contain_text(re.compile(r"\b3 4 5\b"))  # streaming live
+    nb.panel.locator("jp-button[data-command='notebook:interrupt-kernel'], "
+                     "button[data-command='notebook:interrupt-kernel']").first.click()
+    expect(status_line(out)).to_have_text(re.compile(r"^cancelled\b"), timeout=15_000)
+    expect(out).not_to_contain_text("Finished without being cancelled")
+    nb.screenshot("interrupted.png")
+    # The kernel is usable at once: the next cell runs a whole turn.
+    out2 = nb.run(1, "hello")
+    expect(status_line(out2)).to_have_text(END_TURN, timeout=30_000)
+    # And with the keyboard: I, I in command mode.
+    out3 = nb.run(2, "slow")
+    expect(out3).to_contain_text(re.compile(r"\b3 4 5\b"))
+    page.keyboard.press("Escape")
+    page.keyboard.press("i")
+    page.keyboard.press("i")
+    expect(status_line(out3)).to_have_text(re.compile(r"^cancelled\b"), timeout=15_000)
+
+
+def test_shell_output_live_inside_the_execute_row(nb: Notebook) -> None:
+    page = nb.page
+    # Record, as it happens, the row's status when the first line shows up.
+    page.evaluate(
+        """() => {
+          window.__seen = null;
+          new MutationObserver(() => {
+            if (window.__seen) return;
+            for (const pre of document.querySelectorAll('.acp-tc-term')) {
+              if (pre.textContent.includes('line 1 from')) {
+                window.__seen = pre.closest('.acp-tc').dataset.status;
+              }
+            }
+          }).observe(document.body, {childList: true, subtree: true, characterData: true});
+        }"""
+    )
+    out = nb.run(0, "shell")
+    row = tool_row(out, "Run a short bash script")
+    term = row.locator(".acp-tc-term")
+    expect(term).to_contain_text("line 1 from")
+    expect(status_line(out)).to_have_text(END_TURN, timeout=30_000)
+    assert page.evaluate("window.__seen") == "in_progress", "the output did not show while the command ran"
+    expect(row).to_have_attribute("data-status", "completed")
+    expect(out.locator(".acp-tc")).to_have_count(1)
+    expect(out).to_contain_text("exited with code 0")
+    # The row opened by itself for the live output and stays open when the
+    # command ends: the whole final output and the exit status are shown.
+    expect(row.locator(".acp-tc-head")).to_have_attribute("aria-expanded", "true")
+    expect(term).to_contain_text("a line on stderr")
+    expect(term).to_contain_text(re.compile(r"line 5 from \S+\s+a line on stderr\s+done\s*$"))
+    expect(row.locator(".acp-tc-body")).to_contain_text("$ /bin/bash -c")
+    expect(row.locator(".acp-tc-body")).to_contain_text("exit code 0")
+    nb.screenshot("shell.png")
+    # Folding it is the reader's choice, and sticks.
+    row.locator(".acp-tc-head").click()
+    expect(term).to_have_count(0)
+
+
+P_SCRIPT = "<script>window.__pwned=1</script>"
+P_IMG = "<img src=x onerror=window.__pwned=1>"
+
+
+def test_agent_html_is_shown_as_text(nb: Notebook) -> None:
+    scenario = {
+        "prompt": [
+            {"chunk": f"text {P_SCRIPT} and {P_IMG}\n\n"},
+            {"update": {"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": f"thinking {P_IMG}"}}},
+            {"update": {"sessionUpdate": "plan", "entries": [{"content": f"plan {P_IMG}", "priority": "high", "status": "pending"}]}},
+            {"update": {"sessionUpdate": "tool_call", "toolCallId": "x1", "title": f"Edit {P_IMG}", "kind": "edit",
+                        "status": "pending", "rawInput": {"path": P_SCRIPT}}},
+            {"update": {"sessionUpdate": "tool_call_update", "toolCallId": "x1", "status": "completed",
+                        "content": [
+                            {"type": "diff", "path": "/tmp/x.html", "oldText": "a\n", "newText": f"{P_SCRIPT}\n{P_IMG}\n"},
+                            {"type": "content", "content": {"type": "text", "text": f"result {P_IMG}"}},
+                        ]}},
+            {"request": {"method": "session/request_permission", "params": {
+                "sessionId": "$SID",
+                "toolCall": {"toolCallId": "x1", "title": f"Run {P_IMG}", "kind": "execute",
+                             "rawInput": {"command": f"echo {P_SCRIPT}"}},
+                "options": [{"optionId": "ok", "name": f"Allow {P_IMG}", "kind": "allow_once"},
+                            {"optionId": "no", "name": "Reject", "kind": "reject_once"}],
+            }}},
+            {"chunk": f"\n\nafter {P_IMG} end\n"},
+        ]
+    }
+    scenario_file = nb.lab.root / "xss-scenario.json"
+    scenario_file.write_text(json.dumps(scenario))
+    out0 = nb.run(0, f"%agent --command {sys.executable} {AGENTS / 'scripted_agent.py'} {scenario_file}")
+    expect(out0).to_contain_text("it starts with the next prompt")
+    out = nb.run(1, "go")
+    # The permission form: title, command and option names are text too.
+    form, buttons = _permission_buttons(out)
+    expect(form).to_contain_text(f"Run {P_IMG}")
+    expect(form.locator("pre")).to_have_text(f"echo {P_SCRIPT}")
+    expect(buttons).to_have_text([f"Allow {P_IMG}", "Reject"])
+    buttons.first.click()
+    expect(form).to_contain_text(f"chose Allow {P_IMG}")
+    expect(status_line(out)).to_have_text(END_TURN, timeout=30_000)
+    expect(out).to_contain_text('RESULT {"outcome": {"outcome": "selected", "optionId": "ok"}}')
+    row = tool_row(out, "Edit")
+    expect(row.locator(".acp-tc-title")).to_have_text(f"Edit {P_IMG}")
+    row.locator(".acp-tc-head").click()
+    diff = row.locator(".acp-tc-diff")
+    expect(diff.locator(".acp-add")).to_have_text(["+" + P_SCRIPT, "+" + P_IMG])
+    expect(row.locator(".acp-tc-body")).to_contain_text(f"result {P_IMG}")
+    expect(out).to_contain_text(f"text {P_SCRIPT} and {P_IMG}")
+    expect(out).to_contain_text(f"after {P_IMG} end")
+    expect(out).to_contain_text(f"plan {P_IMG}")
+    expect(out).to_contain_text(f"thinking {P_IMG}")
+    nb.screenshot("xss.png")
+    # Nothing became live HTML: no such elements, and nothing ran.
+    assert out.locator("img[src='x'], script").count() == 0
+    assert nb.page.evaluate("typeof window.__pwned") == "undefined"
