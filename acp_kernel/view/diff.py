@@ -57,8 +57,9 @@ def render_diff(path: str, old: str | None, new: str, *, max_lines: int = MAX_LI
     view = DiffView(path or "?", new_file=old is None)
     old_lines = (old or "").splitlines()
     new_lines = (new or "").splitlines()
-    fromfile = "/dev/null" if old is None else f"a/{path}"
-    for line in difflib.unified_diff(old_lines, new_lines, fromfile, f"b/{path}", lineterm="", n=3):
+    # git's a/ b/ prefixes read badly on absolute paths ("a//tmp/x"): name the file as given.
+    fromfile = "/dev/null" if old is None else path
+    for line in difflib.unified_diff(old_lines, new_lines, fromfile, path, lineterm="", n=3):
         if line.startswith("---") and not view.lines or line.startswith("+++") and len(view.lines) == 1:
             op = "h"
         elif line.startswith("@@"):

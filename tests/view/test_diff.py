@@ -7,9 +7,9 @@ def test_unified_diff_with_typed_lines():
     assert ops[:3] == ["h", "h", "@"]
     assert ("-", "-b") in view.lines and ("+", "+B") in view.lines and ("+", "+d") in view.lines
     assert (view.added, view.removed) == (2, 1)
-    assert view.lines[0][1] == "--- a/src/app.py"
+    assert view.lines[0][1] == "--- src/app.py"
     md = view.markdown()
-    assert md.startswith("```diff\n--- a/src/app.py\n+++ b/src/app.py\n@@")
+    assert md.startswith("```diff\n--- src/app.py\n+++ src/app.py\n@@")
     assert "\n-b\n+B\n" in md
 
 
