@@ -188,7 +188,7 @@ class Connection:
 
     def _on_data(self, data: bytes) -> None:
         for line in self._splitter.feed(data):
-            if type(line) is bytes:
+            if type(line) is not Oversized:
                 self._dispatch(line)
             else:
                 self._report_oversized(line)  # type: ignore[arg-type]
@@ -297,7 +297,7 @@ class Connection:
 
     def _on_eof(self) -> None:
         for line in self._splitter.flush():
-            if type(line) is bytes:
+            if type(line) is not Oversized:
                 self._dispatch(line)
         if self._closed.done():
             return

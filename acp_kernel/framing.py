@@ -51,7 +51,9 @@ class LineSplitter:
         self._buf = bytearray()
         self._skipping = 0  # bytes dropped so far of an oversized line
 
-    def feed(self, data: bytes) -> list[Union[bytes, Oversized]]:
+    def feed(self, data: bytes) -> list[Union[bytes, bytearray, Oversized]]:
+        """Complete lines (``bytes``, or a ``bytearray`` for a long line that
+        was buffered: handed over rather than copied) and oversize reports."""
         out: list[Union[bytes, Oversized]] = []
         start = 0
         if self._skipping:
@@ -65,16 +67,16 @@ class LineSplitter:
         elif self._buf:
             nl = data.find(b"\n")
             if nl < 0:
-                self._buf += data
-                self._check_overflow()
+                self._keep(data)
                 return out
-            self._buf += data[:nl]
-            line = bytes(self._buf)
-            self._buf.clear()
-            if len(line) > self.max_line:
-                out.append(Oversized(len(line)))
-            elif line.strip():
-                out.append(line)
+            if len(self._buf) + nl > self.max_line:
+                out.append(Oversized(len(self._buf) + nl))
+                self._buf = bytearray()
+            else:
+                self._buf += data[:nl]
+                line, self._buf = self._buf, bytearray()  # hand the buffer over: no copy
+                if line.strip():
+                    out.append(bytes(line) if len(line) < 4096 else line)  # type: ignore[arg-type]
             start = nl + 1
         end = data.rfind(b"\n")
         if end >= start:
@@ -85,14 +87,17 @@ class LineSplitter:
                     out.append(line)
             start = end + 1
         if start < len(data):
-            self._buf += data[start:]
-            self._check_overflow()
+            self._keep(data[start:] if start else data)
         return out
 
-    def _check_overflow(self) -> None:
-        if len(self._buf) > self.max_line:
-            self._skipping = len(self._buf)
+    def _keep(self, part: bytes) -> None:
+        """Buffer an unterminated piece, or start skipping if the line would
+        pass the limit: the buffer never grows beyond ``max_line``."""
+        if len(self._buf) + len(part) > self.max_line:
+            self._skipping = len(self._buf) + len(part)
             self._buf = bytearray()
+        else:
+            self._buf += part
 
     def flush(self) -> list[Union[bytes, Oversized]]:
         """At EOF: the unterminated last line, if any."""
