@@ -44,16 +44,18 @@ class LineSplitter:
     and reported once as :class:`Oversized` when its newline arrives.
     """
 
-    __slots__ = ("max_line", "_buf", "_skipping")
+    __slots__ = ("max_line", "_parts", "_size", "_skipping")
 
     def __init__(self, max_line: int = DEFAULT_MAX_LINE) -> None:
         self.max_line = max_line
-        self._buf = bytearray()
+        # Pieces of the unterminated line: a list, not a growing bytearray,
+        # whose reallocations could briefly need twice the limit.
+        self._parts: list[bytes] = []
+        self._size = 0
         self._skipping = 0  # bytes dropped so far of an oversized line
 
-    def feed(self, data: bytes) -> list[Union[bytes, bytearray, Oversized]]:
-        """Complete lines (``bytes``, or a ``bytearray`` for a long line that
-        was buffered: handed over rather than copied) and oversize reports."""
+    def feed(self, data: bytes) -> list[Union[bytes, Oversized]]:
+        """Complete lines and oversize reports, in order."""
         out: list[Union[bytes, Oversized]] = []
         start = 0
         if self._skipping:
@@ -64,19 +66,20 @@ class LineSplitter:
             out.append(Oversized(self._skipping + nl))
             self._skipping = 0
             start = nl + 1
-        elif self._buf:
+        elif self._parts:
             nl = data.find(b"\n")
             if nl < 0:
                 self._keep(data)
                 return out
-            if len(self._buf) + nl > self.max_line:
-                out.append(Oversized(len(self._buf) + nl))
-                self._buf = bytearray()
+            if self._size + nl > self.max_line:
+                out.append(Oversized(self._size + nl))
             else:
-                self._buf += data[:nl]
-                line, self._buf = self._buf, bytearray()  # hand the buffer over: no copy
+                self._parts.append(data[:nl])
+                line = b"".join(self._parts)
                 if line.strip():
-                    out.append(bytes(line) if len(line) < 4096 else line)  # type: ignore[arg-type]
+                    out.append(line)
+            self._parts = []
+            self._size = 0
             start = nl + 1
         end = data.rfind(b"\n")
         if end >= start:
@@ -93,19 +96,22 @@ class LineSplitter:
     def _keep(self, part: bytes) -> None:
         """Buffer an unterminated piece, or start skipping if the line would
         pass the limit: the buffer never grows beyond ``max_line``."""
-        if len(self._buf) + len(part) > self.max_line:
-            self._skipping = len(self._buf) + len(part)
-            self._buf = bytearray()
+        if self._size + len(part) > self.max_line:
+            self._skipping = self._size + len(part)
+            self._parts = []
+            self._size = 0
         else:
-            self._buf += part
+            self._parts.append(part)
+            self._size += len(part)
 
     def flush(self) -> list[Union[bytes, Oversized]]:
         """At EOF: the unterminated last line, if any."""
         if self._skipping:
             size, self._skipping = self._skipping, 0
             return [Oversized(size)]
-        line = bytes(self._buf)
-        self._buf.clear()
+        line = b"".join(self._parts)
+        self._parts = []
+        self._size = 0
         return [line] if line.strip() else []
 
 

@@ -24,7 +24,7 @@ def test_oversized_line_is_dropped_and_reported_once():
     out = s.feed(b"short\n" + b"x" * 8)
     assert out == [b"short"]
     assert s.feed(b"y" * 100) == []  # still streaming past, memory bounded
-    assert len(s._buf) == 0
+    assert s._size == 0 and not s._parts
     out = s.feed(b"zz\nok\n")
     assert out == [Oversized(110), b"ok"]
 
