@@ -177,7 +177,8 @@ class PermissionBroker:
             why = (
                 f"Permission for {title or tool_call_id!r} ({kind or 'unknown kind'}) was "
                 f"{'rejected' if opt else 'cancelled'}: nobody can answer here (not interactive). "
-                f"Set a permission policy (allow-reads / allow-all) to let it run."
+                + ("Policy allow-reads (or allow-all) lets it run." if kind in READ_KINDS
+                   else "Policy allow-all lets it run (%permissions allow-all, or --permissions).")
             )
             ctx.emit(Notice("warning", why, sid))
             return done(opt, "headless")
