@@ -266,11 +266,15 @@ class Kernel:
         self.session.send(self.shell, msg)
         replied = idle = False
         deadline = t0 + timeout
-        while not (replied and idle):
+        replied_at = 0.0
+        # The reply ends the cell; the idle status normally follows it, but a
+        # SUB socket can miss early messages (ZMQ's slow joiner): do not wait
+        # forever for an idle that was published before we subscribed.
+        while not (replied and (idle or time.perf_counter() - replied_at > 2.0)):
             left = deadline - time.perf_counter()
             if left <= 0:
                 raise TimeoutError(f"cell {code[:40]!r} timed out after {timeout} s")
-            events = dict(self.poller.poll(min(left, 5.0) * 1000))
+            events = dict(self.poller.poll(min(left, 0.5 if replied else 5.0) * 1000))
             if self.iopub in events:
                 idle = self._drain_iopub(cell, t0, mid) or idle
             if self.shell in events:
@@ -282,6 +286,7 @@ class Kernel:
                     cell.reply = json.loads(content)
                     cell.status = cell.reply.get("status", "?")
                     replied = True
+                    replied_at = time.perf_counter()
         return cell
 
     def close(self) -> None:
