@@ -190,7 +190,6 @@ async def _ask_permission(prompt: Any, err: TextIO) -> None:
 
 async def run_prompt(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
     from .errors import AcpError, AuthRequired
-    from .host import ClientSettings
     from .registry import ConfigError, adhoc_agent, load_config
     from .session import Client
 
@@ -208,11 +207,7 @@ async def run_prompt(args: argparse.Namespace, out: TextIO = sys.stdout, err: Te
         return EXIT_USAGE
     policy = args.permissions or config.permissions or "ask"
     interactive = sys.stdin.isatty() and policy in ("ask", "allow-reads")
-    settings = ClientSettings(
-        permissions=policy,  # type: ignore[arg-type]
-        shell_fallback=config.shell_fallback,
-        extra_roots=list(config.extra_roots),
-    )
+    settings = config.client_settings(policy)
     client = Client(spec, cwd=args.cwd, settings=settings, mcp_servers=config.mcp_servers, interactive=interactive)
     printer = _Printer(args.format, out, err)
     try:

@@ -102,9 +102,6 @@ class Connection:
     def closed(self) -> bool:
         return self._closed.done()
 
-    def closed_reason(self) -> ConnectionClosed | None:
-        return self._closed.result() if self._closed.done() else None
-
     async def wait_closed(self) -> ConnectionClosed:
         return await asyncio.shield(self._closed)
 

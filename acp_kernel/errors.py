@@ -28,12 +28,6 @@ class RpcError(AcpError):
         self.message = message
         self.data = data
 
-    def to_dict(self) -> dict[str, Any]:
-        err: dict[str, Any] = {"code": self.code, "message": self.message}
-        if self.data is not None:
-            err["data"] = self.data
-        return err
-
     @classmethod
     def from_dict(cls, err: Any) -> "RpcError":
         if not isinstance(err, dict):

@@ -21,9 +21,9 @@ from ipykernel.kernelbase import Kernel
 
 from . import cells, store, watchdog
 from .errors import AcpError, AuthRequired, ConnectionClosed, RpcError
-from .host import POLICIES, ClientSettings
+from .host import POLICIES
 from .registry import AgentSpec, Config, ConfigError, adhoc_agent, load_config
-from .session import Client, Session, __version__, describe_auth, resource_link, text_block
+from .session import Client, Session, __version__, resource_link, text_block
 from .transport import CommandNotFound
 
 #: How long an interrupted turn may take to end before the cell returns anyway.
@@ -97,11 +97,7 @@ class AcpKernel(Kernel):
             os.environ.get("ACP_KERNEL_AGENT", ""), None
         ) or self.acp_config.agents[self.acp_config.default_agent]
         policy = os.environ.get("ACP_KERNEL_PERMISSIONS") or self.acp_config.permissions or "ask"
-        self.settings = ClientSettings(
-            permissions=policy if policy in POLICIES else "ask",  # type: ignore[arg-type]
-            shell_fallback=self.acp_config.shell_fallback,
-            extra_roots=list(self.acp_config.extra_roots),
-        )
+        self.settings = self.acp_config.client_settings(policy if policy in POLICIES else "ask")
         self.cwd = os.getcwd()
         self.agent: Client | None = None
         self.acp_session: Session | None = None
@@ -154,16 +150,8 @@ class AcpKernel(Kernel):
             asyncio.ensure_future(running.kill("killed"))
 
     def _kill_now(self) -> None:
-        client = self.agent
-        if client is not None and client.transport is not None:
-            client.transport.kill_now()
-        services = getattr(client, "services", None)
-        if services is not None:
-            for term in services.terminals.terminals():
-                if term.pid:
-                    from . import proctree
-
-                    proctree.kill_tree_now(term.pid)
+        if self.agent is not None:
+            self.agent.kill_now()
 
     # -- output helpers ------------------------------------------------------
 
@@ -251,9 +239,7 @@ class AcpKernel(Kernel):
             await self._restart_client(keep_session=True, quiet=not client.needs_restart)
         if self.agent is None:
             try:
-                self.agent = await Client(
-                    self.spec, cwd=self.cwd, settings=self.settings, mcp_servers=self.acp_config.mcp_servers,
-                ).start()
+                self.agent = await self._new_client().start()
             except CommandNotFound as exc:
                 self._markdown(f"**Cannot start {self.spec.title}:** {exc}")
                 return None
@@ -266,6 +252,9 @@ class AcpKernel(Kernel):
         if self.acp_session is None:
             self.acp_session = await self._open_session(self.agent)
         return self.acp_session
+
+    def _new_client(self) -> Client:
+        return Client(self.spec, cwd=self.cwd, settings=self.settings, mcp_servers=self.acp_config.mcp_servers)
 
     async def _open_session(self, client: Client) -> Session | None:
         want, self._want_session = self._want_session, None
@@ -280,7 +269,7 @@ class AcpKernel(Kernel):
                     self._markdown(f"*Could not reopen session `{want}` ({exc}); starting a new one.*")
             session = await client.new_session(self.cwd)
         except AuthRequired as exc:
-            self._markdown(describe_auth(exc.methods, self.spec).replace("\n", "\n\n")
+            self._markdown(str(exc).replace("\n", "\n\n")
                            + "\n\nThen run `%auth METHOD` (for agent methods) or restart the kernel.")
             return None
         except ConnectionClosed as exc:
@@ -435,7 +424,7 @@ class AcpKernel(Kernel):
         if len(args) != 1:
             raise ValueError("usage: %auth METHOD_ID")
         if self.agent is None or not self.agent.alive:
-            self.agent = await Client(self.spec, cwd=self.cwd, settings=self.settings).start()
+            self.agent = await self._new_client().start()
         await self.agent.authenticate(args[0])
         self._markdown("*Authenticated.*")
         return True
@@ -516,8 +505,7 @@ class AcpKernel(Kernel):
                     await client.close()
             except Exception:  # noqa: BLE001 - shutting down regardless
                 self.log.warning("closing the agent cleanly failed; killing it", exc_info=True)
-            if client.transport is not None:
-                client.transport.kill_now()
+            client.kill_now()
         return {"status": "ok", "restart": restart}
 
 

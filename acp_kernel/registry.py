@@ -23,13 +23,14 @@ import os
 import shlex
 import shutil
 import sys
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import AcpError
+from .host import ClientSettings
 
 
 @dataclass(frozen=True)
@@ -233,6 +234,15 @@ class Config:
     mcp_servers: list[dict[str, Any]] = field(default_factory=list)
     path: Path | None = None
 
+    def client_settings(self, permissions: str | None = None) -> ClientSettings:
+        """How clients serve the agent: ``permissions`` (a command-line or
+        kernel choice) over the file's policy, else ``ask``."""
+        return ClientSettings(
+            permissions=permissions or self.permissions or "ask",  # type: ignore[arg-type]
+            shell_fallback=self.shell_fallback,
+            extra_roots=list(self.extra_roots),
+        )
+
     def agent(self, name: str) -> AgentSpec:
         try:
             return self.agents[name]
@@ -306,6 +316,3 @@ def adhoc_agent(command: str | list[str], name: str = "custom") -> AgentSpec:
         raise AcpError("empty agent command")
     return AgentSpec(name=name, title=" ".join(argv), command=tuple(argv), source="command line")
 
-
-def with_env(spec: AgentSpec, env: dict[str, str]) -> AgentSpec:
-    return replace(spec, env={**spec.env, **env})

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Optional
 
+from . import proctree
 from .connection import Connection
 from .errors import AUTH_REQUIRED, INVALID_PARAMS, AcpError, AuthRequired, ConnectionClosed, RpcError
 from .host import ClientSettings
@@ -339,7 +340,6 @@ class Client:
         self.conn = Connection(self.transport, name=f"agent {self.spec.name!r}", **kwargs)
         self.conn.on_report = self._on_report
         self.conn.on_notification("session/update", self._on_update)
-        self.conn.on_unknown_notification = self._on_unknown_notification
         self.services = services_mod.install(self.conn, self)
         await self.conn.start()
         try:
@@ -367,6 +367,16 @@ class Client:
             await self.services.shutdown()
         if self.conn is not None:
             await self.conn.close()
+
+    def kill_now(self) -> None:
+        """Synchronous last resort (interpreter exit, a close that failed):
+        SIGKILL every terminal's tree and the agent's."""
+        if self.services is not None:
+            for term in self.services.terminals.terminals():
+                if term.pid:
+                    proctree.kill_tree_now(term.pid)
+        if self.transport is not None:
+            self.transport.kill_now()
 
     @property
     def alive(self) -> bool:
@@ -485,9 +495,6 @@ class Client:
         elif len(early) == EARLY_LIMIT:
             early.append(None)
             self._on_report("protocol", f"too many updates for unknown session {sid!r}; dropping the rest")
-
-    def _on_unknown_notification(self, method: str, params: Any) -> None:
-        log.debug("ignored notification %s", method)
 
     def _on_report(self, kind: str, text: str) -> None:
         notice = Notice("warning", f"{kind}: {text}")

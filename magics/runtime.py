@@ -191,11 +191,8 @@ class Runtime:
         alias = ns.alias or spec.name
         if alias in self.conns:
             await self._close(alias)
-        policy = ns.permissions or (self.config.permissions if self.config else None) or "ask"
-        settings = ClientSettings(permissions=policy)  # type: ignore[arg-type]
-        if self.config is not None:
-            settings.shell_fallback = self.config.shell_fallback
-            settings.extra_roots = list(self.config.extra_roots)
+        settings = (self.config.client_settings(ns.permissions) if self.config is not None
+                    else ClientSettings(permissions=ns.permissions or "ask"))
         self._guard()
         client = await Client(spec, cwd=ns.cwd, settings=settings,
                               mcp_servers=self.config.mcp_servers if self.config else None).start()
@@ -401,5 +398,4 @@ def kill_all_now() -> None:
     """At interpreter exit: no agent outlives the kernel."""
     if _runtime is not None:
         for conn in _runtime.conns.values():
-            if conn.client.transport is not None:
-                conn.client.transport.kill_now()
+            conn.client.kill_now()
