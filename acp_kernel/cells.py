@@ -29,6 +29,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "cwd": ("%cwd DIR", "the working directory for new sessions"),
     "auth": ("%auth METHOD", "let the agent authenticate with one of its methods"),
     "status": ("%status", "agent, session, mode, model, usage and policy"),
+    "passthrough": ("%passthrough [AGENT | --command CMD] | off | stop [NAME] | list",
+                    "run the agent's own CLI in a terminal here; the next cells are typed into it"),
     "restart": ("%restart", "restart the agent process (keeps the session where the agent can)"),
     "help": ("%help", "this list"),
 }

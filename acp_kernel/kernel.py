@@ -19,7 +19,7 @@ from typing import Any
 
 from ipykernel.kernelbase import Kernel
 
-from . import cells, store, watchdog
+from . import cells, ptycell, store, watchdog
 from .errors import AcpError, AuthRequired, ConnectionClosed, RpcError
 from .host import POLICIES
 from .registry import AgentSpec, Config, ConfigError, adhoc_agent, load_config
@@ -109,6 +109,8 @@ class AcpKernel(Kernel):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._running: Any = None  # the turn or terminal an interrupt should stop
         self._sink: KernelSink | None = None
+        self.ptys = ptycell.Terminals()
+        self.pty_target: str | None = None  # while set, prompts are typed into this terminal
         atexit.register(self._kill_now)
 
     # -- process-level plumbing ----------------------------------------------
@@ -146,12 +148,15 @@ class AcpKernel(Kernel):
         running = self._running
         if isinstance(running, Session):
             asyncio.ensure_future(running.cancel(grace=CANCEL_GRACE))
+        elif hasattr(running, "interrupt"):  # a passthrough terminal: Ctrl-C
+            running.interrupt()
         elif running is not None and hasattr(running, "kill"):
             asyncio.ensure_future(running.kill("killed"))
 
     def _kill_now(self) -> None:
         if self.agent is not None:
             self.agent.kill_now()
+        self.ptys.kill_now()
 
     # -- output helpers ------------------------------------------------------
 
@@ -206,6 +211,8 @@ class AcpKernel(Kernel):
                 return self._error("CommandError", command.line)
         if not cell.prompt:
             return self._ok()
+        if self.pty_target is not None:
+            return await self._pty_prompt(self.pty_target, cell.prompt, allow_stdin)
         return await self._prompt(cell.prompt, allow_stdin)
 
     async def _prompt(self, text: str, allow_stdin: bool) -> dict[str, Any]:
@@ -229,6 +236,25 @@ class AcpKernel(Kernel):
             return self._error("AgentError", turn.error.splitlines()[0])
         # A forced cancel left the agent marked for restart: the next cell
         # restarts it (and reopens the session), so this one returns at once.
+        return self._ok()
+
+    async def _pty_prompt(self, name: str, text: str, allow_stdin: bool) -> dict[str, Any]:
+        from .passthrough import PassthroughError
+
+        try:
+            panel = self.ptys.get(name)
+            self._running = panel.terminal
+            reply = await self.ptys.prompt(name, text, self._sink)
+        except PassthroughError as exc:
+            self._markdown(f"**Passthrough:** {exc}")
+            return self._error("PassthroughError", str(exc))
+        if not allow_stdin and reply.text:  # headless (nbclient): no terminal on screen, keep the reply
+            self._stream(reply.text + "\n")
+        note = ptycell.outcome_markdown(panel.terminal, reply)
+        if note:
+            self._markdown(note)
+        if reply.outcome == "exited":
+            return self._error("PassthroughExited", panel.terminal.describe_exit())
         return self._ok()
 
     # -- agent lifecycle -----------------------------------------------------
@@ -429,6 +455,37 @@ class AcpKernel(Kernel):
         self._markdown("*Authenticated.*")
         return True
 
+    async def _cmd_passthrough(self, args: list[str]) -> bool:
+        from .passthrough import PassthroughError
+        from .transport import CommandNotFound
+
+        verb = args[0] if args else ""
+        try:
+            if verb == "off":
+                self.pty_target = None
+                self._markdown(f"*Prompts go to {self.spec.title} over ACP again.*")
+            elif verb == "list":
+                self._markdown(self.ptys.listing())
+            elif verb == "stop":
+                name = args[1] if len(args) > 1 else self.pty_target
+                if name is None:
+                    raise PassthroughError("no passthrough terminal to stop")
+                self.ptys.get(name)
+                await self.ptys.close(name)
+                if self.pty_target == name:
+                    self.pty_target = None
+                self._markdown(f"*Stopped `{name}`.*")
+            else:
+                target = ptycell.resolve(args, self.acp_config, self.spec)
+                panel = self.ptys.open(target, self.cwd)
+                self.pty_target = panel.terminal.name
+                self._sink.display(panel.bundle())  # type: ignore[union-attr]
+                self._markdown(f"*The next cells are typed into `{panel.terminal.name}` "
+                               "(interrupt sends Ctrl-C; `%passthrough off` goes back to ACP).*")
+        except CommandNotFound as exc:
+            raise PassthroughError(f"{exc.program!r} was not found on PATH") from None
+        return True
+
     async def _cmd_restart(self, args: list[str]) -> bool:
         await self._restart_client(keep_session=True)
         return await self._ensure_session() is not None
@@ -450,6 +507,8 @@ class AcpKernel(Kernel):
                 lines.append(f"- model: `{opt.get('currentValue')}`")
             if session.usage:
                 lines.append(f"- usage: {session.usage.get('used')}/{session.usage.get('size')} tokens")
+        if self.pty_target is not None:
+            lines.append(f"- prompts go to the passthrough terminal `{self.pty_target}`")
         lines.append(f"- permissions: {self.settings.permissions}")
         lines.append(f"- working directory: `{self.cwd}`")
         self._markdown("\n".join(lines))
@@ -493,20 +552,25 @@ class AcpKernel(Kernel):
         return {"status": "ok", "found": True, "data": {"text/markdown": text, "text/plain": text}, "metadata": {}}
 
     async def do_shutdown(self, restart: bool) -> dict[str, Any]:
-        # This runs on the control thread's loop; the agent lives on the shell's.
+        # This runs on the control thread's loop; the agent and terminals live on the shell's.
         client, self.agent, self.acp_session = self.agent, None, None
         if client is not None:
-            try:
-                loop = self._loop
-                if loop is not None and loop.is_running() and loop is not asyncio.get_running_loop():
-                    done = asyncio.run_coroutine_threadsafe(client.close(), loop)
-                    await asyncio.wait_for(asyncio.wrap_future(done), 5.0)
-                else:
-                    await client.close()
-            except Exception:  # noqa: BLE001 - shutting down regardless
-                self.log.warning("closing the agent cleanly failed; killing it", exc_info=True)
+            await self._on_shell_loop(client.close(), "the agent")
             client.kill_now()
+        await self._on_shell_loop(self.ptys.close_all(), "the passthrough terminals")
+        self.ptys.kill_now()
         return {"status": "ok", "restart": restart}
+
+    async def _on_shell_loop(self, coro: Any, what: str) -> None:
+        try:
+            loop = self._loop
+            if loop is not None and loop.is_running() and loop is not asyncio.get_running_loop():
+                done = asyncio.run_coroutine_threadsafe(coro, loop)
+                await asyncio.wait_for(asyncio.wrap_future(done), 5.0)
+            else:
+                await coro
+        except Exception:  # noqa: BLE001 - shutting down regardless
+            self.log.warning("closing %s cleanly failed; killing", what, exc_info=True)
 
 
 def main() -> None:

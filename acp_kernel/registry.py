@@ -39,8 +39,9 @@ class Passthrough:
 
     command: tuple[str, ...]
     submit: str = "\r"
-    bracketed_paste: bool = True
-    idle_seconds: float = 1.0
+    bracketed_paste: bool = True  # when the application asks for it (mode 2004)
+    idle_seconds: float = 1.0  # no output this long: ready, or the reply is done
+    submit_delay: float = 0.15  # longest wait for the paste to be taken before submit
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,7 @@ BUILTIN: dict[str, AgentSpec] = {
             "Demo agent (scripted, no model)",
             (sys.executable, "-m", "acp_kernel.demo_agent"),
             install="ships with acp-kernel",
+            passthrough=Passthrough((sys.executable, "-m", "acp_kernel.demo_cli"), idle_seconds=0.5),
         ),
         AgentSpec(
             "claude",
@@ -165,6 +167,7 @@ class PassthroughConfig(_Strict):
     submit: str = "\r"
     bracketed_paste: bool = True
     idle_seconds: float = Field(1.0, gt=0)
+    submit_delay: float = Field(0.15, ge=0)
 
 
 class AgentConfig(_Strict):
@@ -279,8 +282,7 @@ def load_config(path: Path | None = None) -> Config:
                 f'"command": ["program", "arg", ...]'
             )
         passthrough = (
-            Passthrough(tuple(over.passthrough.command), over.passthrough.submit,
-                        over.passthrough.bracketed_paste, over.passthrough.idle_seconds)
+            Passthrough(**{**over.passthrough.model_dump(), "command": tuple(over.passthrough.command)})
             if over.passthrough else (base.passthrough if base else None)
         )
         agents[name] = AgentSpec(

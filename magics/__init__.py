@@ -6,7 +6,9 @@ Load with ``%load_ext acp_kernel`` (or ``%load_ext magics``)::
     %%acp
     Summarise {df_name} for me.
 
-The cell's value (also ``_acp``) is the :class:`~acp_kernel.turn.Turn`.
+The cell's value (also ``_acp``) is the :class:`~acp_kernel.turn.Turn`, or
+for a passthrough terminal (``%acp passthrough demo``) the
+:class:`~acp_kernel.passthrough.Reply`.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ __all__ = ["load_ipython_extension", "unload_ipython_extension"]
 _HELP = """%acp connect NAME|--command CMD [--cwd DIR] [--permissions P] [--as ALIAS]
 %acp disconnect [ALIAS] | agents | status | sessions | new | cancel
 %acp mode ID | model ID | config ID VALUE | load ID
+%acp passthrough [NAME|--command CMD] [--cwd DIR] [--as ALIAS]   (the agent's own CLI in a terminal)
 %%acp [ALIAS] [--no-interpolate] [--attach VAR]   (the cell is the prompt)
 %%shell [--pwsh] [--timeout S] [--limit BYTES] [--cwd DIR] [--env K=V] [--show-argv] [--raise]"""
 

@@ -55,6 +55,15 @@ def _connect_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _passthrough_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="%acp passthrough", add_help=False)
+    p.add_argument("name", nargs="?")
+    p.add_argument("--command")
+    p.add_argument("--cwd")
+    p.add_argument("--as", dest="alias")
+    return p
+
+
 def _cell_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="%%acp", add_help=False)
     p.add_argument("alias", nargs="?")
@@ -91,7 +100,10 @@ class Runtime:
     """Open connections by alias; the default is the last one connected."""
 
     def __init__(self) -> None:
+        from acp_kernel.ptycell import Terminals
+
         self.conns: dict[str, _Conn] = {}
+        self.ptys = Terminals()  # passthrough terminals, by alias (the same namespace as conns)
         self.default: str | None = None
         try:
             self.config = load_config()
@@ -181,7 +193,7 @@ class Runtime:
         if key is None:
             raise UsageError("no agent connected; use %acp connect NAME (e.g. %acp connect demo)")
         if key not in self.conns:
-            known = ", ".join(self.conns) or "none"
+            known = ", ".join([*self.conns, *self.ptys.panels]) or "none"
             raise UsageError(f"no connection {key!r} (open: {known}); use %acp connect NAME")
         return self.conns[key]
 
@@ -189,7 +201,7 @@ class Runtime:
         ns = _connect_parser().parse_args(args)
         spec = self._spec(ns.name, ns.command)
         alias = ns.alias or spec.name
-        if alias in self.conns:
+        if alias in self.conns or alias in self.ptys.panels:
             await self._close(alias)
         settings = (self.config.client_settings(ns.permissions) if self.config is not None
                     else ClientSettings(permissions=ns.permissions or "ask"))
@@ -211,15 +223,17 @@ class Runtime:
         conn = self.conns.pop(alias, None)
         if conn is not None:
             await conn.client.close()
+        await self.ptys.close(alias)
         if self.default == alias:
-            self.default = next(iter(self.conns), None)
+            self.default = next(iter([*self.conns, *self.ptys.panels]), None)
 
     async def _verb_disconnect(self, args: list[str]) -> None:
         aliases = args or ([self.default] if self.default else [])
         if not aliases:
             raise UsageError("no connection to close")
         for alias in aliases:
-            self._conn(alias)  # unknown alias: a usage error, not "Disconnected"
+            if alias not in self.ptys.panels:
+                self._conn(alias)  # unknown alias: a usage error, not "Disconnected"
             await self._close(alias)
             self._md(f"Disconnected **{alias}**.")
 
@@ -229,7 +243,7 @@ class Runtime:
         run_agents(sys.stdout)
 
     async def _verb_status(self, args: list[str]) -> None:
-        if not self.conns:
+        if not self.conns and not self.ptys.panels:
             self._md("No connections. `%acp connect demo` opens one.")
             return
         lines = []
@@ -240,6 +254,9 @@ class Runtime:
             lines.append(f"- **{alias}**{mark}: {conn.client.spec.title}, {alive}, session `{s.id}`"
                          + (f", mode `{s.current_mode}`" if s.current_mode else "")
                          + f", permissions {conn.client.settings.permissions}")
+        for alias, panel in self.ptys.panels.items():
+            mark = " (default)" if alias == self.default else ""
+            lines.append(f"- **{alias}**{mark}: terminal `{panel.terminal.title}`, {panel.widget.status}")
         self._md("\n".join(lines))
 
     async def _verb_mode(self, args: list[str]) -> None:
@@ -277,7 +294,29 @@ class Runtime:
         self._md(f"New session `{conn.session.id}`.")
 
     async def _verb_cancel(self, args: list[str]) -> None:
-        await self._conn(args[0] if args else None).session.cancel()
+        alias = args[0] if args else self.default
+        if alias in self.ptys.panels:
+            self.ptys.get(alias).terminal.interrupt()
+            return
+        await self._conn(alias).session.cancel()
+
+    async def _verb_passthrough(self, args: list[str]) -> None:
+        """Open the agent's own CLI in a terminal; ``%%acp`` cells are typed into it."""
+        from acp_kernel.ptycell import Target, resolve
+        from acp_kernel.view.sink import IPythonSink
+
+        ns = _passthrough_parser().parse_args(args)
+        if self.config is None:
+            self.config = load_config()
+        words = ["--command", ns.command] if ns.command else ([ns.name] if ns.name else [])
+        target = resolve(words, self.config, self.config.agent(self.config.default_agent))
+        alias = ns.alias or f"{target.name}-cli"
+        if alias in self.conns:
+            await self._close(alias)
+        self._guard()
+        panel = self.ptys.open(Target(alias, target.settings, target.env, target.title), ns.cwd or os.getcwd())
+        self.default = panel.terminal.name
+        IPythonSink().display(panel.bundle())
 
     # -- %%acp ----------------------------------------------------------------
 
@@ -287,6 +326,9 @@ class Runtime:
 
         try:
             ns = _cell_parser().parse_args(shlex.split(args))
+            alias = ns.alias or self.default
+            if alias in self.ptys.panels:
+                return await self._pty_cell(alias, body if ns.no_interpolate else self._interpolate(body, self._ns()))
             conn = self._conn(ns.alias)
         except (UsageError, ValueError) as exc:
             raise _usage(exc) from None
@@ -310,6 +352,30 @@ class Runtime:
             view.close()
         user_ns["_acp"] = turn
         return turn
+
+    async def _pty_cell(self, alias: str, text: str) -> Any:
+        """Type the cell into a passthrough terminal; the value is the :class:`Reply`."""
+        from acp_kernel.passthrough import PassthroughError
+        from acp_kernel.ptycell import outcome_markdown
+        from acp_kernel.view.sink import IPythonSink
+
+        terminal = self.ptys.get(alias).terminal
+
+        async def ctrl_c() -> None:
+            terminal.interrupt()
+
+        try:
+            with self._sigint(ctrl_c):
+                reply = await self.ptys.prompt(alias, text.rstrip("\n"), IPythonSink())
+        except PassthroughError as exc:
+            raise _usage(exc) from None
+        if not self._interactive() and reply.text:  # headless: no terminal on screen, keep the reply
+            print(reply.text)
+        note = outcome_markdown(terminal, reply)
+        if note:
+            self._md(note)
+        self._ns()["_acp"] = reply
+        return reply
 
     @staticmethod
     def _interactive() -> bool:
@@ -380,7 +446,7 @@ class Runtime:
                 raise _usage(exc) from None
 
     async def close_all(self) -> None:
-        for alias in list(self.conns):
+        for alias in [*self.conns, *self.ptys.panels]:
             await self._close(alias)
 
 
@@ -399,3 +465,4 @@ def kill_all_now() -> None:
     if _runtime is not None:
         for conn in _runtime.conns.values():
             conn.client.kill_now()
+        _runtime.ptys.kill_now()

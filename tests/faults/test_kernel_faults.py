@@ -102,7 +102,7 @@ async def test_garbage_on_stdout_is_shown_as_warnings_and_the_text_survives(acp_
 # -- kill -9 -------------------------------------------------------------------------
 
 
-async def test_kill_9_of_the_kernel_takes_agent_and_terminals_with_it(kernel_env, tmp_path):
+async def test_kill_9_of_the_kernel_takes_agent_terminals_and_ptys_with_it(kernel_env, tmp_path):
     from jupyter_client.manager import AsyncKernelManager
 
     km = AsyncKernelManager(kernel_name="acp")
@@ -124,13 +124,17 @@ async def test_kill_9_of_the_kernel_takes_agent_and_terminals_with_it(kernel_env
         res = await harness.execute("go")
         assert "ready" in res.text(), res.text()
         # and a %%shell cell still running when the kernel dies
+        # a passthrough terminal (a PTY of its own session) with a child that left its group
+        res = await harness.execute("%passthrough --command \"sh -c 'sleep 600 & setsid sleep 600 & wait'\"")
+        assert res.status == "ok", res.text()
         shell = await first_output(harness, "%%shell\necho started; sleep 600", "started")
         kpid = kernel_pid(harness)
-        await wait_until(lambda: sum("sleep 600" in cmdline(p) for p in proctree.tree(kpid)) >= 6, 10)
+        await wait_until(lambda: sum("sleep 600" in cmdline(p) for p in proctree.tree(kpid)) >= 8, 10)
         victims = proctree.tree(kpid)
         names = [cmdline(p) for p in victims]
         assert any("scripted_agent" in n for n in names) and any("acp_kernel.watchdog" in n for n in names)
-        assert sum(n.startswith("sleep 600") for n in names) >= 5, names  # 2 agent's, 2 terminal's, 1 %%shell
+        # 2 agent's, 2 terminal's, 2 passthrough's, 1 %%shell
+        assert sum(n.startswith("sleep 600") for n in names) >= 7, names
         os.kill(kpid, signal.SIGKILL)
         await gone(victims | {kpid}, timeout=10)
         shell.cancel()

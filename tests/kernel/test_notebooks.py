@@ -43,7 +43,12 @@ def test_demo_notebook_runs_headless_and_saves_a_markdown_transcript(name, kerne
         assert "- [x] " in text  # the plan as a checklist
         assert "nobody can answer" in text  # the headless permission policy said why
         assert '{"command": "/bin/bash", "args": ["-c"' in text or '"args": ["-c"' in text
+        # the passthrough terminal's replies, kept as text where no terminal was on screen
+        assert "You said: What does a passthrough terminal do?\nIt keeps a multi-line prompt together.\n(" in text
+        assert "line 5 of 5" in text and "Stopped `demo`" in text
     else:
         assert "I would like to hear about tool calls and [1, 2, 3]" in text
         assert "<Turn end_turn" in text
         assert "python:items" in text
+        assert "You said: Tell me about tool calls" in text
+        assert "('idle', ['You said: Tell me about tool calls', '(24 characters, 1 line)'])" in text

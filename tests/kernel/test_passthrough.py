@@ -1,0 +1,148 @@
+"""Passthrough terminals in the ACP kernel: the demo CLI under a real PTY,
+driven from cells and from a frontend speaking the widget's comm protocol."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import sys
+
+import pytest
+
+from acp_kernel import proctree
+
+from .conftest import wait_until
+from .terminal_frontend import TerminalFrontend
+
+pytestmark = pytest.mark.slow
+PY = os.path.basename(sys.executable)
+
+
+async def open_demo(k, front: TerminalFrontend, extra: str = "") -> None:
+    res = await k.execute("%passthrough demo" + extra, on_output=front.feed)
+    assert res.status == "ok", res.text()
+    assert front.comm_id, "the cell showed no terminal widget"
+    assert front.state["title"] == f"Demo agent (scripted, no model) · {PY} -m acp_kernel.demo_cli"
+    assert "typed into `demo`" in res.text()
+
+
+async def test_prompt_is_typed_and_reply_shown(acp_kernel):
+    k, front = acp_kernel, TerminalFrontend(acp_kernel.kc)
+    await open_demo(k, front)
+    res = await k.execute("hello from a cell", on_output=front.feed)
+    assert res.status == "ok", res.text()
+    # The cell shows the same terminal again (another view of the one widget).
+    views = [m for m in res.outputs if m["msg_type"] == "display_data"
+             and m["content"]["data"].get("application/vnd.jupyter.widget-view+json", {}).get("model_id") == front.comm_id]
+    assert len(views) == 1
+    assert "You said: hello from a cell" in front.text()
+    # A multi-line cell stays one prompt: the app asked for bracketed paste, and got it.
+    res = await k.execute("first line\nsecond line\nthird", on_output=front.feed)
+    assert res.status == "ok"
+    assert "(28 characters, 3 lines)" in front.text()
+    assert front.text().count("You said:") == 2
+
+
+async def test_interrupt_sends_ctrl_c(acp_kernel):
+    k, front = acp_kernel, TerminalFrontend(acp_kernel.kc)
+    await open_demo(k, front)
+    seen = asyncio.Event()
+
+    async def on_output(msg):
+        await front.feed(msg)
+        if "line 3 of 500" in front.text():
+            seen.set()
+
+    task = asyncio.ensure_future(k.execute("/slow 500", on_output=on_output))
+    await asyncio.wait_for(seen.wait(), 15)
+    await k.km.interrupt_kernel()
+    res = await asyncio.wait_for(task, 15)
+    assert res.status == "ok"
+    assert "Interrupted: Ctrl-C sent to `demo`" in res.text()
+    await front.pump_until(lambda: "interrupted" in front.text())
+    assert "slow done" not in front.text()
+    # The CLI is still there and answers the next cell.
+    res = await k.execute("still there?", on_output=front.feed)
+    assert "You said: still there?" in front.text()
+
+
+async def test_view_keystrokes_resize_and_replay(acp_kernel):
+    k, front = acp_kernel, TerminalFrontend(acp_kernel.kc)
+    await open_demo(k, front)
+    await k.execute("before the view", on_output=front.feed)
+    # A view starting now gets the history addressed to it, then types and resizes.
+    front.hello(rows=30, cols=100)
+    await front.pump_until(lambda: front.replayed)
+    assert "You said: before the view" in front.view_text()
+    front.type("/size\r")
+    await front.pump_until(lambda: "size 30x100" in front.view_text())
+    front.send({"type": "resize", "view": front.view, "rows": 12, "cols": 50})
+    front.type("/size\r")
+    await front.pump_until(lambda: "size 12x50" in front.view_text())
+
+
+async def test_exit_is_reported_and_restart_works(acp_kernel):
+    k, front = acp_kernel, TerminalFrontend(acp_kernel.kc)
+    await open_demo(k, front)
+    res = await k.execute("/exitcode 3", on_output=front.feed)
+    assert res.status == "error"
+    assert "`demo` exited with status 3" in res.text()
+    await front.pump_until(lambda: front.state.get("status") == "exited with status 3")
+    res = await k.execute("anyone?", on_output=front.feed)
+    assert res.status == "error"
+    assert "has exited with status 3; start it again with %passthrough" in res.text()
+    front2 = TerminalFrontend(k.kc)
+    await open_demo(k, front2)
+    await k.execute("back again", on_output=front2.feed)
+    assert "You said: back again" in front2.text()
+
+
+async def test_off_goes_back_to_acp_and_list_stop(acp_kernel):
+    k, front = acp_kernel, TerminalFrontend(acp_kernel.kc)
+    await open_demo(k, front)
+    res = await k.execute("%passthrough list")
+    pid = int(re.search(r"\| running \| (\d+) \|", res.text()).group(1))
+    assert proctree.alive(pid)
+    res = await k.execute("%passthrough off\nhello")
+    assert res.status == "ok"
+    assert "over ACP again" in res.text()
+    assert "You said: hello" not in front.text()  # the demo *agent* answered, not the CLI
+    res = await k.execute("%passthrough stop demo")
+    assert "Stopped `demo`" in res.text()
+    await wait_until(lambda: not proctree.alive(pid))
+
+
+async def test_bad_commands_are_clear(acp_kernel):
+    k = acp_kernel
+    res = await k.execute("%passthrough --command no-such-program-xyz")
+    assert res.status == "error"
+    assert "'no-such-program-xyz' was not found on PATH" in res.text()
+    res = await k.execute("%passthrough nosuchagent")
+    assert res.status == "error"
+    res = await k.execute("%passthrough stop")
+    assert "no passthrough terminal to stop" in res.text()
+    res = await k.execute("%status")
+    assert res.status == "ok"  # the kernel is alive and well
+
+
+async def test_shutdown_ends_the_terminal(kernel_env, tmp_path):
+    from jupyter_client.manager import AsyncKernelManager
+
+    from .conftest import KernelHarness
+
+    km = AsyncKernelManager(kernel_name="acp")
+    await km.start_kernel(env=kernel_env, cwd=str(tmp_path / "work"))
+    kc = km.client()
+    kc.start_channels()
+    try:
+        await kc.wait_for_ready(timeout=60)
+        k = KernelHarness(km, kc)
+        front = TerminalFrontend(kc)
+        await open_demo(k, front)
+        res = await k.execute("%passthrough list")
+        pid = int(re.search(r"\| running \| (\d+) \|", res.text()).group(1))
+    finally:
+        kc.stop_channels()
+        await km.shutdown_kernel(now=False)
+    assert not proctree.alive(pid)

@@ -1,0 +1,166 @@
+"""Passthrough terminals below the kernel: the pure input logic, then real PTYs
+(the demo CLI and bash) through terminado, with no notebook in between."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from acp_kernel import proctree
+from acp_kernel.passthrough import PassthroughError, PassthroughManager
+from acp_kernel.pty_input import PASTE_END, PASTE_START, ModeWatch, paste, plain_text
+from acp_kernel.registry import Passthrough
+from acp_kernel.transport import CommandNotFound
+
+DEMO_CLI = Passthrough((sys.executable, "-m", "acp_kernel.demo_cli"), idle_seconds=0.3)
+
+# -- pure ------------------------------------------------------------------------------
+
+
+def test_paste_brackets_and_uses_carriage_returns():
+    assert paste("a\nb\r\nc", bracketed=True) == f"{PASTE_START}a\rb\rc{PASTE_END}"
+    assert paste("a\nb", bracketed=False) == "a\rb"
+
+
+def test_paste_cannot_end_the_paste_early():
+    sneaky = f"ok{PASTE_END}rm -rf /\r\x03"
+    out = paste(sneaky, bracketed=True)
+    assert out.count(PASTE_END) == 1 and out.endswith(PASTE_END)
+    assert "\x1b" not in out[len(PASTE_START):-len(PASTE_END)]
+    assert "\x03" not in out
+
+
+@given(st.text())
+def test_paste_body_never_holds_escape_or_interrupt(text):
+    body = paste(text, bracketed=True)[len(PASTE_START):-len(PASTE_END)]
+    assert not any(ch in body for ch in "\x1b\x03\x04\x00\n")
+
+
+def test_mode_watch_follows_the_last_request_across_reads():
+    w = ModeWatch()
+    assert not w.bracketed_paste
+    for piece in ["banner\x1b[?20", "04h> "]:
+        w.feed(piece)
+    assert w.bracketed_paste
+    w.feed("bye\x1b[?2004l")
+    assert not w.bracketed_paste
+    w.feed("\x1b[?2004l\x1b[?2004h")
+    assert w.bracketed_paste
+
+
+@given(st.lists(st.sampled_from(["x", "\x1b[?2004h", "\x1b[?2004l", "\x1b[1m", "\r\n"]), max_size=20),
+       st.integers(min_value=1, max_value=9))
+def test_mode_watch_is_independent_of_read_boundaries(pieces, step):
+    whole = "".join(pieces)
+    one, split = ModeWatch(), ModeWatch()
+    one.feed(whole)
+    for i in range(0, len(whole), step):
+        split.feed(whole[i:i + step])
+    assert one.bracketed_paste == split.bracketed_paste
+
+
+def test_plain_text_drops_escapes_and_keeps_the_last_frame():
+    raw = "\x1b[1;32mhi\x1b[0m\r\n\r⠋ thinking\r⠙ thinking\r\x1b[2KYou said: x\r\nab\b \bc\x1b]0;title\x07!"
+    assert plain_text(raw) == "hi\nYou said: x\nac!"
+
+
+# -- real PTYs -------------------------------------------------------------------------
+
+
+class Watcher:
+    """A terminado client that waits for some text."""
+
+    size = (None, None)
+
+    def __init__(self, needle: str) -> None:
+        self.needle, self.text, self.found = needle, "", asyncio.Event()
+
+    def on_pty_read(self, text: str) -> None:
+        self.text += text
+        if self.needle in self.text:
+            self.found.set()
+
+    def on_pty_died(self) -> None:
+        pass
+
+
+@pytest.fixture
+async def manager():
+    m = PassthroughManager()
+    yield m
+    for pty in list(m.terminals.values()):
+        proctree.kill_tree_now(pty.ptyproc.pid)
+
+
+async def test_prompt_reply_and_bracketed_paste(manager, tmp_path):
+    term = manager.open("demo", DEMO_CLI, cwd=str(tmp_path))
+    reply = await term.send_prompt("one\ntwo")
+    assert reply.outcome == "idle"
+    assert term.modes.bracketed_paste  # the CLI asked for it, and the prompt used it
+    assert "You said: one\ntwo\n(7 characters, 2 lines)" in reply.text
+    await term.close()
+    assert term.exited.done() and not proctree.alive(term.pid)
+
+
+async def test_without_bracketed_paste_lines_are_submitted_one_by_one(manager, tmp_path):
+    settings = Passthrough((*DEMO_CLI.command, "--no-bracketed-paste"), idle_seconds=0.3)
+    term = manager.open("demo", settings, cwd=str(tmp_path))
+    reply = await term.send_prompt("solo")
+    assert not term.modes.bracketed_paste
+    assert "You said: solo" in reply.text
+    await term.close()
+
+
+async def test_interrupt_ends_the_wait_and_the_reply(manager, tmp_path):
+    term = manager.open("demo", DEMO_CLI, cwd=str(tmp_path))
+    seen = Watcher("line 2 of 400")
+    term.pty.clients.append(seen)  # another terminado client, as the widget is
+    task = asyncio.ensure_future(term.send_prompt("/slow 400"))
+    await asyncio.wait_for(seen.found.wait(), 10)
+    term.interrupt()
+    reply = await asyncio.wait_for(task, 10)
+    assert reply.outcome == "interrupted"
+    follow = await term.send_prompt("after")
+    assert "You said: after" in follow.text
+    assert "interrupted" in plain_text(seen.text) and "slow done" not in seen.text
+    await term.close()
+
+
+async def test_exit_status_and_prompt_after_exit(manager, tmp_path):
+    term = manager.open("demo", DEMO_CLI, cwd=str(tmp_path))
+    reply = await term.send_prompt("/exitcode 7")
+    assert reply.outcome == "exited" and reply.exit_status == 7
+    assert term.describe_exit() == "exited with status 7"
+    assert "demo" not in manager.terminals
+    with pytest.raises(PassthroughError, match="has exited with status 7"):
+        await term.send_prompt("hello?")
+
+
+async def test_hangup_ends_a_tree_that_ignores_it(manager, tmp_path):
+    """A shell that traps SIGHUP and a background child: close() still leaves nothing."""
+    script = "trap '' HUP; sleep 300 & echo ready; while :; do sleep 1; done"
+    settings = Passthrough(("/bin/bash", "-c", script), idle_seconds=0.2)
+    term = manager.open("stubborn", settings, cwd=str(tmp_path))
+    assert await term.ready() == "idle"
+    members = proctree.tree(term.pid) | {term.pid}
+    assert len(members) >= 2
+    await term.close(grace=0.3)
+    assert not any(proctree.alive(p) for p in members)
+
+
+async def test_missing_program_is_a_clear_error(manager, tmp_path):
+    with pytest.raises(CommandNotFound, match="no-such-cli-xyz"):
+        manager.open("x", Passthrough(("no-such-cli-xyz",)), cwd=str(tmp_path))
+    assert manager.terminals == {}
+
+
+async def test_same_name_gets_a_new_name(manager, tmp_path):
+    a = manager.open("demo", DEMO_CLI, cwd=str(tmp_path))
+    b = manager.open("demo", DEMO_CLI, cwd=str(tmp_path))
+    assert (a.name, b.name) == ("demo", "demo-2")
+    await a.close()
+    await b.close()
