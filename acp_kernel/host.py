@@ -27,6 +27,9 @@ class ClientSettings:
     extra_roots: list[str] = field(default_factory=list)
     #: Default ``outputByteLimit`` when the agent gives none.
     terminal_output_limit: int = 1024 * 1024
+    #: Can this client run an agent's ``terminal`` login method in a terminal
+    #: the user sees (the ACP kernel can: a passthrough terminal)?
+    terminal_auth: bool = False
 
 
 class SessionContext(Protocol):

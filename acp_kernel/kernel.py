@@ -98,6 +98,7 @@ class AcpKernel(Kernel):
         ) or self.acp_config.agents[self.acp_config.default_agent]
         policy = os.environ.get("ACP_KERNEL_PERMISSIONS") or self.acp_config.permissions or "ask"
         self.settings = self.acp_config.client_settings(policy if policy in POLICIES else "ask")
+        self.settings.terminal_auth = True  # %auth runs terminal login methods in a passthrough terminal
         self.cwd = os.getcwd()
         self.agent: Client | None = None
         self.acp_session: Session | None = None
@@ -296,7 +297,8 @@ class AcpKernel(Kernel):
             session = await client.new_session(self.cwd)
         except AuthRequired as exc:
             self._markdown(str(exc).replace("\n", "\n\n")
-                           + "\n\nThen run `%auth METHOD` (for agent methods) or restart the kernel.")
+                           + "\n\n`%auth METHOD` logs in with one of them here (a terminal method "
+                           "opens the agent's login in a terminal); after setting variables, restart the kernel.")
             return None
         except ConnectionClosed as exc:
             self._markdown(f"**The agent went away.**\n\n```\n{exc.explain()}\n```")
@@ -451,8 +453,33 @@ class AcpKernel(Kernel):
             raise ValueError("usage: %auth METHOD_ID")
         if self.agent is None or not self.agent.alive:
             self.agent = await self._new_client().start()
+        method = next((m for m in self.agent.auth_methods if isinstance(m, dict) and m.get("id") == args[0]), {})
+        if method.get("type") == "terminal":
+            return await self._terminal_login(method)
         await self.agent.authenticate(args[0])
         self._markdown("*Authenticated.*")
+        return True
+
+    async def _terminal_login(self, method: dict) -> bool:
+        """Run the agent's login in a terminal here; on exit status 0, reconnect (ACP v1)."""
+        panel = self.ptys.open(ptycell.login_target(self.spec, method), self.cwd, reuse=False)
+        self._sink.display(panel.bundle())  # type: ignore[union-attr]
+        self._markdown("*Log in in the terminal above; the kernel reconnects when it exits.*")
+        self._running = panel.terminal
+        try:
+            outcome = await panel.terminal.wait_exit()
+        finally:
+            self._running = None
+        if outcome == "interrupted":
+            self._markdown("*Interrupted: Ctrl-C sent to the login. Run `%auth` again to retry.*")
+            return False
+        status = panel.terminal.exit_status
+        self.ptys.panels.pop(panel.terminal.name, None)
+        if status != 0:
+            self._markdown(f"**Login {panel.terminal.describe_exit()}.** Run `%auth {method.get('id')}` to try again.")
+            return False
+        await self._restart_client(keep_session=True, quiet=True)
+        self._markdown("*Logged in; the agent restarts with the next prompt.*")
         return True
 
     async def _cmd_passthrough(self, args: list[str]) -> bool:

@@ -254,6 +254,16 @@ class PassthroughTerminal:
             except asyncio.TimeoutError:
                 pass
 
+    async def wait_exit(self) -> Outcome:
+        """Until the process exits (``exited``) or :meth:`interrupt` (``interrupted``)."""
+        seq = self._interrupt_seq
+        while not self.exited.done():
+            if self._interrupt_seq != seq:
+                return "interrupted"
+            self._activity.clear()
+            await self._activity.wait()
+        return "exited"
+
     async def ready(self) -> Outcome:
         """The application settled after starting: first quiet window since launch."""
         return await self.wait_quiet()

@@ -58,6 +58,20 @@ def resolve(words: list[str], config: Config, current: AgentSpec | None) -> Targ
     return Target(spec.name, spec.passthrough, dict(spec.env), spec.title)
 
 
+def login_target(spec: AgentSpec, method: dict) -> Target:
+    """An agent's ``terminal`` auth method: the agent's own command plus the
+    method's ``args`` and ``env`` (never a command of the method's choosing)."""
+    args = method.get("args") or []
+    env = method.get("env") or {}
+    if isinstance(env, list):  # ACP v2 spells env as [{name, value}]
+        env = {e.get("name"): e.get("value") for e in env if isinstance(e, dict)}
+    if not (isinstance(args, list) and all(isinstance(a, str) for a in args)) or not (
+            isinstance(env, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())):
+        raise PassthroughError(f"the agent's login method {method.get('id')!r} has malformed args or env")
+    settings = Passthrough((*spec.command, *args))
+    return Target(f"{spec.name}-login", settings, {**spec.env, **env}, f"{spec.title} (log in)")
+
+
 class Terminals:
     """The terminals a kernel has open, by name, and the views that show them."""
 

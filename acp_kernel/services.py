@@ -17,7 +17,7 @@ from .permissions import PermissionBroker
 from .terminals import TerminalService
 
 
-def client_capabilities(*, elicitation: bool = True) -> dict[str, Any]:
+def client_capabilities(*, elicitation: bool = True, terminal_auth: bool = False) -> dict[str, Any]:
     """The ``clientCapabilities`` for ``initialize``: exactly what is served."""
     caps: dict[str, Any] = {
         "fs": {"readTextFile": True, "writeTextFile": True},
@@ -25,6 +25,8 @@ def client_capabilities(*, elicitation: bool = True) -> dict[str, Any]:
     }
     if elicitation:
         caps["elicitation"] = {"form": {}}
+    if terminal_auth:
+        caps["auth"] = {"terminal": True}
     return caps
 
 

@@ -347,7 +347,8 @@ class Client:
                 "initialize",
                 {
                     "protocolVersion": 1,
-                    "clientCapabilities": services_mod.client_capabilities(),
+                    "clientCapabilities": services_mod.client_capabilities(
+                        terminal_auth=self.settings.terminal_auth),
                     "clientInfo": {"name": "acp-kernel", "title": "acp-kernel (Jupyter)", "version": __version__},
                 },
             ) or {}

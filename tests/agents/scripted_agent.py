@@ -219,6 +219,10 @@ class Agent:
             send({"jsonrpc": "2.0", "id": rid, "result": result})
         elif method == "session/new":
             over = self.s.get("new_session", {})
+            token = self.s.get("auth_file")
+            if token and not os.path.exists(token):  # logged out: the terminal login writes it
+                send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32000, "message": "Authentication required"}})
+                return
             if "error" in over:
                 send({"jsonrpc": "2.0", "id": rid, "error": over["error"]})
                 return
@@ -249,9 +253,25 @@ class Agent:
             send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": f"no {method}"}})
 
 
+def login(scenario: dict) -> int:
+    """``--login``: the agent's terminal auth flow, on a terminal the client shows."""
+    sys.stdout.write(f"Scripted login ({os.environ.get('LOGIN_GREETING', 'no greeting')}). Log in? [y/n] ")
+    sys.stdout.flush()
+    answer = sys.stdin.readline().strip().lower()
+    if answer != "y":
+        print("not logged in")
+        return 1
+    with open(scenario["auth_file"], "w") as f:
+        f.write("token")
+    print("logged in")
+    return 0
+
+
 def main() -> None:
     arg = sys.argv[1] if len(sys.argv) > 1 else "{}"
     scenario = json.loads(open(arg).read() if os.path.exists(arg) else arg)
+    if "--login" in sys.argv[2:]:
+        sys.exit(login(scenario))
     agent = Agent(scenario)
     for line in sys.stdin.buffer:
         if not line.strip():

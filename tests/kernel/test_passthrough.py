@@ -146,3 +146,66 @@ async def test_shutdown_ends_the_terminal(kernel_env, tmp_path):
         kc.stop_channels()
         await km.shutdown_kernel(now=False)
     assert not proctree.alive(pid)
+
+
+# -- terminal login (ACP auth method of type "terminal") -----------------------------------
+
+
+def login_scenario(tmp_path) -> dict:
+    return {
+        "auth_file": str(tmp_path / "token"),
+        "init": {"authMethods": [
+            {"id": "login", "name": "Log in", "type": "terminal", "args": ["--login"],
+             "env": {"LOGIN_GREETING": "hello from the method's env"}},
+            {"id": "bad", "name": "Broken", "type": "terminal", "args": "--login"},
+        ]},
+        "prompt": [{"chunk": "logged-in answer"}],
+    }
+
+
+async def test_terminal_login_runs_the_agent_in_a_terminal_then_reconnects(acp_kernel, tmp_path):
+    from .conftest import scripted_command
+
+    k = acp_kernel
+    res = await k.execute(f"%agent --command {scripted_command(login_scenario(tmp_path))}")
+    assert res.status == "ok"
+    res = await k.execute("hello")
+    assert "Log in: run `" in res.text() and "--login` in a terminal" in res.text()
+    assert "`%auth METHOD` logs in with one of them here" in res.text()
+
+    front = TerminalFrontend(k.kc)
+    prompt_seen = asyncio.Event()
+
+    async def on_output(msg):
+        await front.feed(msg)
+        if front.comm_id and not prompt_seen.is_set() and "Log in? [y/n]" in front.text():
+            prompt_seen.set()
+            front.type("y\r")  # the user answers in the terminal
+
+    res = await k.execute("%auth login", on_output=on_output)
+    assert res.status == "ok", res.text()
+    assert "(log in) · " in front.state["title"] and front.state["title"].endswith(" --login")
+    assert "hello from the method's env" in front.text() and "logged in" in front.text()
+    assert "Logged in; the agent restarts with the next prompt" in res.text()
+    res = await k.execute("hello")
+    assert res.status == "ok" and "logged-in answer" in res.text()
+
+
+async def test_terminal_login_failure_and_malformed_method(acp_kernel, tmp_path):
+    from .conftest import scripted_command
+
+    k = acp_kernel
+    await k.execute(f"%agent --command {scripted_command(login_scenario(tmp_path))}")
+    front = TerminalFrontend(k.kc)
+
+    async def on_output(msg):
+        await front.feed(msg)
+        if front.comm_id and "Log in? [y/n]" in front.text() and "not logged in" not in front.text():
+            front.type("n\r")
+
+    res = await k.execute("%auth login", on_output=on_output)
+    assert res.status == "error"
+    assert "Login exited with status 1." in res.text()
+    res = await k.execute("%auth bad")
+    assert res.status == "error"
+    assert "malformed args or env" in res.text()
