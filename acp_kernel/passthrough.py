@@ -17,6 +17,7 @@ scraping), and per agent it is data in the registry.
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 from collections import deque
 from dataclasses import dataclass
@@ -32,6 +33,8 @@ from .transport import CommandNotFound
 
 #: Output of one reply kept for its :class:`Reply` (the widget keeps its own history).
 REPLY_KEEP = 1024 * 1024
+#: Input waiting for an application that is not reading, at most.
+OUTBOX_LIMIT = 8 * 1024 * 1024
 #: How long a terminal gets to exit after a hangup before its tree is killed.
 HANGUP_GRACE = 1.0
 
@@ -90,6 +93,7 @@ class PassthroughManager(NamedTermManager):
         proc = ptywclients.ptyproc
         self.ptys_by_fd.pop(proc.fd, None)
         IOLoop.current().remove_handler(proc.fd)
+        asyncio.get_running_loop().remove_writer(proc.fd)  # a client's pending input (before the fd closes)
         if self.terminals.get(ptywclients.term_name or "") is ptywclients:
             del self.terminals[ptywclients.term_name or ""]
         ptywclients.reaped = asyncio.get_running_loop().run_in_executor(  # type: ignore[attr-defined]
@@ -160,6 +164,10 @@ class PassthroughTerminal:
         self._capture: list[str] | None = None
         self._captured = 0
         self._busy = asyncio.Lock()
+        self._outbox = bytearray()
+        self._writer = False
+        self.dropped = 0  # input bytes refused because the outbox was full
+        os.set_blocking(pty.ptyproc.fd, False)  # see write(); terminado polls before it reads
 
     # -- terminado client --------------------------------------------------------
 
@@ -173,6 +181,8 @@ class PassthroughTerminal:
         self._activity.set()
 
     def on_pty_died(self) -> None:
+        self._outbox.clear()
+        self._writer = False
         reaped = getattr(self.pty, "reaped", None)
         if reaped is None:
             self._set_exited(self.pty.ptyproc.exitstatus)
@@ -211,17 +221,45 @@ class PassthroughTerminal:
     # -- input ---------------------------------------------------------------------
 
     def write(self, text: str) -> None:
-        """Keystrokes, as they are (from the widget, or Ctrl-C)."""
+        """Keystrokes, as they are (from the widget, a prompt, or Ctrl-C).
+
+        Never blocks the event loop: an application that stops reading fills
+        the PTY's input buffer, and a blocking write would freeze the kernel.
+        What does not fit waits in an outbox (at most ``OUTBOX_LIMIT``) and is
+        written when the PTY can take it.
+        """
         if self.exited.done():
             return
-        try:
-            self.pty.ptyproc.write(text)
-        except OSError:
-            pass  # the application is going away; on_pty_died follows
+        data = text.encode("utf-8", "replace")
+        if len(self._outbox) + len(data) > OUTBOX_LIMIT:
+            self.dropped += len(data)
+            return
+        self._outbox += data
+        self._drain()
+
+    def _drain(self) -> None:
+        fd = self.pty.ptyproc.fd
+        while self._outbox and not self.exited.done():
+            try:
+                n = os.write(fd, self._outbox[:65536])
+            except BlockingIOError:
+                if not self._writer:
+                    self._loop.add_writer(fd, self._drain)
+                    self._writer = True
+                return
+            except OSError:  # the application is going away; on_pty_died follows
+                self._outbox.clear()
+                break
+            del self._outbox[:n]
+        if self._writer:
+            self._loop.remove_writer(fd)
+            self._writer = False
 
     def interrupt(self) -> None:
-        """Ctrl-C, as a person at the terminal would press it; ends any wait for a reply."""
+        """Ctrl-C, as a person at the terminal would press it; ends any wait for a
+        reply, and drops typed input the application has not taken yet."""
         self._interrupt_seq += 1
+        self._outbox.clear()
         self.write(pty_input.CTRL_C)
         self._activity.set()
 

@@ -164,3 +164,35 @@ async def test_same_name_gets_a_new_name(manager, tmp_path):
     assert (a.name, b.name) == ("demo", "demo-2")
     await a.close()
     await b.close()
+
+
+async def test_an_app_that_stops_reading_never_blocks_the_loop(manager, tmp_path):
+    """Raw mode and no reads: the PTY's input buffer fills after a few KB. A big
+    prompt must not freeze the event loop (the kernel), and Ctrl-C still works."""
+    app = "import time, tty; tty.setraw(0); print('ready', flush=True); time.sleep(600)"
+    settings = Passthrough((sys.executable, "-c", app), idle_seconds=0.2, submit_delay=0.05)
+    term = manager.open("deaf", settings, cwd=str(tmp_path))
+    ticks = 0
+
+    async def ticker():
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.01)
+            ticks += 1
+
+    tick = asyncio.ensure_future(ticker())
+    task = asyncio.ensure_future(term.send_prompt("x" * 2_000_000))
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 10
+    while not term._writer:  # until the outbox waits for the PTY to take more
+        assert loop.time() < deadline, "the write never had to wait"
+        await asyncio.sleep(0.01)
+    before = ticks
+    while ticks < before + 5:  # the loop keeps running while the write waits
+        await asyncio.sleep(0.01)
+    term.interrupt()
+    reply = await asyncio.wait_for(task, 10)
+    tick.cancel()
+    assert reply.outcome == "interrupted"
+    assert len(term._outbox) <= 1  # the unsent prompt was dropped; at most Ctrl-C waits
+    await term.close()
