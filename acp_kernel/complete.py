@@ -72,6 +72,13 @@ def complete(code: str, pos: int, *, kernel: Any) -> tuple[list[str], int]:
         choices: list[str] = []
         if cmd == "agent":
             choices = sorted(kernel.acp_config.agents) + ["--command"]
+        elif cmd == "passthrough":
+            agents = kernel.acp_config.agents
+            choices = sorted(n for n, a in agents.items() if a.passthrough) + ["--command", "off", "stop", "list"]
+        elif cmd == "auth":
+            client = kernel.agent
+            methods = client.auth_methods if client is not None else []
+            choices = [str(m.get("id")) for m in methods if isinstance(m, dict) and m.get("id")]
         elif cmd == "permissions":
             choices = list(POLICIES)
         elif cmd in ("mode", "model", "config"):
@@ -81,6 +88,8 @@ def complete(code: str, pos: int, *, kernel: Any) -> tuple[list[str], int]:
         return [c for c in choices if c.startswith(word)], word_start
     if word.startswith("@"):
         return ["@" + p for p in _paths(word[1:], kernel.cwd)], word_start
+    if getattr(kernel, "pty_target", None) is not None:
+        return [], pos  # prompts go to a terminal: the ACP agent's slash commands do not apply
     if word.startswith("/") and code[:word_start].strip() == "" and stripped == word:
         return [c for c in _session_values(kernel, "slash") if c.startswith(word)], word_start
     return [], pos

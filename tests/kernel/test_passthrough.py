@@ -209,3 +209,41 @@ async def test_terminal_login_failure_and_malformed_method(acp_kernel, tmp_path)
     res = await k.execute("%auth bad")
     assert res.status == "error"
     assert "malformed args or env" in res.text()
+
+
+async def test_completion_knows_passthrough(acp_kernel):
+    k = acp_kernel
+    reply = await k.kc.complete("%passthrough ", 13, reply=True)
+    matches = reply["content"]["matches"]
+    assert {"demo", "claude", "--command", "off", "stop", "list"} <= set(matches)
+    await k.execute("hello")  # the demo agent's slash commands are known now
+    reply = await k.kc.complete("/", 1, reply=True)
+    assert reply["content"]["matches"]
+    front = TerminalFrontend(k.kc)
+    await open_demo(k, front)
+    reply = await k.kc.complete("/", 1, reply=True)
+    assert reply["content"]["matches"] == []  # typed into the CLI: the agent's commands do not apply
+
+
+async def test_malformed_frontend_messages_are_ignored(acp_kernel):
+    k, front = acp_kernel, TerminalFrontend(acp_kernel.kc)
+    await open_demo(k, front)
+    garbage = [
+        ["not", "a", "dict"], "text", None, 42,
+        {"type": "input", "data": 12345},
+        {"type": "input"},
+        {"type": "hello", "view": "x", "rows": 10**9, "cols": -4},
+        {"type": "resize", "view": "x", "rows": "24", "cols": None},
+        {"type": "hello"},  # no view id: nobody to answer
+        {"type": "bye", "view": "never-said-hello"},
+        {"type": "no-such-type", "view": "v"},
+    ]
+    for content in garbage:
+        msg = k.kc.session.msg("comm_msg", {"comm_id": front.comm_id, "data": {"method": "custom", "content": content}})
+        k.kc.shell_channel.send(msg)
+    front.hello(rows=20, cols=60)  # a proper view after all that
+    await front.pump_until(lambda: front.replayed)
+    front.type("/size\r")
+    await front.pump_until(lambda: "size 20x60" in front.view_text())
+    res = await k.execute("%status")
+    assert res.status == "ok" and "passthrough terminal `demo`" in res.text()
