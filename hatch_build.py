@@ -69,7 +69,7 @@ def vendor(force: bool = False) -> list[Path]:
     """Download and extract the pinned files unless they are already there."""
     wanted = [VENDOR / name for _, _, files in PACKAGES for name in files.values()]
     if not force and STAMP.exists() and STAMP.read_text() == _stamp_text() and all(p.exists() for p in wanted):
-        return wanted
+        return wanted + [STAMP]
     VENDOR.mkdir(parents=True, exist_ok=True)
     for path, integrity, files in PACKAGES:
         with tarfile.open(fileobj=io.BytesIO(_fetch(path, integrity)), mode="r:gz") as tar:
