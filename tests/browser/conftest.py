@@ -153,9 +153,24 @@ class Lab:
 
 @pytest.fixture(scope="package")
 def lab(tmp_path_factory) -> Any:
+    """JupyterLab."""
+    yield from _serve(tmp_path_factory.mktemp("lab"), "jupyterlab", [
+        "--LabApp.news_url=",
+        "--LabServerApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+    ])
+
+
+@pytest.fixture(scope="package")
+def notebook7(tmp_path_factory) -> Any:
+    """Jupyter Notebook 7 (the same kernelspec and state setup as ``lab``)."""
+    yield from _serve(tmp_path_factory.mktemp("nb7"), "notebook", [])
+
+
+def _serve(base: Path, app: str, extra: list[str]) -> Any:
+    """Start ``python -m <app>`` on 127.0.0.1 with a token, our kernelspec and
+    temp state; yield a :class:`Lab` once ``/api/status`` answers; stop its group."""
     from acp_kernel.install import install
 
-    base = tmp_path_factory.mktemp("lab")
     root = base / "root"
     root.mkdir()
     prefix = base / "prefix"
@@ -185,13 +200,12 @@ def lab(tmp_path_factory) -> Any:
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             [
-                sys.executable, "-m", "jupyterlab",
+                sys.executable, "-m", app,
                 "--no-browser", "--allow-root",
                 "--ip=127.0.0.1", f"--port={port}", "--port-retries=0",
                 f"--IdentityProvider.token={token}",
                 f"--ServerApp.root_dir={root}",
-                "--LabApp.news_url=",
-                "--LabServerApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+                *extra,
             ],
             cwd=str(root), env=env, stdout=out, stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL, start_new_session=True,
@@ -201,13 +215,13 @@ def lab(tmp_path_factory) -> Any:
         deadline = time.monotonic() + 60
         while True:  # waiting on a server to come up: poll with a deadline
             if proc.poll() is not None:
-                raise RuntimeError(f"JupyterLab exited with {proc.returncode}:\n{server.log_tail()}")
+                raise RuntimeError(f"{app} exited with {proc.returncode}:\n{server.log_tail()}")
             try:
                 server.api("GET", "/api/status", timeout=2)
                 break
             except (urllib.error.URLError, ConnectionError, OSError):
                 if time.monotonic() > deadline:
-                    raise RuntimeError(f"JupyterLab did not answer /api/status in 60 s:\n{server.log_tail()}")
+                    raise RuntimeError(f"{app} did not answer /api/status in 60 s:\n{server.log_tail()}")
                 time.sleep(0.1)
         yield server
     finally:
@@ -334,7 +348,19 @@ def _wait_gone(pids: set[int], timeout: float) -> set[int]:
 
 @pytest.fixture
 def nb(lab: Lab, browser_context: Any, request) -> Any:
-    """A new notebook with the "ACP Agent" kernel, open and idle in a new page."""
+    """A new notebook with the "ACP Agent" kernel, open and idle in a new JupyterLab page."""
+    # A workspace of its own: nothing from an earlier test's layout is restored.
+    workspace = uuid.uuid4().hex[:12]
+    yield from _open_notebook(lab, browser_context, request, f"/lab/workspaces/{workspace}/tree/{{name}}")
+
+
+@pytest.fixture
+def nb7(notebook7: Lab, browser_context: Any, request) -> Any:
+    """The same in Jupyter Notebook 7's notebook page."""
+    yield from _open_notebook(notebook7, browser_context, request, "/notebooks/{name}")
+
+
+def _open_notebook(lab: Lab, browser_context: Any, request: Any, path: str) -> Any:
     from playwright.sync_api import expect
 
     name = re.sub(r"[^A-Za-z0-9_]+", "_", request.node.name)[:60] + ".ipynb"
@@ -350,13 +376,12 @@ def nb(lab: Lab, browser_context: Any, request) -> Any:
             errors.append(msg.text)
 
     page.on("console", on_console)
-    # A workspace of its own: nothing from an earlier test's layout is restored.
-    page.goto(lab.url(f"/lab/workspaces/{uuid.uuid4().hex[:12]}/tree/{name}"))
+    page.goto(lab.url(path.format(name=name)))
     notebook = Notebook(lab, page, name)
     notebook.console_errors = errors  # type: ignore[attr-defined]
     # The kernel is up when the toolbar shows "ACP Agent" and the indicator is idle.
-    expect(page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-KernelName")).to_have_text("ACP Agent", timeout=60_000)
-    expect(page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook-ExecutionIndicator[data-status='idle']")).to_have_count(1, timeout=60_000)
+    expect(notebook.panel.locator(".jp-KernelName")).to_have_text("ACP Agent", timeout=60_000)
+    expect(notebook.panel.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_have_count(1, timeout=60_000)
     try:
         yield notebook
     finally:
