@@ -24,6 +24,9 @@ _SPECIAL = re.compile(r"(\\*)([<&])")
 _BAD_SCHEME = re.compile(r"(?i)(?<![A-Za-z0-9+.\-])(javascript|vbscript|data)(\\?:)(?=\S)")
 _SAFE_INFO = re.compile(r"[^\w+.#-]")
 ZWSP_ENTITY = "&#8203;"
+# Text without any of these is returned as is: escaping needs "<" or "&",
+# a bad scheme ":", a fence or code span "`" or "~".
+_NEEDS_CARE = re.compile(r"[<&:`~]")
 
 
 def escape_html(text: str) -> str:
@@ -40,8 +43,11 @@ def _escape_plain(text: str) -> str:
             return m.group(0)  # "\<" is already literal in markdown
         return slashes + ("&lt;" if ch == "<" else "&amp;")
 
-    text = _SPECIAL.sub(esc, text)
-    return _BAD_SCHEME.sub(lambda m: m.group(1) + ZWSP_ENTITY + m.group(2), text)
+    if "<" in text or "&" in text:
+        text = _SPECIAL.sub(esc, text)
+    if ":" in text:
+        text = _BAD_SCHEME.sub(lambda m: m.group(1) + ZWSP_ENTITY + m.group(2), text)
+    return text
 
 
 def _escape_line(line: str) -> str:
@@ -81,6 +87,8 @@ def _escape_line(line: str) -> str:
 
 def sanitize_markdown(text: str) -> str:
     """Agent markdown with raw HTML made inert and bad link schemes broken."""
+    if _NEEDS_CARE.search(text) is None:
+        return text  # every change below needs one of these characters
     out: list[str] = []
     fence: str | None = None
     indent = 0

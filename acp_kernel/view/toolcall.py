@@ -1,22 +1,32 @@
-"""One tool call in the cell: a compact, expandable row.
+"""Tool calls in the cell: compact, expandable rows, many rows per widget.
 
-:class:`ToolCallRow` binds a live :class:`~acp_kernel.turn.ToolCall` (and the
-terminals its content names) to an anywidget (``static/toolcall.js``). Small
-state goes in traitlets, synced at the view's coalescing rate; terminal
-output goes as appended deltas in custom messages (never the whole buffer per
-chunk), and its last ``TERM_KEEP`` characters land in the ``terminals`` trait
-at the end, so a notebook saved with widget state shows the final output.
-The display's mimebundle also carries markdown and plain text, updated to
-the final state, for readers without widgets. Without widgets the row is a
-markdown display updated in place.
+A run of consecutive tool calls (no other output between them) is one
+display holding one anywidget (:class:`ToolCallsWidget`, ``static/toolcall.js``),
+so a turn with thousands of calls opens a handful of comms, not thousands.
+
+Each row's state is a dict under its own key (``row:0``, ``row:1``, ...) in
+the widget model, beside ``count``. Only changed rows are sent, as one partial
+``update`` message per flush (the widget protocol applies partial state), so
+the frontend's model always holds every row: notebooks saved by JupyterLab
+or nbclient keep the final state, and a reloaded page gets it all from
+``get_state``. Terminal output goes as appended deltas in custom messages
+(never the whole buffer per chunk); its last ``TERM_KEEP`` characters land in
+the row's state at the end. ``expanded`` (row key -> bool) is written by the
+frontend only: a row opened or folded by hand stays so when the view is
+rendered again.
+
+The display's mimebundle also carries markdown and plain text of all its rows,
+updated to the final state, for readers without widgets. Without widgets
+every row is its own markdown display, updated in place.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import shlex
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -35,59 +45,102 @@ from .transcript import (
     tool_call_plain,
 )
 
-TERM_KEEP = 64 * 1024  # characters of terminal output kept in the final widget state
+TERM_KEEP = 64 * 1024  # characters of terminal output kept in the final row state
 TEXT_KEEP = 64 * 1024
+DETAIL_LINE = 100  # a tool call's raw input up to this long is shown on one line
 STATIC = Path(__file__).parent / "static"
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+
+log = logging.getLogger(__name__)
 
 _widget_class: Any = None
+
+
+def row_key(index: int) -> str:
+    """The model key of a group's ``index``-th row (never a trait name)."""
+    return f"row:{index}"
 
 
 def widget_class() -> Any:
     """The anywidget class, defined on first use (anywidget/ipywidgets import lazily)."""
     global _widget_class
     if _widget_class is None:
-        import anywidget
-        import traitlets as t
-
-        class ToolCallWidget(anywidget.AnyWidget):
-            """Synced state of one tool call row (see static/toolcall.js).
-
-            ``_esm``/``_css`` are declared as traits here: given as paths,
-            anywidget would build a new class for every instance (add_traits),
-            which made a 2,000-tool-call turn spend most of its time there.
-            """
-
-            _esm = t.Unicode((STATIC / "toolcall.js").read_text(encoding="utf-8")).tag(sync=True)
-            _css = t.Unicode((STATIC / "toolcall.css").read_text(encoding="utf-8")).tag(sync=True)
-            _anywidget_id = t.Unicode("acp_kernel.view.toolcall.ToolCallWidget").tag(sync=True)
-
-            def add_traits(self, **traits: Any) -> None:
-                # anywidget re-adds _esm, _css and _anywidget_id on every
-                # instance, and traitlets makes a new class for each call:
-                # they are class traits here, so only add what is missing.
-                missing = {k: v for k, v in traits.items() if not self.has_trait(k)}
-                if missing:
-                    super().add_traits(**missing)
-            title = t.Unicode("").tag(sync=True)
-            kind = t.Unicode("other").tag(sync=True)
-            icon = t.Unicode("").tag(sync=True)
-            status = t.Unicode("pending").tag(sync=True)
-            status_label = t.Unicode("pending").tag(sync=True)
-            detail = t.Unicode("").tag(sync=True)
-            text = t.Unicode("").tag(sync=True)
-            diffs = t.List().tag(sync=True)
-            locations = t.List().tag(sync=True)
-            terminals = t.List().tag(sync=True)
-
-        _widget_class = ToolCallWidget
+        _widget_class = _define_widget_class()
     return _widget_class
+
+
+def widgets_loaded() -> bool:
+    return _widget_class is not None
+
+
+def prewarm() -> None:
+    """Import the widget machinery now (idle time), not at the next first tool call."""
+    try:
+        widget_class()
+    except Exception:  # a missing widget package shows up when it is needed
+        log.debug("could not load the tool call widget", exc_info=True)
+
+
+def _define_widget_class() -> Any:
+    import anywidget
+    import traitlets as t
+
+    class ToolCallsWidget(anywidget.AnyWidget):
+        """Synced state of a run of tool call rows (see static/toolcall.js).
+
+        ``_esm``/``_css`` are declared as traits here: given as paths,
+        anywidget would build a new class for every instance (add_traits).
+        Rows are not traits: a trait is always sent whole, and a row list
+        sent whole on every change is quadratic in the rows.
+        """
+
+        _esm = t.Unicode((STATIC / "toolcall.js").read_text(encoding="utf-8")).tag(sync=True)
+        _css = t.Unicode((STATIC / "toolcall.css").read_text(encoding="utf-8")).tag(sync=True)
+        _anywidget_id = t.Unicode("acp_kernel.view.toolcall.ToolCallsWidget").tag(sync=True)
+        #: row key -> open (True) or folded (False), as the reader chose; set by the frontend
+        expanded = t.Dict().tag(sync=True)
+
+        def __init__(self, **kwargs: Any) -> None:
+            self._row_states: dict[str, dict[str, Any]] = {}  # before super(): opening the comm reads it
+            super().__init__(**kwargs)
+
+        def add_traits(self, **traits: Any) -> None:
+            # anywidget re-adds _esm, _css and _anywidget_id on every
+            # instance, and traitlets makes a new class for each call:
+            # they are class traits here, so only add what is missing.
+            missing = {k: v for k, v in traits.items() if not self.has_trait(k)}
+            if missing:
+                super().add_traits(**missing)
+
+        def rows(self) -> dict[str, dict[str, Any]]:
+            """Every row's last sent state, by key (``row_key``)."""
+            return dict(self._row_states)
+
+        def get_state(self, key: Any = None, drop_defaults: bool = False) -> dict[str, Any]:
+            # The whole state (comm_open, a reloaded page's request_state) includes the rows.
+            state = super().get_state(key, drop_defaults)
+            if key is None:
+                state.update(self._row_states)
+                state["count"] = len(self._row_states)
+            return state
+
+        def push_rows(self, changed: dict[str, dict[str, Any]]) -> None:
+            """Send changed rows (and the row count) as one partial state update."""
+            if not changed:
+                return
+            self._row_states.update(changed)
+            state = dict(changed)
+            state["count"] = len(self._row_states)
+            self._send({"method": "update", "state": state, "buffer_paths": []})
+
+    return ToolCallsWidget
 
 
 _layout: Any = None
 
 
 def shared_layout() -> Any:
-    """One Layout model for every row: each widget would otherwise open its own."""
+    """One Layout model for every widget: each would otherwise open its own comm."""
     global _layout
     if _layout is None:
         import ipywidgets
@@ -153,41 +206,97 @@ class _TermFeed:
             self.unsubscribe = None
 
 
+def _json_text(value: Any) -> str:
+    """One line when it fits one (the C encoder: ``indent`` would take the
+    slow pure-Python one for every row), indented otherwise."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=repr)
+        if len(text) > DETAIL_LINE:
+            text = json.dumps(value, ensure_ascii=False, indent=1, default=repr)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text
+
+
 class ToolCallRow:
-    def __init__(self, call: ToolCall, *, widgets: bool, on_dirty: Callable[[], None], call_soon: Callable[..., None]) -> None:
+    """One tool call and the terminals it shows: its row state and its markdown."""
+
+    def __init__(self, call: ToolCall, group: ToolCallGroup, index: int, on_dirty: Callable[[], None]) -> None:
         self.call = call
-        self.display_id = f"acp-tool-{uuid.uuid4().hex[:12]}"
+        self.group = group
+        self.index = index  # place in its group
+        self.key = row_key(index)
         self.feeds: dict[str, _TermFeed] = {}
         self._on_dirty = on_dirty
-        self._call_soon = call_soon
+        self.version = 0  # bumped on every change the row hears of (see touch)
         self._content_seen: Any = None
-        self._sent_md = ""
-        self._finished = False
-        self.widget: Any = None
-        if widgets:
-            self.widget = widget_class()(layout=shared_layout())
-            self.widget.on_msg(self._on_widget_msg)
-        self._push_state()
+        self._content_state: tuple[str, list[dict[str, Any]]] = ("", [])
+        self._cache: dict[str, tuple[Any, Any]] = {}  # what -> (revision, value)
 
-    # -- display ------------------------------------------------------------
+    @property
+    def widget(self) -> Any:
+        """The widget showing this row (its group's), or None without widgets."""
+        return self.group.widget
+
+    def touch(self) -> None:
+        """The call or one of its terminals changed: cached renderings are stale; sync soon."""
+        self.version += 1
+        self._on_dirty()
+
+    def revision(self) -> tuple[int, str]:
+        """Changes when what the row shows may have: its version, and the
+        status (the turn's end sets that without an event)."""
+        return self.version, self.call.status
+
+    def _cached(self, what: str, build: Callable[[], Any]) -> Any:
+        rev = self.revision()
+        hit = self._cache.get(what)
+        if hit is not None and hit[0] == rev:
+            return hit[1]
+        value = build()
+        self._cache[what] = (rev, value)
+        return value
+
+    def state(self) -> dict[str, Any]:
+        """What the row shows, as the frontend reads it (raw text: the JS sets textContent only)."""
+        return self._cached("state", self._build_state)
+
+    def _build_state(self) -> dict[str, Any]:
+        call = self.call
+        glyph, label = STATUS.get(call.status, ("?", call.status))
+        if call.content is not self._content_seen:
+            self._content_seen = call.content
+            text = truncate_tail(call.text, TEXT_KEEP)[0]
+            self._content_state = (text, [diff_from_content(d).to_json() for d in call.diffs])
+        text, diffs = self._content_state
+        return {
+            "id": call.id,
+            "title": call.title or f"tool call {call.id}",
+            "kind": call.kind or "other",
+            "icon": kind_icon(call.kind),
+            "status": call.status,
+            "status_label": f"{glyph} {label}",
+            "detail": self._detail(),
+            "text": text,
+            "diffs": diffs,
+            "locations": [location_text(loc) for loc in call.locations],
+            "terminals": self._terminals_state(),
+        }
 
     def markdown(self) -> str:
-        return tool_call_markdown(self.call, {tid: f.snapshot() for tid, f in self.feeds.items()})
+        return self._cached("md", lambda: tool_call_markdown(self.call, {tid: f.snapshot() for tid, f in self.feeds.items()}))
 
     def plain(self) -> str:
-        return tool_call_plain(self.call)
+        return self._cached("plain", lambda: tool_call_plain(self.call))
 
-    def bundle(self) -> dict[str, Any]:
-        md = self.markdown()
-        self._sent_md = md
-        data: dict[str, Any] = {"text/markdown": md, "text/plain": self.plain()}
-        if self.widget is not None:
-            data["application/vnd.jupyter.widget-view+json"] = {
-                "model_id": self.widget.model_id,
-                "version_major": 2,
-                "version_minor": 1,
-            }
-        return data
+    def _detail(self) -> str:
+        raw = self.call.raw_input
+        if raw is None or self.call.terminal_ids:
+            return ""
+        cmd = command_of(raw)
+        if cmd:
+            return "$ " + truncate_tail(cmd, 2000)[0]
+        return truncate_tail(_json_text(raw), 2000)[0]
 
     # -- terminals ----------------------------------------------------------
 
@@ -200,37 +309,58 @@ class ToolCallRow:
 
         def on_output(text: str) -> None:
             feed.on_output(text)
-            self._on_dirty()
+            self.touch()
 
         def on_exit(status: Any) -> None:
             feed.exit = str(status)
-            self._on_dirty()
+            self.touch()
 
         feed.unsubscribe = started.terminal.subscribe(on_output, on_exit)
-        self._push_state()
-        self._on_dirty()
+        self.touch()
 
     def terminal_exited(self, ev: se.TerminalExited) -> None:
         feed = self.feeds.get(ev.terminal_id)
         if feed is not None:
             how = "" if ev.how == "exited" else f" ({ev.how})"
             feed.exit = f"{ev.exit_status}{how}"
-            self._on_dirty()
+            self.touch()
 
-    def _on_widget_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        # May run on a comm thread: hand over to the loop.
-        if isinstance(content, dict) and content.get("type") == "hello":
-            self._call_soon(self._replay)
+    def take_output(self) -> list[tuple[str, str]]:
+        """Terminal output not sent yet, (terminal id, text); an exited
+        terminal's final output goes into the state from now on."""
+        out = []
+        for tid, feed in self.feeds.items():
+            data = feed.take_pending()
+            if data:
+                out.append((tid, data))
+            if feed.exit and feed.final_output is None:
+                feed.finish()
+                self.version += 1
+        return out
 
-    def _replay(self) -> None:
-        if self.widget is None:
-            return
+    def live_output(self) -> list[tuple[str, str]]:
+        """Each running terminal's output kept so far (for a view opened mid-run)."""
+        out = []
         for tid, feed in self.feeds.items():
             if feed.final_output is None:
-                self.widget.send({"type": "reset", "id": tid, "data": feed.text()})
+                out.append((tid, feed.text()))
                 feed.pending.clear()
+        return out
 
-    # -- syncing ------------------------------------------------------------
+    def running_terminals(self) -> bool:
+        return any(f.final_output is None for f in self.feeds.values())
+
+    def settled(self) -> bool:
+        """Final status and no terminal still streaming: the markdown will not change."""
+        return self.call.final and not self.running_terminals()
+
+    def finish(self) -> None:
+        """Final terminal output into the state; stop listening. Idempotent."""
+        for feed in self.feeds.values():
+            feed.finish()
+            feed.pending.clear()
+        if self.feeds:
+            self.version += 1
 
     def _terminals_state(self) -> list[dict[str, Any]]:
         out = []
@@ -242,7 +372,7 @@ class ToolCallRow:
                     "id": tid,
                     "command": snap.command,
                     "note": snap.note,
-                    # Live output travels as messages; the trait holds it only at the end.
+                    # Live output travels as messages; the state holds it only at the end.
                     "output": "" if live else snap.output,
                     "truncated": snap.truncated,
                     "exit": snap.exit,
@@ -251,69 +381,120 @@ class ToolCallRow:
             )
         return out
 
-    def _push_state(self) -> None:
-        w = self.widget
-        if w is None:
-            return
-        call = self.call
-        glyph, label = STATUS.get(call.status, ("?", call.status))
-        with w.hold_sync():
-            w.title = call.title or f"tool call {call.id}"
-            w.kind = call.kind or "other"
-            w.icon = kind_icon(call.kind)
-            w.status = call.status
-            w.status_label = f"{glyph} {label}"
-            if call.content is not self._content_seen:
-                self._content_seen = call.content
-                w.text = truncate_tail(call.text, TEXT_KEEP)[0]
-                w.diffs = [diff_from_content(d).to_json() for d in call.diffs]
-            w.detail = self._detail()
-            w.locations = [location_text(loc) for loc in call.locations]
-            w.terminals = self._terminals_state()
 
-    def _detail(self) -> str:
-        raw = self.call.raw_input
-        if raw is None or self.call.terminal_ids:
-            return ""
-        cmd = command_of(raw)
-        if cmd:
-            return "$ " + truncate_tail(cmd, 2000)[0]
-        try:
-            text = json.dumps(raw, indent=1, default=repr)
-        except (TypeError, ValueError):
-            text = repr(raw)
-        return truncate_tail(text, 2000)[0]
+class ToolCallGroup:
+    """Consecutive tool call rows: one display, one widget (or, without
+    widgets, one markdown display per group of a single row).
 
-    def sync(self, sink: DisplaySink) -> None:
-        """Push changed state (rate-limited by the caller) and terminal deltas."""
-        for tid, feed in self.feeds.items():
-            data = feed.take_pending()
-            if data and self.widget is not None:
-                self.widget.send({"type": "term", "id": tid, "data": data})
-            if feed.exit and feed.final_output is None:
-                feed.finish()  # exited: its final output goes into the trait now
+    The view appends rows while the group is the last output; :meth:`close`
+    marks the end of the run (something else was shown after it). Its
+    markdown fallback is rewritten when it can no longer change for a while:
+    once the group is closed and every row settled, and at the end.
+    """
+
+    def __init__(self, *, widgets: bool, call_soon: Callable[..., None]) -> None:
+        self.display_id = f"acp-tools-{uuid.uuid4().hex[:12]}"
+        self.rows: list[ToolCallRow] = []
+        self.closed = False
+        self._call_soon = call_soon
+        self._sent_rows: dict[str, tuple[tuple[int, str], dict[str, Any]]] = {}  # key -> (revision, state)
+        self._sent_md = ""
+        self._finished = False
+        self.widget: Any = None
+        if widgets:
+            self.widget = widget_class()(layout=shared_layout())
+            self.widget.on_msg(self._on_widget_msg)
+
+    def add(self, call: ToolCall, on_dirty: Callable[[], None]) -> ToolCallRow:
+        row = ToolCallRow(call, self, len(self.rows), on_dirty)
+        self.rows.append(row)
+        return row
+
+    # -- display ------------------------------------------------------------
+
+    def markdown(self) -> str:
+        return "\n\n".join(row.markdown() for row in self.rows)
+
+    def bundle(self, md: str | None = None) -> dict[str, Any]:
+        md = self.markdown() if md is None else md
+        self._sent_md = md
+        data: dict[str, Any] = {"text/markdown": md, "text/plain": "\n".join(row.plain() for row in self.rows)}
         if self.widget is not None:
-            self._push_state()
-            if self.call.final and not self._running_terminals():
-                self._update_fallback(sink)
-        else:
-            self._update_fallback(sink)
-
-    def _running_terminals(self) -> bool:
-        return any(f.final_output is None for f in self.feeds.values())
+            data[WIDGET_MIME] = {"model_id": self.widget.model_id, "version_major": 2, "version_minor": 1}
+        return data
 
     def _update_fallback(self, sink: DisplaySink) -> None:
         md = self.markdown()
         if md != self._sent_md:
-            sink.update(self.bundle(), display_id=self.display_id)
+            sink.update(self.bundle(md), display_id=self.display_id)
+
+    def _fallback_due(self) -> bool:
+        return self.widget is None or (self.closed and all(row.settled() for row in self.rows))
+
+    # -- syncing ------------------------------------------------------------
+
+    def close(self, sink: DisplaySink) -> None:
+        """No more rows: the run ended. A settled group's fallback is final now."""
+        if self.closed:
+            return
+        self.closed = True
+        if self.widget is not None and self._fallback_due():
+            self._update_fallback(sink)
+
+    def sync(self, sink: DisplaySink, rows: Iterable[ToolCallRow]) -> None:
+        """Push what changed in ``rows`` (rate-limited by the caller): terminal
+        deltas first, then the changed row states in one message."""
+        w = self.widget
+        if w is None:  # markdown only: the display is the row
+            for row in rows:
+                row.take_output()
+            self._update_fallback(sink)
+            return
+        changed: dict[str, dict[str, Any]] = {}
+        for row in rows:
+            for tid, data in row.take_output():
+                w.send({"type": "term", "row": row.key, "id": tid, "data": data})
+            self._collect(row, changed)
+        w.push_rows(changed)
+        if changed and self._fallback_due():
+            self._update_fallback(sink)
+
+    def _collect(self, row: ToolCallRow, changed: dict[str, dict[str, Any]]) -> None:
+        rev = row.revision()
+        sent = self._sent_rows.get(row.key)
+        if sent is not None and sent[0] == rev:
+            return
+        state = row.state()
+        if sent is None or sent[1] != state:
+            changed[row.key] = state
+        self._sent_rows[row.key] = (rev, state)
 
     def finish(self, sink: DisplaySink) -> None:
-        """Final state into traitlets and the fallback; stop listening. Idempotent."""
+        """Final state of every row into the model and the fallback. Idempotent."""
         if self._finished:
             return
         self._finished = True
-        for feed in self.feeds.values():
-            feed.finish()
-            feed.pending.clear()
-        self._push_state()
+        self.closed = True
+        changed: dict[str, dict[str, Any]] = {}
+        for row in self.rows:
+            row.finish()
+            if self.widget is not None:
+                self._collect(row, changed)
+        if self.widget is not None:
+            self.widget.push_rows(changed)
         self._update_fallback(sink)
+
+    # -- a view opened mid-run ------------------------------------------------
+
+    def _on_widget_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        # May run on a comm thread: hand over to the loop.
+        if isinstance(content, dict) and content.get("type") == "hello":
+            self._call_soon(self._replay)
+
+    def _replay(self) -> None:
+        """Send each running terminal's kept output to the views (a reloaded page asked)."""
+        if self.widget is None:
+            return
+        for row in self.rows:
+            for tid, text in row.live_output():
+                self.widget.send({"type": "reset", "row": row.key, "id": tid, "data": text})

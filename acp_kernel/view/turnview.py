@@ -7,12 +7,14 @@ Traffic grows with the text, not its square:
   content and a new tail display starts after it, so completed text is sent
   once and never again;
 - thoughts (and user text) are one display per run, updated at the same rate;
-- tool calls are widgets whose state syncs at the same rate, terminal output
-  as appended deltas.
+- a run of consecutive tool calls is one display and one widget; only the
+  rows that changed are synced, at the same rate, terminal output as appended
+  deltas (:mod:`.toolcall`).
 
-Order is kept: before any new output is appended, the open text run is closed
-(its display gets its final content), so a tool call that starts mid-message
-sits between the text before and after it.
+Order is kept: before any new output is appended, the open run (text,
+thoughts, or tool calls) is closed (a text display gets its final content),
+so a tool call that starts mid-message sits between the text before and
+after it, and rows after other output start a new group.
 
 Events arrive on the loop thread (inline from ``Turn.add``); a rendering
 failure is logged and shown, never raised into the connection's reader.
@@ -32,6 +34,7 @@ from .coalesce import Coalescer
 from .markdown import BlockSplitter
 from .sanitize import sanitize_markdown
 from .sink import DisplaySink
+from .toolcall import ToolCallGroup, ToolCallRow, prewarm, widgets_loaded
 from .transcript import (
     command_of,
     file_written_markdown,
@@ -158,7 +161,9 @@ class TurnView:
         self._splitter = BlockSplitter()
         self._text: _TextRun | None = None
         self._other: _OtherRun | None = None
-        self.rows: dict[str, Any] = {}  # tool call id -> ToolCallRow
+        self.rows: dict[str, ToolCallRow] = {}  # tool call id -> row
+        self.groups: list[ToolCallGroup] = []  # in display order
+        self._group: ToolCallGroup | None = None  # the open run of tool calls
         self._dirty_rows: set[str] = set()
         self._terminals: dict[str, se.TerminalStarted] = {}
         self._plan_id: str | None = None
@@ -227,6 +232,9 @@ class TurnView:
         if self._other is not None:
             self._other.flush(self.sink)
             self._other = None
+        if self._group is not None:
+            self._group.close(self.sink)
+            self._group = None
 
     def _flush(self) -> None:
         """The coalesced work: text tail, thought run, dirty tool call rows."""
@@ -238,10 +246,18 @@ class TurnView:
                 self._other = None
         if self._dirty_rows:
             ids, self._dirty_rows = self._dirty_rows, set()
-            for tid in ids:
-                row = self.rows.get(tid)
-                if row is not None:
-                    row.sync(self.sink)
+            self._sync_rows(ids)
+
+    def _sync_rows(self, ids: set[str]) -> None:
+        """One sync per group, its changed rows in display order."""
+        by_group: dict[ToolCallGroup, list[ToolCallRow]] = {}
+        for tid in ids:
+            row = self.rows.get(tid)
+            if row is not None:
+                by_group.setdefault(row.group, []).append(row)
+        for group, rows in by_group.items():
+            rows.sort(key=lambda r: r.index)
+            group.sync(self.sink, rows)
 
     # -- text ---------------------------------------------------------------
 
@@ -280,7 +296,6 @@ class TurnView:
             for row in self.rows.values():
                 if ev.terminal_id in row.feeds:
                     row.terminal_exited(ev)
-                    self._dirty(row.call.id)
         elif t is se.PermissionPrompt:
             self._permission(ev)
         elif t is se.PermissionResolved:
@@ -309,21 +324,32 @@ class TurnView:
         call = ev.call
         row = self.rows.get(call.id)
         if row is None:
-            from .toolcall import ToolCallRow
-
-            row = ToolCallRow(
-                call,
-                widgets=self.widgets,
-                on_dirty=lambda cid=call.id: self._dirty(cid),
-                call_soon=self._call_soon,
-            )
-            self.rows[call.id] = row
-            self._append(row.bundle(), display_id=row.display_id)
+            row = self._new_row(call)
         for tid in call.terminal_ids:
             started = self._terminals.get(tid)
             if started is not None and tid not in row.feeds:
                 row.attach(started)
-        self._dirty(call.id)
+        row.touch()
+
+    def _new_row(self, call: tm.ToolCall) -> ToolCallRow:
+        """A row in the open group; the first of a run (or, without widgets,
+        every row) starts a new group: a new display at the end."""
+        def on_dirty(cid: str = call.id) -> None:
+            self._dirty(cid)
+
+        group = self._group
+        if group is not None:
+            row = group.add(call, on_dirty)
+        else:
+            self._close_run()
+            group = ToolCallGroup(widgets=self.widgets, call_soon=self._call_soon)
+            self.groups.append(group)
+            row = group.add(call, on_dirty)
+            self.sink.display(group.bundle(), display_id=group.display_id)
+            if self.widgets:
+                self._group = group
+        self.rows[call.id] = row
+        return row
 
     def _terminal_started(self, ev: se.TerminalStarted) -> None:
         self._terminals[ev.terminal_id] = ev
@@ -403,11 +429,11 @@ class TurnView:
             self._unsubscribe = None
         self._close_run()  # before the ticker's last flush, so the tail is not sent twice
         self._ticker.close()
-        for row in self.rows.values():
+        for group in self.groups:
             try:
-                row.finish(self.sink)
+                group.finish(self.sink)
             except Exception:
-                log.exception("finishing tool call row failed")
+                log.exception("finishing tool call rows failed")
         for form in self.forms:
             if not form.answered and form.prompt.done:
                 fut = form.prompt.future
@@ -415,6 +441,14 @@ class TurnView:
         if self.turn.done:
             line = status_line(self.turn, self.session, files_read=self._files_read)
             self.sink.display({"text/markdown": status_markdown(line), "text/plain": line})
+        self._prewarm_widgets()
+
+    def _prewarm_widgets(self) -> None:
+        """After the turn, in idle time: load the widgets once, so the first
+        tool call of a later turn does not wait for the imports."""
+        loop = self._loop
+        if self.widgets and not widgets_loaded() and loop is not None and not loop.is_closed():
+            loop.call_soon(prewarm)
 
     @property
     def status(self) -> str:

@@ -31,6 +31,15 @@ def tool_row(out, title: str):
     return out.locator(".acp-tc").filter(has=out.page.locator(".acp-tc-title", has_text=title))
 
 
+TOOL_TITLES = [
+    "Read README.md (simulated)",
+    "Search for 'TODO' (simulated)",
+    "Edit demo/app.py (simulated: the file is not touched)",
+    "Fetch https://agentclientprotocol.com (simulated)",
+    "Delete build/ (simulated failure)",
+]
+
+
 def test_tools_render_as_widget_rows(nb: Notebook) -> None:
     out = nb.run(0, "tools")
     read = tool_row(out, "Read README.md (simulated)")
@@ -43,7 +52,17 @@ def test_tools_render_as_widget_rows(nb: Notebook) -> None:
     expect(failed).to_have_attribute("data-status", "failed")
     expect(failed.locator(".acp-tc-body")).to_contain_text("permission denied")
     expect(status_line(out)).to_have_text(END_TURN, timeout=30_000)
-    expect(out.locator(".acp-tc")).to_have_count(5)  # one view per row, also after the final re-render
+    # One widget per run of consecutive calls, rows in call order, also after the final re-render;
+    # the edit's message sits between the two runs.
+    expect(out.locator(".acp-tc-title")).to_have_text(TOOL_TITLES)
+    runs = out.locator(".acp-tcs")
+    expect(runs).to_have_count(2)
+    expect(runs.nth(0).locator(".acp-tc")).to_have_count(3)
+    expect(runs.nth(1).locator(".acp-tc")).to_have_count(2)
+    texts = out.locator(".jp-OutputArea-output").all_inner_texts()
+    where = [next(i for i, t in enumerate(texts) if needle in t)
+             for needle in ("Running simulated tool calls", TOOL_TITLES[0], "Proposed an edit", TOOL_TITLES[3], "Done: read")]
+    assert where == sorted(where) and len(set(where)) == 5, texts
     # Completed rows are collapsed; the edit row expands to its diff on a click.
     edit = tool_row(out, "Edit demo/app.py")
     expect(edit).to_have_attribute("data-status", "completed")
@@ -87,9 +106,9 @@ def test_saved_notebook_has_markdown_for_frontends_without_widgets(nb: Notebook)
         if output["output_type"] == "display_data":
             assert {"text/markdown", "text/plain"} & set(output["data"]), output
     widget_outputs = [o for o in outputs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
-    assert len(widget_outputs) == 5, [o.get("data", {}).keys() for o in outputs]
+    assert len(widget_outputs) == 2, [o.get("data", {}).keys() for o in outputs]  # two runs of calls
     for o in widget_outputs:
-        assert o["data"].get("text/markdown"), o  # a reader without widgets still sees the call
+        assert o["data"].get("text/markdown"), o  # a reader without widgets still sees the calls
     markdown = "\n".join(o["data"].get("text/markdown", "") for o in outputs if o["output_type"] == "display_data")
     # The fallbacks hold the *final* state (update_display_data reached the saved model).
     read = next(o["data"]["text/markdown"] for o in widget_outputs if "Read README.md" in o["data"]["text/markdown"])
@@ -97,6 +116,8 @@ def test_saved_notebook_has_markdown_for_frontends_without_widgets(nb: Notebook)
     edit = next(o["data"]["text/markdown"] for o in widget_outputs if "Edit demo/app.py" in o["data"]["text/markdown"])
     assert "def greet(name: str) -> str:" in edit, edit
     assert "failed" in next(o["data"]["text/markdown"] for o in widget_outputs if "Delete build/" in o["data"]["text/markdown"])
+    plain = "\n".join(o["data"]["text/plain"] for o in widget_outputs)
+    assert all(title in plain for title in TOOL_TITLES), plain
     assert "Running simulated tool calls" in markdown
     assert "Done: read, search, edit" in markdown
     assert re.search(r"<sub>end_turn\b", markdown), markdown[-500:]
@@ -217,6 +238,53 @@ def test_shell_output_live_inside_the_execute_row(nb: Notebook) -> None:
     # Folding it is the reader's choice, and sticks.
     row.locator(".acp-tc-head").click()
     expect(term).to_have_count(0)
+
+
+def test_a_row_opened_or_folded_by_hand_stays_so_when_the_view_is_rendered_again(nb: Notebook) -> None:
+    def call(tid: str, title: str, kind: str, status: str, body: str) -> dict:
+        return {"update": {"sessionUpdate": "tool_call", "toolCallId": tid, "title": title, "kind": kind,
+                           "status": status, "content": [{"type": "content", "content": {"type": "text", "text": body}}]}}
+
+    scenario = {
+        "prompt": [
+            call("x1", "Read one", "read", "completed", "first body"),
+            call("x2", "Run two", "execute", "failed", "boom"),
+            # The turn waits here for the reader, who opens and folds rows meanwhile.
+            {"request": {"method": "session/request_permission", "params": {
+                "sessionId": "$SID", "toolCall": {"toolCallId": "x3", "title": "Write three", "kind": "edit"},
+                "options": [{"optionId": "ok", "name": "Allow", "kind": "allow_once"},
+                            {"optionId": "no", "name": "Reject", "kind": "reject_once"}]}}},
+            # A row changes after the run closed: its display gets the new fallback and
+            # JupyterLab renders a new view of the widget.
+            {"update": {"sessionUpdate": "tool_call_update", "toolCallId": "x1", "title": "Read one again"}},
+            {"chunk": "after the rows\n"},
+        ]
+    }
+    scenario_file = nb.lab.root / "expand-scenario.json"
+    scenario_file.write_text(json.dumps(scenario))
+    out0 = nb.run(0, f"%agent --command {sys.executable} {AGENTS / 'scripted_agent.py'} {scenario_file}")
+    expect(out0).to_contain_text("it starts with the next prompt")
+    out = nb.run(1, "go")
+    form, _ = _permission_buttons(out)
+    one, two = tool_row(out, "Read one"), tool_row(out, "Run two")
+    # Automatic: the completed call is folded, the failed one open.
+    expect(one.locator(".acp-tc-head")).to_have_attribute("aria-expanded", "false")
+    expect(two.locator(".acp-tc-head")).to_have_attribute("aria-expanded", "true")
+    out.locator(".acp-tcs").evaluate("el => { el.dataset.marker = 'first view'; }")
+    one.locator(".acp-tc-head").click()
+    two.locator(".acp-tc-head").click()
+    expect(one.locator(".acp-tc-head")).to_have_attribute("aria-expanded", "true")
+    expect(two.locator(".acp-tc-head")).to_have_attribute("aria-expanded", "false")
+    form.get_by_role("button", name="Allow", exact=True).click()
+    expect(status_line(out)).to_have_text(END_TURN, timeout=30_000)
+    expect(out).to_contain_text("after the rows")
+    again = tool_row(out, "Read one again")
+    expect(again).to_have_count(1)
+    expect(out.locator(".acp-tcs[data-marker]")).to_have_count(0)  # the view was rendered anew ...
+    expect(again.locator(".acp-tc-head")).to_have_attribute("aria-expanded", "true")  # ... and kept the choices
+    expect(again.locator(".acp-tc-body")).to_contain_text("first body")
+    expect(two.locator(".acp-tc-head")).to_have_attribute("aria-expanded", "false")
+    expect(two.locator(".acp-tc-body")).to_be_hidden()
 
 
 P_SCRIPT = "<script>window.__pwned=1</script>"

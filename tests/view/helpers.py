@@ -130,3 +130,40 @@ def elicitation_prompt() -> se.ElicitationPrompt:
         future=loop.create_future(),
         loop=loop,
     )
+
+
+class Frontend:
+    """What a widget frontend receives over the comms (``comm_open``/``comm_msg``),
+    and each model's state as it applies them (partial ``update`` messages merge)."""
+
+    def __init__(self) -> None:
+        self.messages: list[tuple[str, str, dict[str, Any]]] = []  # (msg_type, comm_id, data)
+        self.models: dict[str, dict[str, Any]] = {}
+
+    def record(self, msg_type: str, comm_id: str, data: dict[str, Any]) -> None:
+        self.messages.append((msg_type, comm_id, data))
+        if msg_type == "comm_open":
+            self.models[comm_id] = dict(data.get("state", {}))
+        elif msg_type == "comm_msg" and data.get("method") in ("update", "echo_update"):
+            self.models.setdefault(comm_id, {}).update(data.get("state", {}))
+
+    def opens(self, anywidget_id: str | None = None) -> list[str]:
+        """Comm ids of the models opened (with this ``_anywidget_id``, if given)."""
+        return [cid for kind, cid, data in self.messages if kind == "comm_open"
+                and (anywidget_id is None or data.get("state", {}).get("_anywidget_id") == anywidget_id)]
+
+    def sent(self, comm_id: str, method: str) -> list[dict[str, Any]]:
+        """The ``comm_msg`` data of one method (``update``, ``custom``) sent to one model."""
+        return [data for kind, cid, data in self.messages if kind == "comm_msg" and cid == comm_id
+                and data.get("method") == method]
+
+
+def recording_comm_class(frontend: Frontend) -> Any:
+    """A comm class that hands every message to ``frontend`` instead of a kernel."""
+    import comm
+
+    class RecordingComm(comm.DummyComm):
+        def publish_msg(self, msg_type: str, data: Any = None, metadata: Any = None, buffers: Any = None, **keys: Any) -> None:
+            frontend.record(msg_type, self.comm_id, dict(data or {}))
+
+    return RecordingComm

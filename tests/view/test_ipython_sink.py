@@ -52,4 +52,45 @@ def test_a_notebook_run_keeps_markdown_fallbacks_and_widget_views():
     assert md[3].startswith("<sub>end_turn")
     state = nb.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
     model_id = outputs[1].data["application/vnd.jupyter.widget-view+json"]["model_id"]
-    assert state[model_id]["state"]["status"] == "completed"
+    saved = state[model_id]["state"]
+    assert saved["count"] == 1 and saved["row:0"]["title"] == "Run tests" and saved["row:0"]["status"] == "completed"
+
+
+MANY = textwrap.dedent(
+    """
+    from acp_kernel.turn import Turn
+    from acp_kernel.view import TurnView, IPythonSink
+
+    async def run(n):
+        turn = Turn("s1")
+        view = TurnView(turn, IPythonSink())
+        turn.apply_update({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Reading."}})
+        for i in range(n):
+            turn.apply_update({"sessionUpdate": "tool_call", "toolCallId": f"t{i}", "title": f"Read f{i}.py",
+                               "kind": "read", "status": "pending"})
+            turn.apply_update({"sessionUpdate": "tool_call_update", "toolCallId": f"t{i}", "status": "completed"})
+        turn.finish("end_turn")
+
+    await run(1500)
+    """
+)
+
+
+def test_a_run_of_many_tool_calls_is_one_widget_in_the_saved_notebook():
+    nb = nbformat.v4.new_notebook()
+    nb.cells.append(nbformat.v4.new_code_cell(MANY))
+    client = nbclient.NotebookClient(
+        nb, timeout=60, kernel_name="python3", resources={"metadata": {"path": ROOT}}, store_widget_state=True
+    )
+    client.execute()
+    outputs = nb.cells[0].outputs
+    views = [o for o in outputs if "application/vnd.jupyter.widget-view+json" in o.data]
+    assert len(outputs) == 3 and len(views) == 1  # text, the run, the status line
+    assert views[0].data["text/markdown"].count("· ✓ done") == 1500
+    state = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
+    ours = [m for m in state.values() if m["state"].get("_anywidget_id") == "acp_kernel.view.toolcall.ToolCallsWidget"]
+    assert len(ours) == 1  # one comm for 1,500 tool calls
+    saved = ours[0]["state"]
+    assert saved["count"] == 1500
+    assert all(saved[f"row:{i}"]["status"] == "completed" and saved[f"row:{i}"]["title"] == f"Read f{i}.py"
+               for i in range(1500))

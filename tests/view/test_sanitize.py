@@ -93,3 +93,22 @@ def test_fenced_picks_a_fence_the_text_cannot_close():
 
 def test_escape_html_quotes():
     assert escape_html('"><img>') == "&quot;&gt;&lt;img&gt;"
+
+
+def test_the_fast_path_for_inert_text_agrees_with_the_full_sanitizer(monkeypatch):
+    """Text without ``< & : ` ~`` is returned as is: check the full pass would not change it either."""
+    import random
+    import re
+    import string
+
+    from acp_kernel.view import sanitize
+
+    rng = random.Random(7)
+    alphabet = string.ascii_letters + string.digits + string.punctuation + " \n\t\\é→"
+    samples = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 80))) for _ in range(3000)]
+    samples += ["```js\nx\n```", "~~~\n<b>\n~~~", "[a](javascript:x)", "a & b", "`<i>`", "- [ ] *x* # y"]
+    fast = {s: sanitize_markdown(s) for s in samples}
+    inert = [s for s in samples if not re.search(r"[<&:`~]", s)]
+    assert len(inert) > 100 and all(fast[s] == s for s in inert)
+    monkeypatch.setattr(sanitize, "_NEEDS_CARE", re.compile(""))  # matches everything: always the full pass
+    assert {s: sanitize_markdown(s) for s in samples} == fast

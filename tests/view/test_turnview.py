@@ -12,6 +12,7 @@ from acp_kernel.view import RecordingSink, TurnView, render_markdown
 
 from .helpers import (
     FakeTerminal,
+    Frontend,
     elicitation_prompt,
     permission_prompt,
     plan,
@@ -23,6 +24,7 @@ from .helpers import (
 )
 
 WIDGET = "application/vnd.jupyter.widget-view+json"
+TOOLS_WIDGET = "acp_kernel.view.toolcall.ToolCallsWidget"
 SCRIPT = "<script>alert(1)</script>"
 IMG = "<img src=x onerror=alert(1)>"
 
@@ -35,6 +37,12 @@ def response_chunks(n: int = 5000, size: int = 200, seed: int = 1) -> list[str]:
         s = " ".join(rng.choice(words) for _ in range(40))[: size - 2]
         out.append(s + (".\n\n" if i % 7 == 6 else " "))
     return out
+
+
+def row_state(view: TurnView, tool_call_id: str) -> dict:
+    """A tool call's row as its widget last sent it (what the frontend model holds)."""
+    row = view.rows[tool_call_id]
+    return row.widget.rows()[row.key]
 
 
 def text_messages(sink: RecordingSink, kind: str | None = None):
@@ -213,11 +221,12 @@ async def test_tool_call_widget_state_after_completion_with_diff():
     )
     view.close()
     w = view.rows["t1"].widget
-    assert (w.status, w.status_label, w.kind, w.icon) == ("completed", "✓ done", "edit", "✏️")
-    assert w.title == f"Edit {IMG}"  # traits hold raw text; the JS sets textContent only
-    assert w.locations == ["/w/a.py:3"]
-    assert w.text == f"ok {IMG}"
-    (diff,) = w.diffs
+    r = row_state(view, "t1")
+    assert (r["status"], r["status_label"], r["kind"], r["icon"]) == ("completed", "✓ done", "edit", "✏️")
+    assert r["title"] == f"Edit {IMG}"  # the state holds raw text; the JS sets textContent only
+    assert r["locations"] == ["/w/a.py:3"]
+    assert r["text"] == f"ok {IMG}"
+    (diff,) = r["diffs"]
     assert diff["path"] == "/w/a.py" and diff["added"] == 1 and diff["removed"] == 1
     assert ["-", "-b"] in diff["lines"] and ["+", f"+{SCRIPT}"] in diff["lines"]
     # The display's fallback was updated to the final markdown.
@@ -230,11 +239,7 @@ async def test_tool_call_widget_state_after_completion_with_diff():
     assert "ok &lt;img src=x onerror=alert(1)>" in rest
 
 
-async def test_terminal_output_is_live_as_deltas_and_final_in_the_traits(monkeypatch):
-    from acp_kernel.view.toolcall import widget_class
-
-    sent = []
-    monkeypatch.setattr(widget_class(), "send", lambda self, msg, buffers=None: sent.append(msg))
+async def test_terminal_output_is_live_as_deltas_and_final_in_the_row_state(frontend: Frontend):
     turn, sink = Turn("s1"), RecordingSink()
     view = TurnView(turn, sink)
     term = FakeTerminal()
@@ -246,8 +251,11 @@ async def test_terminal_output_is_live_as_deltas_and_final_in_the_traits(monkeyp
         term.emit(f"test {i} ok\n")
         if i % 50 == 49:
             view.flush()  # what the coalescing timer does, deterministically
-    assert row.widget.terminals[0]["live"] is True and row.widget.terminals[0]["output"] == ""
-    received = "".join(m["data"] for m in sent if m["type"] == "term")
+    assert row_state(view, "t1")["terminals"][0]["live"] is True
+    assert row_state(view, "t1")["terminals"][0]["output"] == ""
+    sent = [m["content"] for m in frontend.sent(row.widget.comm.comm_id, "custom")]
+    assert {(m["type"], m["row"], m["id"]) for m in sent} == {("term", "row:0", "term-1")}
+    received = "".join(m["data"] for m in sent)
     # Deltas only: every byte once, the replay of what came before the view included.
     assert received == "before subscribe\n" + "".join(f"test {i} ok\n" for i in range(200))
     assert len(sent) <= 5
@@ -255,10 +263,12 @@ async def test_terminal_output_is_live_as_deltas_and_final_in_the_traits(monkeyp
     turn.add(se.TerminalExited("s1", "term-1", term.exit_status, "exited"))
     turn.apply_update(tool_update("t1", status="completed"))
     turn.finish("end_turn")
-    t = row.widget.terminals[0]
+    t = row_state(view, "t1")["terminals"][0]
     assert t["live"] is False and t["output"].endswith("test 199 ok\n") and t["exit"].startswith("exit code 0")
     assert t["command"] == "pytest -q"
-    assert term.subscribers == 0  # unsubscribed at the end; output kept in the traits
+    # ... and the frontend's model has the same final row.
+    assert frontend.models[row.widget.comm.comm_id]["row:0"]["terminals"][0] == t
+    assert term.subscribers == 0  # unsubscribed at the end; output kept in the row state
     md = sink.outputs()[0]["text/markdown"]
     assert "$ pytest -q" in md and "test 199 ok" in md and "exit code 0" in md
 
@@ -272,7 +282,7 @@ async def test_terminal_started_after_the_tool_call_names_it():
     term.emit("HI\n")
     term.exit(0)
     view.close()
-    assert view.rows["t1"].widget.terminals[0]["output"] == "HI\n"
+    assert row_state(view, "t1")["terminals"][0]["output"] == "HI\n"
     assert any("ran via the shell" in o.get("text/markdown", "") for o in sink.outputs())
 
 
@@ -288,7 +298,7 @@ async def test_real_terminal_process_output_reaches_the_row():
     status = await asyncio.wait_for(term.wait(), 10)
     turn.apply_update(tool_update("t1", status="completed"))
     turn.finish("end_turn")
-    t = view.rows["t1"].widget.terminals[0]
+    t = row_state(view, "t1")["terminals"][0]
     assert t["output"] == "line 1\nline 2\nline 3\n" and status.exit_code == 0
 
 
@@ -303,12 +313,145 @@ async def test_markdown_only_mode_needs_no_widgets():
     assert WIDGET not in out and "✗ failed" in out["text/markdown"]
 
 
+async def test_markdown_only_rows_are_one_display_each_updated_in_place():
+    turn, sink = Turn("s1"), RecordingSink()
+    TurnView(turn, sink, widgets=False)
+    turn.apply_update(tool_call("t1", "Read a", "read", "in_progress"))
+    turn.apply_update(tool_call("t2", "Read b", "read", "in_progress"))
+    turn.apply_update(tool_update("t1", status="completed"))
+    turn.finish("end_turn")
+    outs = sink.outputs()
+    assert [o["text/plain"] for o in outs[:2]] == ["📖 Read a · ✓ done", "📖 Read b · ⊘ cancelled"]
+    assert all(WIDGET not in o for o in outs)
+    # t2's display only ever held t2: a row's change never resends its neighbours.
+    t2_id = sink.messages[1].display_id
+    assert all("Read a" not in m.data["text/markdown"] for m in sink.messages if m.display_id == t2_id)
+
+
+# -- one widget per run of tool calls ----------------------------------------------
+
+
+def kinds_of(sink: RecordingSink) -> list[str]:
+    """Each output in order: "tools(<titles>)" for a tool call display, else its markdown."""
+    out = []
+    for o in sink.outputs():
+        if WIDGET in o:
+            out.append("tools(" + ", ".join(line.split(" ", 1)[1].split(" · ")[0] for line in o["text/plain"].split("\n")) + ")")
+        else:
+            out.append(o.get("text/markdown", ""))
+    return out
+
+
+async def test_consecutive_tool_calls_share_one_widget_in_event_order():
+    turn, sink = Turn("s1"), RecordingSink()
+    view = TurnView(turn, sink)
+    turn.apply_update(text("Looking."))
+    for tid in ("a", "b", "c"):
+        turn.apply_update(tool_call(tid, f"Read {tid}", "read", "in_progress"))
+    turn.apply_update(text("Now editing."))
+    turn.apply_update(tool_call("d", "Edit d", "edit", "in_progress"))
+    turn.apply_update(plan(("fix", "in_progress")))
+    turn.apply_update(tool_call("e", "Run e", "execute", "in_progress"))
+    for tid in "abcde":  # updates land in their rows, wherever those are; nothing is appended
+        turn.apply_update(tool_update(tid, status="completed"))
+    turn.finish("end_turn")
+    kinds = kinds_of(sink)
+    assert kinds[:6] == ["Looking.", "tools(Read a, Read b, Read c)", "Now editing.", "tools(Edit d)",
+                         kinds[4], "tools(Run e)"]
+    assert kinds[4].startswith("**Plan**") and kinds[6].startswith("<sub>end_turn")
+    widgets = [view.rows[t].widget for t in "abcde"]
+    assert widgets[0] is widgets[1] is widgets[2] and len({id(w) for w in widgets}) == 3
+    assert [view.rows[t].key for t in "abcde"] == ["row:0", "row:1", "row:2", "row:0", "row:0"]
+    for tid in "abcde":
+        assert row_state(view, tid)["status"] == "completed" and row_state(view, tid)["id"] == tid
+    assert [g.widget for g in view.groups] == [widgets[0], widgets[3], widgets[4]]
+    # The run's markdown fallback lists its rows in order, in their final state.
+    md = sink.outputs()[1]["text/markdown"]
+    assert md.index("Read a · ✓ done") < md.index("Read b · ✓ done") < md.index("Read c · ✓ done")
+
+
+async def test_a_settled_run_gets_its_final_fallback_when_it_closes():
+    """Readers without widgets see a finished run at once, not at the end of the turn."""
+    turn, sink = Turn("s1"), RecordingSink()
+    TurnView(turn, sink)
+    turn.apply_update(tool_call("a", "Read a", "read", "in_progress"))
+    turn.apply_update(tool_call("b", "Read b", "read", "in_progress"))
+    turn.apply_update(tool_update("a", status="completed"))
+    turn.apply_update(tool_update("b", status="completed"))
+    turn.apply_update(text("Both read."))  # closes the run
+    run_id = sink.messages[0].display_id
+    (update,) = sink.updates(run_id)
+    assert update.data["text/plain"] == "📖 Read a · ✓ done\n📖 Read b · ✓ done" and WIDGET in update.data
+    turn.finish("end_turn")
+    assert len(sink.updates(run_id)) == 1  # nothing changed since: not sent again
+
+
+async def test_thousands_of_tool_calls_open_one_comm(frontend: Frontend):
+    n = 2000
+    turn, sink = Turn("s1"), RecordingSink()
+    view = TurnView(turn, sink)
+    turn.apply_update(text("Reading everything."))
+    for i in range(n):
+        turn.apply_update(tool_call(f"t{i}", f"Read file_{i}.py", "read", "pending", rawInput={"path": f"file_{i}.py"}))
+        turn.apply_update(tool_update(f"t{i}", status="completed",
+                                      content=[{"type": "content", "content": {"type": "text", "text": f"body {i}"}}]))
+    turn.finish("end_turn")
+    (comm_id,) = frontend.opens(TOOLS_WIDGET)
+    model = frontend.models[comm_id]
+    assert model["count"] == n
+    assert [model[f"row:{i}"]["title"] for i in range(n)] == [f"Read file_{i}.py" for i in range(n)]
+    assert all(model[f"row:{i}"]["status"] == "completed" and model[f"row:{i}"]["text"] == f"body {i}" for i in range(n))
+    # Only changed rows travel: each row at most once per flush it changed in, never the whole run per change.
+    updates = frontend.sent(comm_id, "update")
+    rows_sent = sum(sum(1 for k in u["state"] if k.startswith("row:")) for u in updates)
+    assert len(updates) <= view._ticker.flushes + 1 and rows_sent <= 2 * n
+    # One display for the whole run, its fallback updated once, to the final state.
+    tool_msgs = [m for m in sink.messages if WIDGET in m.data]
+    assert [m.kind for m in tool_msgs] == ["display", "update"]
+    assert tool_msgs[-1].data["text/markdown"].count("· ✓ done") == n
+
+
+async def test_only_the_rows_that_changed_are_sent(frontend: Frontend):
+    turn, sink = Turn("s1"), RecordingSink()
+    view = TurnView(turn, sink)
+    for i in range(100):
+        turn.apply_update(tool_call(f"t{i}", f"Search {i}", "search", "in_progress"))
+    view.flush()
+    comm_id = view.rows["t0"].widget.comm.comm_id
+    before = len(frontend.sent(comm_id, "update"))
+    turn.apply_update(tool_update("t42", status="failed"))
+    turn.apply_update(tool_update("t7", title="Search seven"))
+    view.flush()
+    (update,) = frontend.sent(comm_id, "update")[before:]
+    assert sorted(update["state"]) == ["count", "row:42", "row:7"]
+    assert update["state"]["row:42"]["status"] == "failed" and update["state"]["row:7"]["title"] == "Search seven"
+    view.flush()  # nothing changed: nothing sent
+    assert len(frontend.sent(comm_id, "update")) == before + 1
+
+
+async def test_the_readers_expanded_choice_is_kept(frontend: Frontend):
+    turn, sink = Turn("s1"), RecordingSink()
+    view = TurnView(turn, sink)
+    turn.apply_update(tool_call("a", "Read a", "read", "completed", content=[{"type": "content", "content": {"type": "text", "text": "x"}}]))
+    turn.apply_update(tool_call("b", "Run b", "execute", "failed"))
+    view.flush()
+    w = view.rows["a"].widget
+    # The frontend writes the choice (a click on each row head): open a, fold b.
+    w.set_state({"expanded": {"row:0": True, "row:1": False}})
+    turn.apply_update(tool_update("a", title="Read a again"))
+    turn.apply_update(tool_update("b", status="completed"))
+    turn.finish("end_turn")
+    assert w.expanded == {"row:0": True, "row:1": False}  # row updates never reset it
+    assert w.get_state()["expanded"] == {"row:0": True, "row:1": False}  # a reloaded page gets it
+    assert all("expanded" not in u["state"] for u in frontend.sent(w.comm.comm_id, "update"))
+
+
 async def test_cancelled_turn_marks_open_tool_calls():
     turn, sink = Turn("s1"), RecordingSink()
     view = TurnView(turn, sink)
     turn.apply_update(tool_call("t1", "Long job", "execute", "in_progress"))
     turn.finish("cancelled")
-    assert view.rows["t1"].widget.status == "cancelled"
+    assert row_state(view, "t1")["status"] == "cancelled"
     assert sink.outputs()[-1]["text/plain"].startswith("cancelled")
 
 
@@ -368,24 +511,26 @@ async def test_permission_resolved_by_policy_is_one_line():
     assert out["text/markdown"] == "🔐 Permission for Read &lt;img src=x onerror=alert(1)>: **allow_once** (policy)"
 
 
-async def test_a_reopened_widget_view_gets_the_output_kept_so_far(monkeypatch):
-    from acp_kernel.view.toolcall import widget_class
-
-    sent = []
-    monkeypatch.setattr(widget_class(), "send", lambda self, msg, buffers=None: sent.append(msg))
+async def test_a_reopened_widget_view_gets_the_output_kept_so_far(frontend: Frontend):
     turn, sink = Turn("s1"), RecordingSink()
     view = TurnView(turn, sink)
+    turn.apply_update(tool_call("t0", "Read", "read", "completed"))
     term = FakeTerminal()
     turn.add(terminal_started("term-1", term))
     turn.apply_update(tool_call("t1", "Run", "execute", content=[{"type": "terminal", "terminalId": "term-1"}]))
     term.emit("one\n")
     view.flush()
-    sent.clear()
-    row = view.rows["t1"]
+    group = view.rows["t1"].group
+    comm_id = group.widget.comm.comm_id
+    before = len(frontend.sent(comm_id, "custom"))
     # A new view (page reload) says hello from the comm thread; the answer comes on the loop.
-    await asyncio.to_thread(row._on_widget_msg, row.widget, {"type": "hello"}, [])
+    await asyncio.to_thread(group._on_widget_msg, group.widget, {"type": "hello"}, [])
     await asyncio.sleep(0)
-    assert sent == [{"type": "reset", "id": "term-1", "data": "one\n"}]
+    replay = [m["content"] for m in frontend.sent(comm_id, "custom")[before:]]
+    assert replay == [{"type": "reset", "row": "row:1", "id": "term-1", "data": "one\n"}]
+    # A reloaded page asks for the whole state: every row is in it.
+    state = group.widget.get_state()
+    assert state["count"] == 2 and state["row:0"]["title"] == "Read" and state["row:1"]["terminals"][0]["live"]
 
 
 async def test_elicitation_form_validates_then_submits():
