@@ -226,7 +226,7 @@ class AcpKernel(Kernel):
         from .view import TurnView
 
         turn = session.begin(blocks)
-        view = TurnView(turn, self._sink, session=session)
+        view = TurnView(turn, self._sink, session=session, rate_hz=self.acp_config.refresh_hz)
         self._running = session
         try:
             await session.finish(turn)

@@ -183,6 +183,9 @@ class ConfigFile(_Strict):
     permissions: Optional[Literal["ask", "allow-reads", "allow-all", "deny"]] = None
     shell_fallback: Optional[bool] = None
     extra_roots: list[str] = Field(default_factory=list)
+    #: How often a streaming answer is redrawn. 10/s keeps the browser cheap;
+    #: higher shows each word sooner (lower latency) for more frontend traffic.
+    refresh_hz: Optional[float] = Field(None, gt=0, le=240)
     agents: dict[str, AgentConfig] = Field(default_factory=dict)
     mcp_servers: list[dict[str, Any]] = Field(default_factory=list)
 
@@ -213,6 +216,11 @@ _FIXES = {
     "string_type": "give a string",
     "bool_type": "give true or false",
     "dict_type": "give an object",
+    "greater_than": "give a larger number",
+    "greater_than_equal": "give a larger number",
+    "less_than_equal": "give a smaller number",
+    "float_parsing": "give a number",
+    "float_type": "give a number",
 }
 
 
@@ -235,6 +243,7 @@ class Config:
     shell_fallback: bool = True
     extra_roots: list[str] = field(default_factory=list)
     mcp_servers: list[dict[str, Any]] = field(default_factory=list)
+    refresh_hz: float = 10.0
     path: Path | None = None
 
     def client_settings(self, permissions: str | None = None) -> ClientSettings:
@@ -307,8 +316,24 @@ def load_config(path: Path | None = None) -> Config:
         shell_fallback=True if cfg.shell_fallback is None else cfg.shell_fallback,
         extra_roots=cfg.extra_roots,
         mcp_servers=cfg.mcp_servers,
+        refresh_hz=_refresh_hz(cfg.refresh_hz, path),
         path=path,
     )
+
+
+def _refresh_hz(configured: float | None, path: Path) -> float:
+    """``ACP_KERNEL_REFRESH_HZ`` over the file's ``refresh_hz``, else 10."""
+    raw = os.environ.get("ACP_KERNEL_REFRESH_HZ")
+    if not raw:
+        return configured or 10.0
+    try:
+        value = float(raw)
+    except ValueError:
+        value = 0.0
+    if not 0 < value <= 240:
+        raise ConfigError(f"ACP_KERNEL_REFRESH_HZ={raw!r}: not a rate -> fix: a number of refreshes "
+                          "per second, above 0 and at most 240")
+    return value
 
 
 def adhoc_agent(command: str | list[str], name: str = "custom") -> AgentSpec:

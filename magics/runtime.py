@@ -344,7 +344,8 @@ class Runtime:
         session = conn.session
         session.interactive = self._interactive()
         turn = session.begin(blocks)
-        view = TurnView(turn, IPythonSink(), session=session)
+        view = TurnView(turn, IPythonSink(), session=session,
+                        rate_hz=self.config.refresh_hz if self.config is not None else 10.0)
         try:
             with self._sigint(session.cancel):
                 await session.finish(turn)

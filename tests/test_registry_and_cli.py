@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from acp_kernel.cells import is_complete, mentions, parse_cell
-from acp_kernel.registry import BUILTIN, ConfigError, adhoc_agent, load_config
+from acp_kernel.registry import BUILTIN, ConfigError, Passthrough, adhoc_agent, load_config
 
 from .conftest import scripted_spec
 
@@ -33,10 +33,22 @@ def test_config_overrides_and_adds_agents(tmp_path, monkeypatch):
         "permissions": "allow-reads",
         "agents": {
             "claude": {"env": {"ANTHROPIC_API_KEY": "k"}},
-            "mine": {"title": "Mine", "command": ["my-agent", "--acp"]},
+            "mine": {"title": "Mine", "command": ["my-agent", "--acp"],
+                     "passthrough": {"command": ["my-agent"], "idle_seconds": 2, "submit_delay": 0.3}},
         },
+        "refresh_hz": 30,
     }))
+    monkeypatch.delenv("ACP_KERNEL_REFRESH_HZ", raising=False)
     cfg = load_config(path)
+    assert cfg.refresh_hz == 30
+    assert cfg.agent("mine").passthrough == Passthrough(("my-agent",), idle_seconds=2, submit_delay=0.3)
+    assert cfg.agent("claude").passthrough == BUILTIN["claude"].passthrough  # kept when not overridden
+    monkeypatch.setenv("ACP_KERNEL_REFRESH_HZ", "50")
+    assert load_config(path).refresh_hz == 50
+    monkeypatch.setenv("ACP_KERNEL_REFRESH_HZ", "fast")
+    with pytest.raises(ConfigError, match="ACP_KERNEL_REFRESH_HZ='fast'.*fix"):
+        load_config(path)
+    monkeypatch.delenv("ACP_KERNEL_REFRESH_HZ")
     assert cfg.default_agent == "mine" and cfg.permissions == "allow-reads"
     assert cfg.agent("claude").env == {"ANTHROPIC_API_KEY": "k"}
     assert cfg.agent("claude").command == BUILTIN["claude"].command
@@ -53,6 +65,10 @@ def test_config_overrides_and_adds_agents(tmp_path, monkeypatch):
         ({"agents": {"x": {"title": "no command"}}}, "agents.x: a new agent needs a command"),
         ({"permissions": "sometimes"}, "permissions"),
         ({"default_agent": "ghost"}, "default_agent 'ghost'"),
+        ({"refresh_hz": 0}, "refresh_hz"),
+        ({"agents": {"x": {"command": ["a"], "passthrough": {"command": []}}}}, "agents.x.passthrough.command"),
+        ({"agents": {"x": {"command": ["a"], "passthrough": {"command": ["a"], "idle_seconds": -1}}}},
+         "agents.x.passthrough.idle_seconds"),
     ],
 )
 def test_bad_config_names_the_key_and_the_fix(tmp_path, monkeypatch, data, needle):
