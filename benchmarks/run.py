@@ -30,6 +30,7 @@ ROOT = os.path.dirname(HERE)
 AGENT = os.path.join(HERE, "synthetic_agent.py")
 WORKERS = os.path.join(HERE, "workers.py")
 KERNEL_WORKERS = os.path.join(HERE, "kernel_workers.py")
+PASSTHROUGH_WORKERS = os.path.join(HERE, "passthrough_workers.py")
 RESULTS = os.path.join(HERE, "RESULTS.md")
 NODE_DIR = os.path.join(HERE, ".node")
 
@@ -597,8 +598,9 @@ def kernel_throughput(ctx: Ctx) -> Section:
         sec.notes.append(f"empty turn through the kernel (execute -> execute_reply, agent running): {empty:.1f} ms "
                          "median; subtracted from the kernel rows")
     sec.notes.append(f"median of {a.repeat} interleaved rounds, a fresh kernel per round; the kernel runs with "
-                     "widgets (tool calls are anywidgets); iopub = every frame this frontend received "
-                     "(own zmq SUB socket) during the turn; speed vs floor target >= 0.50")
+                     "widgets (tool calls are rows of an anywidget, one per run of consecutive calls); "
+                     "iopub = every frame this frontend received (own zmq SUB socket) during the turn; "
+                     "speed vs floor target >= 0.50")
     return sec
 
 
@@ -735,6 +737,151 @@ def kernel_startup(ctx: Ctx, sec: Section) -> None:
     ]
 
 
+# -- passthrough terminals (PTY -> widget comm) ------------------------------------------------
+
+
+def _ms(v: float) -> str:
+    return f"{v:.3f}" if abs(v) < 0.1 else f"{v:.2f}"
+
+
+def _pct_row(p: dict[str, Any], floor: dict[str, Any] | None) -> list[str]:
+    if not p.get("count"):
+        return ["-", "-", "-", "-", "-"]
+    added = "" if floor is None or not floor.get("count") else f"{p['p50'] - floor['p50']:+.2f}"
+    return [_ms(p["p50"]), _ms(p["p90"]), _ms(p["p99"]), _ms(p["max"]), added]
+
+
+def passthrough(ctx: Ctx) -> list[Section]:
+    """A real acp kernel through jupyter_client: ``%passthrough demo`` and ``/flood N`` cells, bytes
+    counted as the terminal widget's ``data`` comm messages reach the frontend, beside the demo CLI
+    under a PTY read by a tight os.read loop (interleaved rounds, see passthrough_workers.py); then
+    keys typed into ``%passthrough --command cat`` as ``input`` comm messages, one at a time, beside
+    the same program under a PTY in one process, and a python3 kernel's comm echo (Jupyter
+    messaging alone)."""
+    a = ctx.args
+    n, keys, gap = a.passthrough_bytes, a.passthrough_keys, a.passthrough_gap_ms
+    rounds = a.passthrough_rounds
+    flood = Section(f"Passthrough terminal throughput: `/flood` of {n / 2**20:,.0f} MiB from the demo CLI, "
+                    "PTY -> terminal widget comm messages on iopub",
+                    ["what", "MB/s", "speed vs floor", "seconds", "PTY reads", "comm msgs", "msgs/s",
+                     "CPU s: reader / CLI / frontend", "notes"])
+    echo = Section(f"Passthrough terminal keystroke round trip: {keys:,} single keys into `cat`, "
+                   "key sent -> its echo back",
+                   ["what", "keys", "p50 ms", "p90 ms", "p99 ms", "max ms", "added p50 ms"])
+    print(f"  [passthrough] acp kernel: {rounds} flood rounds (each beside a floor run), then {keys} keys x2",
+          file=sys.stderr)
+    pw: dict[str, Any] = {"script": PASSTHROUGH_WORKERS, "env": kernel_env(ctx), "cwd": os.path.join(ctx.tmp, "work")}
+    per_run = 30 + 4 * n / 20e6  # seconds for one flood at a pessimistic 5 MB/s, plus start-up
+    try:
+        r = worker(ctx, "kernel", "--bytes", str(n), "--rounds", str(rounds), "--keys", str(keys),
+                   "--gap-ms", str(gap), "--timeout", f"{per_run:.0f}",
+                   timeout=120 + rounds * 2 * per_run + 4 * keys * (gap / 1000 + 0.1), **pw)
+    except (Failed, subprocess.TimeoutExpired, OSError, ValueError, KeyError) as exc:
+        flood.notes.append(f"failed: {exc}")
+        echo.notes.append(f"failed: {exc}")
+        return [flood, echo]
+    print("  [passthrough] python3 kernel: comm echo", file=sys.stderr)
+    try:
+        ref = worker(ctx, "comm-echo", "--keys", str(keys), "--gap-ms", str(gap),
+                     timeout=120 + 2 * keys * (gap / 1000 + 0.1), **pw)
+    except (Failed, subprocess.TimeoutExpired, OSError, ValueError, KeyError) as exc:
+        ref = {"error": str(exc)}
+
+    # -- throughput
+    floors, kernels = r["floor_flood"], r["kernel_flood"]
+
+    def rate(x: dict[str, Any]) -> float:
+        return x["window_bytes"] / x["window_seconds"] / 1e6
+
+    def cpu(*values: float | None) -> str:
+        return " / ".join("-" if v is None else f"{v:.2f}" for v in values)
+
+    def mid(rows: list[dict[str, Any]], key: str) -> float | None:
+        vals = [x[key] for x in rows if x.get(key) is not None]
+        return _median(vals) if vals else None
+
+    f_rate = _median([rate(x) for x in floors])
+    k_rate = _median([rate(x) for x in kernels])
+    k_sec = _median([x["window_seconds"] for x in kernels])
+    k_msgs = _median([x["flood_msgs"] for x in kernels])
+    f_reads = _median([x["reads"] for x in floors])
+    mb = n / 1e6
+    k_reads = mid(kernels, "kernel_reads")
+    flood.rows.append(["floor: the demo CLI under a PTY, a tight os.read loop (one process)", f"{f_rate:,.1f}",
+                       "1.00", f"{_median([x['window_seconds'] for x in floors]):.2f}", f"{f_reads:,.0f}", "-", "-",
+                       cpu(mid(floors, "reader_cpu"), mid(floors, "cli_cpu"), None),
+                       f"{n / f_reads:,.0f} B per read"])
+    flood.rows.append(["acp kernel: the widget's `data` comm messages at the frontend", f"{k_rate:,.1f}",
+                       f"{k_rate / f_rate:.2f}", f"{k_sec:.2f}", "-" if k_reads is None else f"{k_reads:,.0f}",
+                       f"{k_msgs:,.0f}", f"{k_msgs / k_sec:,.0f}",
+                       cpu(mid(kernels, "kernel_cpu"), mid(kernels, "cli_cpu"), mid(kernels, "frontend_cpu")),
+                       (f"{n / k_msgs / 1e6:,.2f} MB per message on average, biggest "
+                        f"{max(x['biggest_msg'] for x in kernels) / 1e6:,.2f} MB")])
+    e2d = _median([x["execute_to_done"] for x in kernels])
+    e2r = _median([x["execute_to_reply"] for x in kernels])
+    flood.rows.append(["acp kernel: the whole cell, execute_request -> `flood done` shown", f"{mb / e2d:,.1f}",
+                       f"{mb / e2d / f_rate:.2f}", f"{e2d:.2f}", "-", f"{_median([x['total_msgs'] for x in kernels]):,.0f}",
+                       "-", "-", "incl. the wait for a quiet CLI, the paste and its echo"])
+    flood.rows.append(["acp kernel: ... -> execute_reply", "-", "-", f"{e2r:.2f}", "-", "-", "-", "-",
+                       "+ the idle window (0.5 s for the demo) that ends a reply"])
+    short = [x for x in kernels if x["total_bytes"] < n]
+    if short:
+        flood.notes.append(f"WARNING: {len(short)} kernel round(s) delivered fewer bytes than the flood")
+    def spread(rows: list[dict[str, Any]]) -> str:
+        rates = [rate(x) for x in rows]
+        return f"{max(rates) / min(rates):.1f}x" if min(rates) > 0 else "-"
+
+    flood.notes.append(
+        f"median of {rounds} interleaved rounds (floor, then kernel) in one kernel; per round, MB/s: floor "
+        + ", ".join(f"{rate(x):,.0f}" for x in floors) + "; kernel " + ", ".join(f"{rate(x):,.0f}" for x in kernels)
+        + f" (fastest / slowest round: floor {spread(floors)}, kernel {spread(kernels)})")
+    flood.notes.append("MB/s = bytes after the first flood chunk / (arrival of `flood done` - arrival of the first "
+                       "flood chunk), for both: a floor read, or a comm message at this frontend (own zmq SUB socket, "
+                       "timed on arrival). CPU s = utime + stime over the flood: reader (the floor's loop, or the "
+                       "kernel process, all threads) / the demo CLI / this frontend; PTY reads: the reader's read "
+                       "system calls (the kernel's from /proc/PID/io syscr)")
+    k_cpu, k_main = mid(kernels, "kernel_cpu"), mid(kernels, "kernel_main_cpu")
+    if k_cpu and k_main is not None:
+        flood.notes.append(
+            f"kernel CPU by thread: the main thread (event loop: PTY reads, terminado, the widget's on_pty_read and "
+            f"flush) {k_main:.2f} s of {k_cpu:.2f} s ({k_main / k_cpu:.0%}); the rest (iopub thread, zmq I/O: the "
+            f"comm path's sending) {k_cpu - k_main:.2f} s; this frontend receiving every byte "
+            f"{mid(kernels, 'frontend_cpu') or 0:.2f} s")
+    flood.notes.append("the PTY hands over ~4 KiB per read (the kernel makes as many reads as the floor): the rate "
+                       "is a ping-pong between the CLI, the OS's tty layer and the reader, and moves with scheduling "
+                       "on a 2-core box (the floor alone swings up to ~2x between identical runs; see the rounds)")
+
+    # -- keystrokes
+    fe, ke = r["floor_echo"], r["kernel_echo"]
+    g = f"paced, one per {gap:g} ms"
+    for label, key in (("back to back", "back_to_back"), (g, "paced")):
+        floor = fe.get(key, {})
+        echo.rows.append(["floor: `cat` under a PTY, a byte to the master, read its echo (one process)", label,
+                          *_pct_row(floor, None)])
+        echo.rows.append(["acp kernel: `input` comm message -> `data` message with the echo", label,
+                          *_pct_row(ke.get(key, {}), floor)])
+        echo.rows.append(["  of which: sent -> the kernel's `status: busy` for it", label,
+                          *_pct_row(ke.get(key + "_to_busy", {}), None)[:4], ""])
+        echo.rows.append(["  of which: `status: busy` -> the echo's `data` message", label,
+                          *_pct_row(ke.get(key + "_busy_to_echo", {}), None)[:4], ""])
+        if "error" in ref:
+            echo.rows.append(["reference: python3 kernel comm echo", label, "-", "-", "-", "-", f"failed: {ref['error']}"])
+        else:
+            echo.rows.append(["reference: python3 kernel (ipykernel) comm echo, no PTY", label,
+                              *_pct_row(ref.get(key, {}), floor)])
+    for row in echo.rows:
+        row[1] = f"{keys:,} {row[1]}" if row[1] in ("back to back", g) else row[1]
+    echo.notes.append("one key at a time: each is sent when the previous echo has arrived (back to back), or on a "
+                      f"fixed {gap:g} ms schedule (paced; a fast typist or key repeat), and timed until a widget "
+                      "`data` message carrying it arrives at this frontend; added p50 = p50 - the floor's p50")
+    echo.notes.append("back to back, an echo comes < 1/60 s after the previous message, and the widget holds it "
+                      "until FRAME (1/60 s) has passed since that message: the p50 is the coalescing interval, "
+                      "not work (see the `status: busy -> echo` row)")
+    echo.notes.append("`status: busy` is what ipykernel publishes when it starts handling the comm message; it goes "
+                      "through the same iopub path as the echo, so the split is approximate")
+    return [flood, echo]
+
+
 # -- placeholders -------------------------------------------------
 
 
@@ -755,9 +902,7 @@ BENCHMARKS: dict[str, Callable[[Ctx], Section]] = {
     "terminal": terminal_service,
     "kernel": kernel_throughput,
     "iopub": iopub_traffic,
-    # TODO: passthrough terminal throughput (PTY -> widget comm), once a passthrough terminal exists.
-    "passthrough": _placeholder("Passthrough terminal throughput",
-                                "not yet: acp_kernel has no passthrough terminal (no PTY/terminado module) to measure"),
+    "passthrough": passthrough,
 }
 
 
@@ -806,10 +951,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--size", type=int, default=32, help="characters per chunk (default 32)")
     p.add_argument("--tool-calls", type=int, help="tool call pairs for the tool-call run (default 20,000)")
     p.add_argument("--kernel-tool-calls", type=int,
-                   help="tool call pairs for the kernel's tool-call turn (default 2,000; each is a widget)")
+                   help="tool call pairs for the kernel's tool-call turn (default 2,000; rows of one widget)")
     p.add_argument("--latency-chunks", type=int, help="stamped chunks for the latency run (default 10,000)")
     p.add_argument("--rate", type=float, default=2000.0, help="paced chunks per second (default 2,000)")
     p.add_argument("--terminal-bytes", type=int, help="bytes the terminal benchmark prints (default 1 GiB)")
+    p.add_argument("--passthrough-bytes", type=int,
+                   help="bytes the passthrough benchmark's /flood prints (default 64 MiB, quick 8 MiB)")
+    p.add_argument("--passthrough-keys", type=int,
+                   help="keys per passthrough keystroke run, back to back and paced (default 300, quick 50)")
+    p.add_argument("--passthrough-rounds", type=int,
+                   help="passthrough /flood rounds, each beside a floor run (default 5, quick 1)")
+    p.add_argument("--passthrough-gap-ms", type=float, default=30.0,
+                   help="paced passthrough keys: one every this many ms (default 30)")
     p.add_argument("--repeat", type=int, help="interleaved rounds per contender (default 3, quick 1)")
     p.add_argument("--no-acpx", action="store_true", help="do not install or run acpx")
     p.add_argument("--no-write", action="store_true", help=f"do not append to {os.path.relpath(RESULTS, ROOT)}")
@@ -822,6 +975,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     a.latency_chunks = a.latency_chunks if a.latency_chunks is not None else (1_000 if q else 10_000)
     a.terminal_bytes = a.terminal_bytes if a.terminal_bytes is not None else ((32 << 20) if q else (1 << 30))
     a.repeat = a.repeat if a.repeat is not None else (1 if q else 3)
+    a.passthrough_bytes = a.passthrough_bytes if a.passthrough_bytes is not None else ((8 << 20) if q else (64 << 20))
+    a.passthrough_keys = a.passthrough_keys if a.passthrough_keys is not None else (50 if q else 300)
+    a.passthrough_rounds = a.passthrough_rounds if a.passthrough_rounds is not None else (1 if q else 5)
     names = [n.strip() for n in a.only.split(",")] if a.only else list(BENCHMARKS)
     unknown = [n for n in names if n not in BENCHMARKS]
     if unknown:
