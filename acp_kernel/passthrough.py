@@ -33,6 +33,8 @@ from .transport import CommandNotFound
 
 #: Output of one reply kept for its :class:`Reply` (the widget keeps its own history).
 REPLY_KEEP = 1024 * 1024
+#: Most bytes read from a PTY before its clients hear of them.
+READ_MAX = 256 * 1024
 #: Input waiting for an application that is not reading, at most.
 OUTBOX_LIMIT = 8 * 1024 * 1024
 #: How long a terminal gets to exit after a hangup before its tree is killed.
@@ -72,6 +74,7 @@ class PassthroughManager(NamedTermManager):
 
     def __init__(self) -> None:
         super().__init__(shell_command=[], max_terminals=None)
+        self._paused: set[int] = set()
 
     def new_terminal(self, **kwargs: Any) -> PtyWithClients:
         argv = kwargs.get("shell_command") or []
@@ -84,15 +87,70 @@ class PassthroughManager(NamedTermManager):
         # Each client keeps what it needs; terminado's own 1,000-read history would be a copy.
         term.read_buffer = deque(maxlen=0)
         term.ptyproc.delayafterclose = 0.0
+        # Non-blocking both ways: reads drain what is there (pty_read), and a
+        # program that stops reading its input cannot block a write (the kernel).
+        os.set_blocking(term.ptyproc.fd, False)
         watchdog.watch(term.ptyproc.pid)
         return term
+
+    def pty_read(self, fd: int, events: Any = None) -> None:
+        """Read everything the PTY has (up to ``READ_MAX``), then tell the clients once.
+
+        terminado reads one 64 KiB call per wake-up and the PTY hands over about
+        4 KiB at a time: one client call per 4 KiB. Draining first cuts the
+        Python work per byte by an order of magnitude under a flood.
+        """
+        pty = self.ptys_by_fd.get(fd)
+        if pty is None:
+            return
+        chunks: list[bytes] = []
+        size, eof = 0, False
+        while size < READ_MAX:
+            try:
+                data = os.read(fd, 65536)
+            except BlockingIOError:
+                break
+            except OSError:  # EIO: every process on the other side has closed it
+                eof = True
+                break
+            if not data:
+                eof = True
+                break
+            chunks.append(data)
+            size += len(data)
+        if chunks:
+            text = pty.ptyproc.decoder.decode(b"".join(chunks))
+            for client in list(pty.clients):
+                client.on_pty_read(text)
+        if eof:
+            self.on_eof(pty)
+            for client in list(pty.clients):
+                client.on_pty_died()
+
+    def pause_reading(self, pty: PtyWithClients) -> None:
+        """Stop reading (flow control): the program blocks once the PTY's buffer is full."""
+        fd = pty.ptyproc.fd
+        if self.ptys_by_fd.get(fd) is pty and fd not in self._paused:
+            IOLoop.current().remove_handler(fd)
+            self._paused.add(fd)
+
+    def resume_reading(self, pty: PtyWithClients) -> None:
+        fd = pty.ptyproc.fd
+        if fd in self._paused:
+            self._paused.discard(fd)
+            if self.ptys_by_fd.get(fd) is pty:
+                loop = IOLoop.current()
+                loop.add_handler(fd, self.pty_read, loop.READ)
 
     def on_eof(self, ptywclients: PtyWithClients) -> None:
         """Stop reading at once; reap the child on the executor, not the event loop
         (``ptyprocess.close`` waits for it)."""
         proc = ptywclients.ptyproc
         self.ptys_by_fd.pop(proc.fd, None)
-        IOLoop.current().remove_handler(proc.fd)
+        if proc.fd in self._paused:
+            self._paused.discard(proc.fd)
+        else:
+            IOLoop.current().remove_handler(proc.fd)
         asyncio.get_running_loop().remove_writer(proc.fd)  # a client's pending input (before the fd closes)
         if self.terminals.get(ptywclients.term_name or "") is ptywclients:
             del self.terminals[ptywclients.term_name or ""]
@@ -117,7 +175,7 @@ class PassthroughManager(NamedTermManager):
             extra_env=dict(env or {}), height=rows, width=cols,
         )
         pty.ptyproc.setwinsize(rows, cols)
-        terminal = PassthroughTerminal(name, pty, settings)
+        terminal = PassthroughTerminal(name, pty, settings, self)
         pty.clients.append(terminal)
         return terminal
 
@@ -147,8 +205,10 @@ class PassthroughTerminal:
 
     size = (None, None)  # not a viewer: terminado sizes the PTY by its views
 
-    def __init__(self, name: str, pty: PtyWithClients, settings: Passthrough) -> None:
+    def __init__(self, name: str, pty: PtyWithClients, settings: Passthrough,
+                 manager: PassthroughManager | None = None) -> None:
         self.name = name
+        self.manager = manager
         self.pty = pty
         self.settings = settings
         self.pid: int = pty.ptyproc.pid
@@ -166,8 +226,8 @@ class PassthroughTerminal:
         self._busy = asyncio.Lock()
         self._outbox = bytearray()
         self._writer = False
+        self._output_paused = False
         self.dropped = 0  # input bytes refused because the outbox was full
-        os.set_blocking(pty.ptyproc.fd, False)  # see write(); terminado polls before it reads
 
     # -- terminado client --------------------------------------------------------
 
@@ -263,6 +323,19 @@ class PassthroughTerminal:
         self.write(pty_input.CTRL_C)
         self._activity.set()
 
+    def pause_output(self) -> None:
+        """Flow control: stop reading. A paused program is not idle (see wait_quiet)."""
+        if self.manager is not None and not self.exited.done():
+            self.manager.pause_reading(self.pty)
+            self._output_paused = True
+
+    def resume_output(self) -> None:
+        if self.manager is not None and self._output_paused:
+            self.manager.resume_reading(self.pty)
+            self._output_paused = False
+            self._last_output = self._loop.time()  # the quiet window starts again
+            self._activity.set()
+
     def resize(self, rows: int, cols: int) -> None:
         if self.exited.done():
             return
@@ -281,8 +354,8 @@ class PassthroughTerminal:
                 return "interrupted"
             self._activity.clear()
             timeout: float | None
-            if after is not None and self._last_output <= after:
-                timeout = None  # the application has not answered yet
+            if self._output_paused or (after is not None and self._last_output <= after):
+                timeout = None  # output held back by flow control, or no answer yet
             else:
                 timeout = self._last_output + idle - self._loop.time()
                 if timeout <= 0:

@@ -1,4 +1,4 @@
-"""What goes into a passthrough PTY, and what is read back out: pure logic.
+"""What goes into a passthrough PTY, and how what comes out is paced: pure logic.
 
 A prompt typed from a cell reaches the agent's CLI the way a paste from a
 terminal would: wrapped in bracketed-paste markers when the application has
@@ -11,6 +11,7 @@ emulator does, instead of trusting a per-agent flag alone.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 PASTE_START = "\x1b[200~"
 PASTE_END = "\x1b[201~"
@@ -86,3 +87,60 @@ def _backspaces(line: str) -> str:
         else:
             out.append(ch)
     return "".join(out)
+
+
+@dataclass
+class _View:
+    base: int  # bytes sent before the view's hello (it got those as a replay)
+    last: float  # when it last said something
+    drawn: int = 0  # live bytes drawn since the hello
+
+
+class Flow:
+    """Flow control between a PTY and the views drawing it, by acknowledgement.
+
+    A program can print far faster than a browser can draw (``cat`` of a big
+    file): unthrottled, the frontend queues megabytes and the page freezes. A
+    real terminal stops reading until it has drawn what it has; here each view
+    acknowledges the bytes it has drawn, and reading pauses while even the
+    fastest live view is more than ``high`` bytes behind, resuming at ``low``
+    or less. The program then blocks on its write, as under any slow terminal.
+
+    A view that goes quiet while behind (a closed tab says no goodbye) stops
+    counting after ``stale`` seconds, so it cannot stall the program. With no
+    views (a headless run) nothing ever pauses.
+    """
+
+    def __init__(self, high: int = 4 << 20, low: int = 1 << 20, stale: float = 5.0) -> None:
+        self.high, self.low, self.stale = high, low, stale
+        self.sent = 0
+        self._views: dict[str, _View] = {}
+
+    def hello(self, view: str, now: float) -> None:
+        self._views[view] = _View(self.sent, now)
+
+    def bye(self, view: str) -> None:
+        self._views.pop(view, None)
+
+    def ack(self, view: str, drawn: int, now: float) -> None:
+        """``drawn``: the bytes of live output the view has drawn since its hello."""
+        v = self._views.get(view)
+        if v is not None and drawn >= v.drawn:
+            v.drawn, v.last = drawn, now
+
+    def on_send(self, n: int) -> None:
+        self.sent += n
+
+    def behind(self, now: float) -> int | None:
+        """How far the fastest live view is behind (None: no view counts)."""
+        lags = [self.sent - v.base - v.drawn for v in self._views.values()
+                if now - v.last < self.stale or self.sent - v.base - v.drawn <= self.low]
+        return min(lags) if lags else None
+
+    def should_pause(self, now: float) -> bool:
+        lag = self.behind(now)
+        return lag is not None and lag > self.high
+
+    def may_resume(self, now: float) -> bool:
+        lag = self.behind(now)
+        return lag is None or lag <= self.low

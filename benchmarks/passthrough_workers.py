@@ -61,6 +61,7 @@ FLOOD_MARK = b"xxxxxxxx"
 ALPHABET = string.ascii_letters + string.digits
 MAX_KEYS = 4000
 VIEW = "bench"
+ACK_EVERY = 256 * 1024  # as static/terminal.js
 
 
 def _emit(result: dict) -> None:
@@ -235,6 +236,8 @@ class Term:
     replayed: bool = False
     messages: int = 0
     nbytes: int = 0
+    drawn: int = 0  # live bytes since the replay; acknowledged as drawn (flow control), as terminal.js does
+    acked: int = 0
     watch: Callable[[bytes, float], None] | None = None
 
 
@@ -301,10 +304,15 @@ class Front:
                     buf = ml[5] if len(ml) > 5 else b""
                     term.messages += 1
                     term.nbytes += len(buf)
+                    term.drawn += len(buf)
+                    if term.replayed and term.drawn - term.acked >= ACK_EVERY:
+                        term.acked = term.drawn  # this frontend "draws" at once
+                        self.custom(term, {"type": "ack", "view": VIEW, "drawn": term.acked})
                     if term.watch is not None:
                         term.watch(buf, t)
                 elif body.get("type") == "replay" and body.get("view") == VIEW:
                     term.replayed = True
+                    term.drawn = term.acked = 0  # acknowledgements count live bytes after the replay
             elif data.get("method") == "update":
                 term.state.update(data.get("state") or {})
         elif kind == "comm_open":

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from acp_kernel import proctree
 from acp_kernel.passthrough import PassthroughError, PassthroughManager
-from acp_kernel.pty_input import PASTE_END, PASTE_START, ModeWatch, paste, plain_text
+from acp_kernel.pty_input import PASTE_END, PASTE_START, Flow, ModeWatch, paste, plain_text
 from acp_kernel.registry import Passthrough
 from acp_kernel.transport import CommandNotFound
 
@@ -196,3 +196,34 @@ async def test_an_app_that_stops_reading_never_blocks_the_loop(manager, tmp_path
     assert reply.outcome == "interrupted"
     assert len(term._outbox) <= 1  # the unsent prompt was dropped; at most Ctrl-C waits
     await term.close()
+
+
+# -- flow control (pure) -------------------------------------------------------------------
+
+def test_flow_pauses_when_every_view_is_far_behind_and_resumes_when_one_catches_up():
+    f = Flow(high=100, low=20, stale=5)
+    assert not f.should_pause(0)  # no views: a headless run never pauses
+    f.on_send(1000)
+    assert not f.should_pause(0)
+    f.hello("a", 0)  # starts caught up (the replay covers what was sent)
+    f.hello("b", 0)
+    f.on_send(150)
+    assert f.behind(1) == 150 and f.should_pause(1)
+    f.ack("a", 90, 2)  # the fastest view counts
+    assert f.behind(2) == 60 and not f.may_resume(2)
+    f.ack("a", 140, 3)
+    assert f.may_resume(3)
+    f.ack("a", 10, 3)  # an old, smaller count is ignored
+    assert f.behind(3) == 10
+
+
+def test_flow_forgets_a_view_that_went_quiet_while_behind():
+    f = Flow(high=100, low=20, stale=5)
+    f.hello("gone", 0)
+    f.on_send(500)
+    assert f.should_pause(1)
+    assert f.behind(6) is None and f.may_resume(6)  # a closed tab cannot stall the program
+    f.ack("gone", 490, 7)  # it was only slow: it counts again
+    assert f.behind(7) == 10
+    f.bye("gone")
+    assert f.behind(7) is None

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..passthrough import PassthroughTerminal
-from ..pty_input import plain_text
+from ..pty_input import Flow, plain_text
 
 STATIC = Path(__file__).parent / "static"
 VENDOR = STATIC / "vendor"
@@ -30,6 +30,10 @@ VENDOR = STATIC / "vendor"
 HISTORY_CHARS = 2 * 1024 * 1024
 #: Shortest gap between two output messages under a stream (about 60 per second at most).
 FRAME = 1 / 60
+#: Small output (an echo, a spinner frame) may skip the FRAME wait this many times in a row,
+#: so typing fast is not held back; a stream is still paced.
+QUICK_SENDS = 4
+QUICK_BYTES = 1024
 DEFAULT_ROWS = 24
 
 _widget_class: Any = None
@@ -82,8 +86,13 @@ class TerminalPanel:
         self._history: list[str] = []
         self._history_len = 0
         self._pending: list[str] = []
+        self._pending_len = 0
         self._last_send = 0.0
+        self._quick = 0
         self._flush_handle: asyncio.TimerHandle | None = None
+        self.flow = Flow()
+        self._paused = False
+        self._flow_check: asyncio.TimerHandle | None = None
         self._loop = asyncio.get_running_loop()
         self._thread = threading.get_ident()
         self.widget = widget_class()(title=title or terminal.title, status="running", rows=rows)
@@ -96,10 +105,14 @@ class TerminalPanel:
     def on_pty_read(self, text: str) -> None:
         self._keep(text)
         self._pending.append(text)
+        self._pending_len += len(text)
         if self._flush_handle is not None:
             return
         wait = self._last_send + FRAME - self._loop.time()
         if wait <= 0:
+            self._flush()
+        elif self._pending_len <= QUICK_BYTES and self._quick < QUICK_SENDS:
+            self._quick += 1
             self._flush()
         else:
             self._flush_handle = self._loop.call_later(wait, self._flush)
@@ -123,8 +136,35 @@ class TerminalPanel:
             return
         data = "".join(self._pending).encode("utf-8", "replace")
         self._pending.clear()
-        self._last_send = self._loop.time()
+        self._pending_len = 0
+        now = self._loop.time()
+        if now - self._last_send >= FRAME:
+            self._quick = 0  # a paced send: small output may go at once again
+        self._last_send = now
         self.widget.send({"type": "data"}, buffers=[data])
+        self.flow.on_send(len(data))
+        if not self._paused and self.flow.should_pause(now):
+            self._paused = True
+            self.terminal.pause_output()
+            self._schedule_flow_check()
+
+    # -- flow control (see pty_input.Flow) ---------------------------------------------
+
+    def _schedule_flow_check(self) -> None:
+        """While paused, look again after ``stale``: a view that vanished must not stall the program."""
+        if self._flow_check is None:
+            self._flow_check = self._loop.call_later(self.flow.stale, self._on_flow_timer)
+
+    def _on_flow_timer(self) -> None:
+        self._flow_check = None
+        self._maybe_resume()
+        if self._paused:
+            self._schedule_flow_check()
+
+    def _maybe_resume(self) -> None:
+        if self._paused and self.flow.may_resume(self._loop.time()):
+            self._paused = False
+            self.terminal.resume_output()
 
     def _on_exit(self) -> None:
         self._flush()
@@ -154,11 +194,17 @@ class TerminalPanel:
                 self._resize()
             if kind == "hello":
                 self._flush()
+                self.flow.hello(view, self._loop.time())
                 self.widget.send({"type": "replay", "view": view},
                                  buffers=[self.history().encode("utf-8", "replace")])
+        elif kind == "ack" and view and isinstance(content.get("drawn"), int):
+            self.flow.ack(view, content["drawn"], self._loop.time())
+            self._maybe_resume()
         elif kind == "bye":
             self._views.pop(view, None)
+            self.flow.bye(view)
             self._resize()
+            self._maybe_resume()
 
     def _resize(self) -> None:
         """The PTY takes the smallest view's size, as terminado does for its clients."""

@@ -55,8 +55,13 @@ def test_terminal_live_in_cells_with_keyboard_and_interrupt(nb: Notebook) -> Non
     expect(screen(out3)).not_to_contain_text("slow done")
     nb.screenshot("passthrough.png")
 
+    # A flood (20 MB) is drawn at the browser's pace (views acknowledge what they
+    # drew; the kernel stops reading while they are far behind) and the page keeps up.
+    out4 = nb.run(4, "/flood 20000000")
+    expect(screen(out4)).to_contain_text("flood done", timeout=90_000)
+
     # The CLI exits: every view says so.
-    out4 = nb.run(4, "/exitcode 2")
-    expect(out4).to_contain_text("exited with status 2", timeout=15_000)
+    out5 = nb.run(5, "/exitcode 2")
+    expect(out5).to_contain_text("exited with status 2", timeout=15_000)
     expect(out0.locator(".acp-pty-status")).to_have_text("exited with status 2")
     assert not [e for e in nb.console_errors if re.search(r"acp|anywidget|xterm", e, re.I)], nb.console_errors

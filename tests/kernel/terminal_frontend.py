@@ -20,8 +20,11 @@ WIDGET_ID = "acp_kernel.TerminalWidget"
 
 
 class TerminalFrontend:
-    def __init__(self, kc: Any) -> None:
+    def __init__(self, kc: Any, *, ack: bool = True) -> None:
         self.kc = kc
+        self.ack = ack  # acknowledge drawn output as the browser does (every 256 KiB)
+        self.drawn = self.acked = 0
+        self.arrivals: list[tuple[float, int]] = []  # (monotonic time, bytes) of each live message
         self.comm_id: str | None = None
         self.state: dict[str, Any] = {}
         self.raw = bytearray()  # everything shown, for this view
@@ -52,8 +55,13 @@ class TerminalFrontend:
             if body.get("type") == "data":
                 self.messages += 1
                 self.live += bytes(buffers[0])
+                self.arrivals.append((time.monotonic(), len(buffers[0])))
                 if self.replayed:
                     self.raw += bytes(buffers[0])
+                    self.drawn += len(buffers[0])
+                    if self.ack and self.drawn - self.acked >= 256 * 1024:
+                        self.acked = self.drawn
+                        self.send({"type": "ack", "view": self.view, "drawn": self.drawn})
             elif body.get("type") == "replay" and body.get("view") == self.view:
                 self.raw = bytearray(bytes(buffers[0]))
                 self.replayed = True

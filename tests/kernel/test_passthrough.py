@@ -247,3 +247,22 @@ async def test_malformed_frontend_messages_are_ignored(acp_kernel):
     await front.pump_until(lambda: "size 20x60" in front.view_text())
     res = await k.execute("%status")
     assert res.status == "ok" and "passthrough terminal `demo`" in res.text()
+
+
+async def test_a_view_that_falls_behind_pauses_the_program_until_it_is_given_up(acp_kernel):
+    """Flow control: a view that draws nothing (never acknowledges) makes the kernel
+    stop reading the PTY after about 4 MiB; after the stale window (5 s) it no
+    longer counts and the flood completes. A headless kernel never pauses."""
+    k = acp_kernel
+    front = TerminalFrontend(k.kc, ack=False)
+    await open_demo(k, front)
+    front.hello(rows=24, cols=80)
+    await front.pump_until(lambda: front.replayed)
+    res = await k.execute("/flood 12000000", on_output=front.feed, timeout=60)
+    assert res.status == "ok"
+    assert "flood done" in front.text()
+    gaps = [(b[0] - a[0], sum(n for _, n in front.arrivals[: i + 1]))
+            for i, (a, b) in enumerate(zip(front.arrivals, front.arrivals[1:]))]
+    longest, after = max(gaps)
+    assert longest >= 4.0, gaps  # the pause: nothing was read until the view was given up
+    assert 4 * 1024 * 1024 <= after <= 12_000_000, (longest, after)

@@ -2,11 +2,14 @@
 // Kernel -> view: {type: "data"} + one binary buffer (PTY output, appended);
 //                 {type: "replay", view} + buffer (the history, for that view only).
 // View -> kernel: {type: "hello"|"resize", view, rows, cols}, {type: "input", data},
-//                 {type: "interrupt"}, {type: "bye", view}.
+//                 {type: "interrupt"}, {type: "bye", view},
+//                 {type: "ack", view, drawn}: live bytes drawn so far (the kernel
+//                 stops reading the PTY while every view is far behind).
 // xterm.js arrives as bytes in the `_xterm_js` / `_fit_js` traits (bundled at
 // build time) and is imported from a blob URL once per page and version.
 
 const loaded = new Map(); // version -> Promise<{Terminal, FitAddon}>
+const ACK_EVERY = 256 * 1024;
 
 function importBytes(bytes) {
   const url = URL.createObjectURL(new Blob([bytes], { type: "text/javascript" }));
@@ -84,11 +87,24 @@ function render({ model, el }) {
   let fallback = null; // <pre> when xterm.js is unavailable
   let replayed = false;
   let observer = null;
+  let drawn = 0; // live bytes drawn since the hello
+  let acked = 0;
 
-  const write = (bytes) => {
-    if (term) term.write(bytes);
-    else if (fallback) {
+  // Small output needs no acknowledgement: only a view far behind holds the program back.
+  const drewLive = (n) => {
+    drawn += n;
+    if (drawn - acked >= ACK_EVERY) {
+      acked = drawn;
+      model.send({ type: "ack", view, drawn });
+    }
+  };
+
+  const write = (bytes, live) => {
+    if (term) {
+      term.write(bytes, live ? () => drewLive(bytes.length) : undefined);
+    } else if (fallback) {
       fallback.textContent = plain(fallback.dataset.raw = (fallback.dataset.raw || "") + decoder.decode(bytes, { stream: true }));
+      if (live) drewLive(bytes.length);
     }
   };
 
@@ -98,10 +114,10 @@ function render({ model, el }) {
       if (term) term.reset();
       if (fallback) fallback.dataset.raw = "";
       replayed = true;
-      write(bytesOf(buffers && buffers[0]));
+      write(bytesOf(buffers && buffers[0]), false);
       root.dataset.ready = "true";
     } else if (msg.type === "data" && replayed) {
-      write(bytesOf(buffers && buffers[0]));
+      write(bytesOf(buffers && buffers[0]), true);
     }
   };
   model.on("msg:custom", onMessage);
