@@ -252,6 +252,12 @@ async def run_prompt(args: argparse.Namespace, out: TextIO = sys.stdout, err: Te
         await client.close()
 
 
+def _on_path(program: str) -> bool:
+    import shutil
+
+    return os.path.exists(program) if os.sep in program else shutil.which(program) is not None
+
+
 def run_agents(out: TextIO = sys.stdout) -> int:
     from .registry import ConfigError, load_config
 
@@ -265,13 +271,17 @@ def run_agents(out: TextIO = sys.stdout) -> int:
         spec = config.agents[name]
         mark = "yes" if spec.available() else "no"
         default = " (default)" if name == config.default_agent else ""
-        rows.append((name + default, spec.title, mark, " ".join(spec.command), spec.install))
-    widths = [max(len(r[i]) for r in rows + [("agent", "title", "available", "", "")]) for i in range(3)]
+        rows.append((name + default, spec.title, mark, " ".join(spec.command), spec.install, spec.passthrough))
+    widths = [max(len(r[i]) for r in rows + [("agent", "title", "available", "", "", None)]) for i in range(3)]
     out.write(f"{'agent':<{widths[0]}}  {'title':<{widths[1]}}  {'available':<{widths[2]}}  command\n")
     for r in rows:
         out.write(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:<{widths[2]}}  {r[3]}\n")
+        pad = f"{'':<{widths[0]}}  {'':<{widths[1]}}  {'':<{widths[2]}}  "
         if r[2] == "no" and r[4]:
-            out.write(f"{'':<{widths[0]}}  {'':<{widths[1]}}  {'':<{widths[2]}}  install: {r[4]}\n")
+            out.write(f"{pad}install: {r[4]}\n")
+        if r[5] is not None:
+            found = "" if _on_path(r[5].command[0]) else " (not installed)"
+            out.write(f"{pad}passthrough: {' '.join(r[5].command)}{found}\n")
     out.write(f"\nconfig file: {config.path}\n")
     return EXIT_OK
 
@@ -328,7 +338,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return demo_main(argv[1:]) or 0
     args = build_parser().parse_args(argv)
     if args.command == "agents":
-        return run_agents()
+        try:
+            return run_agents()
+        except BrokenPipeError:  # `acp-kernel agents | head`
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - nothing more to write
+            return EXIT_OK
     if args.command == "install":
         return run_install(args)
     if args.command == "prompt":

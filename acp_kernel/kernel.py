@@ -484,33 +484,29 @@ class AcpKernel(Kernel):
 
     async def _cmd_passthrough(self, args: list[str]) -> bool:
         from .passthrough import PassthroughError
-        from .transport import CommandNotFound
 
         verb = args[0] if args else ""
-        try:
-            if verb == "off":
+        if verb == "off":
+            self.pty_target = None
+            self._markdown(f"*Prompts go to {self.spec.title} over ACP again.*")
+        elif verb == "list":
+            self._markdown(self.ptys.listing())
+        elif verb == "stop":
+            name = args[1] if len(args) > 1 else self.pty_target
+            if name is None:
+                raise PassthroughError("no passthrough terminal to stop")
+            self.ptys.get(name)
+            await self.ptys.close(name)
+            if self.pty_target == name:
                 self.pty_target = None
-                self._markdown(f"*Prompts go to {self.spec.title} over ACP again.*")
-            elif verb == "list":
-                self._markdown(self.ptys.listing())
-            elif verb == "stop":
-                name = args[1] if len(args) > 1 else self.pty_target
-                if name is None:
-                    raise PassthroughError("no passthrough terminal to stop")
-                self.ptys.get(name)
-                await self.ptys.close(name)
-                if self.pty_target == name:
-                    self.pty_target = None
-                self._markdown(f"*Stopped `{name}`.*")
-            else:
-                target = ptycell.resolve(args, self.acp_config, self.spec)
-                panel = self.ptys.open(target, self.cwd)
-                self.pty_target = panel.terminal.name
-                self._sink.display(panel.bundle())  # type: ignore[union-attr]
-                self._markdown(f"*The next cells are typed into `{panel.terminal.name}` "
-                               "(interrupt sends Ctrl-C; `%passthrough off` goes back to ACP).*")
-        except CommandNotFound as exc:
-            raise PassthroughError(f"{exc.program!r} was not found on PATH") from None
+            self._markdown(f"*Stopped `{name}`.*")
+        else:
+            target = ptycell.resolve(args, self.acp_config, self.spec)
+            panel = self.ptys.open(target, self.cwd)
+            self.pty_target = panel.terminal.name
+            self._sink.display(panel.bundle())  # type: ignore[union-attr]
+            self._markdown(f"*The next cells are typed into `{panel.terminal.name}` "
+                           "(interrupt sends Ctrl-C; `%passthrough off` goes back to ACP).*")
         return True
 
     async def _cmd_restart(self, args: list[str]) -> bool:

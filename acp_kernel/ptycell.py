@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from .cells import COMMANDS
 from .passthrough import PassthroughError, PassthroughManager, Reply
 from .registry import AgentSpec, Config, Passthrough
+from .transport import CommandNotFound
 from .view.sink import DisplaySink
 
 USAGE = COMMANDS["passthrough"][0]
@@ -28,6 +29,7 @@ class Target:
     settings: Passthrough
     env: dict[str, str] = field(default_factory=dict)
     title: str = ""
+    install: str = ""  # how to get the program, for the not-found message
 
     def heading(self) -> str:
         """What the terminal's header says: the agent, then the command (program by its base name)."""
@@ -55,7 +57,7 @@ def resolve(words: list[str], config: Config, current: AgentSpec | None) -> Targ
             f"{spec.title} has no interactive CLI in the registry; give one in the config file "
             f"(agents.{spec.name}.passthrough.command) or use %passthrough --command CMD"
         )
-    return Target(spec.name, spec.passthrough, dict(spec.env), spec.title)
+    return Target(spec.name, spec.passthrough, dict(spec.env), spec.title, spec.install)
 
 
 def login_target(spec: AgentSpec, method: dict) -> Target:
@@ -88,7 +90,11 @@ class Terminals:
             return old
         if self._manager is None:
             self._manager = PassthroughManager()
-        terminal = self._manager.open(target.name, target.settings, cwd=cwd, env=target.env)
+        try:
+            terminal = self._manager.open(target.name, target.settings, cwd=cwd, env=target.env)
+        except CommandNotFound as exc:
+            hint = f" ({target.install})" if target.install else ""
+            raise PassthroughError(f"cannot start {target.heading()}: {exc.program!r} was not found on PATH{hint}") from None
         panel = TerminalPanel(terminal, title=target.heading())
         self.panels[terminal.name] = panel
         return panel

@@ -117,7 +117,7 @@ async def test_bad_commands_are_clear(acp_kernel):
     k = acp_kernel
     res = await k.execute("%passthrough --command no-such-program-xyz")
     assert res.status == "error"
-    assert "'no-such-program-xyz' was not found on PATH" in res.text()
+    assert "cannot start no-such-program-xyz: 'no-such-program-xyz' was not found on PATH" in res.text()
     res = await k.execute("%passthrough nosuchagent")
     assert res.status == "error"
     res = await k.execute("%passthrough stop")
