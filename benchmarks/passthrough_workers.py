@@ -53,6 +53,9 @@ ROOT = os.path.dirname(HERE)
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
+from acp_kernel.proctree import alive as _alive  # noqa: E402
+from benchmarks.kernel_workers import _emit, _percentiles  # noqa: E402
+
 WIDGET_ID = "acp_kernel.TerminalWidget"
 DONE = b"flood done"
 FLOOD_MARK = b"xxxxxxxx"
@@ -62,25 +65,6 @@ ALPHABET = string.ascii_letters + string.digits
 MAX_KEYS = 4000
 VIEW = "bench"
 ACK_EVERY = 256 * 1024  # as static/terminal.js
-
-
-def _emit(result: dict) -> None:
-    sys.stdout.write(json.dumps(result) + "\n")
-    sys.stdout.flush()
-
-
-def _percentiles(values: list[float]) -> dict:
-    """Milliseconds in, a summary out (same picks as kernel_workers)."""
-    if not values:
-        return {"count": 0}
-    values = sorted(values)
-    n = len(values)
-
-    def pick(q: float) -> float:
-        return values[min(n - 1, int(q * n))]
-
-    return {"count": n, "p50": pick(0.50), "p90": pick(0.90), "p99": pick(0.99), "max": values[-1],
-            "mean": sum(values) / n}
 
 
 def proc_cpu(pid: int | None, thread: int | None = None) -> float | None:
@@ -464,20 +448,6 @@ def _sub_worker(mode: str, *extra: str, timeout: float) -> dict:
         tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         raise RuntimeError(f"{mode} exited {proc.returncode}: {tail}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie child of ours would still answer kill 0
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def kernel(args: argparse.Namespace) -> dict:

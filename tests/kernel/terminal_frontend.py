@@ -66,6 +66,20 @@ class TerminalFrontend:
                 self.raw = bytearray(bytes(buffers[0]))
                 self.replayed = True
 
+    async def run_until_shown(self, harness: Any, code: str, needle: str, timeout: float = 15.0) -> asyncio.Task:
+        """Start running ``code`` (a task with its result) and return once the
+        terminal shows ``needle`` while it runs."""
+        seen = asyncio.Event()
+
+        async def on_output(msg: dict[str, Any]) -> None:
+            await self.feed(msg)
+            if needle in self.text():
+                seen.set()
+
+        task = asyncio.ensure_future(harness.execute(code, on_output=on_output))
+        await asyncio.wait_for(seen.wait(), timeout)
+        return task
+
     def text(self) -> str:
         return plain_text(bytes(self.live).decode("utf-8", "replace"))
 

@@ -47,15 +47,7 @@ async def test_prompt_is_typed_and_reply_shown(acp_kernel):
 async def test_interrupt_sends_ctrl_c(acp_kernel):
     k, front = acp_kernel, TerminalFrontend(acp_kernel.kc)
     await open_demo(k, front)
-    seen = asyncio.Event()
-
-    async def on_output(msg):
-        await front.feed(msg)
-        if "line 3 of 500" in front.text():
-            seen.set()
-
-    task = asyncio.ensure_future(k.execute("/slow 500", on_output=on_output))
-    await asyncio.wait_for(seen.wait(), 15)
+    task = await front.run_until_shown(k, "/slow 500", "line 3 of 500")
     await k.km.interrupt_kernel()
     res = await asyncio.wait_for(task, 15)
     assert res.status == "ok"

@@ -39,15 +39,7 @@ async def test_cells_are_typed_into_the_cli_and_the_reply_is_a_value(magics):
 async def test_interrupt_is_ctrl_c_and_exit_kills_nothing_twice(magics):
     front = TerminalFrontend(magics.kc)
     await magics.ok("%acp passthrough demo --as cli", on_output=front.feed)
-    seen = asyncio.Event()
-
-    async def on_output(msg):
-        await front.feed(msg)
-        if "line 2 of 400" in front.text():
-            seen.set()
-
-    task = asyncio.ensure_future(magics.execute("%%acp cli\n/slow 400", on_output=on_output))
-    await asyncio.wait_for(seen.wait(), 15)
+    task = await front.run_until_shown(magics, "%%acp cli\n/slow 400", "line 2 of 400")
     await magics.km.interrupt_kernel()
     res = await asyncio.wait_for(task, 15)
     assert res.status == "ok", res.text()
