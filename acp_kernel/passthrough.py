@@ -96,9 +96,9 @@ class PassthroughManager(NamedTermManager):
     def pty_read(self, fd: int, events: Any = None) -> None:
         """Read everything the PTY has (up to ``READ_MAX``), then tell the clients once.
 
-        terminado reads one 64 KiB call per wake-up and the PTY hands over about
-        4 KiB at a time: one client call per 4 KiB. Draining first cuts the
-        Python work per byte by an order of magnitude under a flood.
+        terminado makes one read per wake-up, and a PTY hands over about 4 KiB
+        per read: when the kernel falls behind a flood, draining turns many
+        wake-ups (each a round of client calls) into one.
         """
         pty = self.ptys_by_fd.get(fd)
         if pty is None:

@@ -35,7 +35,12 @@ def test_terminal_live_in_cells_with_keyboard_and_interrupt(nb: Notebook) -> Non
     nb.page.keyboard.type("abc typed")
     nb.page.keyboard.press("Enter")
     expect(screen(out1)).to_contain_text("You said: abc typed", timeout=20_000)
-    assert nb.cells.count() == cells_before  # "a" and "b" did not insert cells
+    # Shift+Enter inside the terminal is the program's Enter, not "run cell".
+    nb.page.keyboard.type("shifted")
+    nb.page.keyboard.press("Shift+Enter")
+    expect(screen(out1)).to_contain_text("You said: shifted", timeout=20_000)
+    assert nb.cells.count() == cells_before  # "a", "b" and Shift+Enter did not touch the notebook
+    assert screen(out0).inner_text().count("You said: hello from the browser") == 1  # the cell did not run again
 
     # Interrupt from the toolbar is Ctrl-C for the CLI; the cell ends, the CLI lives on.
     out2 = nb.run(2, "/slow 300")
