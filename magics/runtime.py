@@ -328,6 +328,8 @@ class Runtime:
             ns = _cell_parser().parse_args(shlex.split(args))
             alias = ns.alias or self.default
             if alias in self.ptys.panels:
+                if ns.attach:
+                    raise UsageError("--attach sends variables to ACP agents; a passthrough terminal takes text only")
                 return await self._pty_cell(alias, body if ns.no_interpolate else self._interpolate(body, self._ns()))
             conn = self._conn(ns.alias)
         except (UsageError, ValueError) as exc:

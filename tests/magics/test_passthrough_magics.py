@@ -27,6 +27,8 @@ async def test_cells_are_typed_into_the_cli_and_the_reply_is_a_value(magics):
     assert res.outputs[-1]["content"]["data"]["text/plain"].startswith("<Reply idle")
     assert "You said: hello 2" in front.text()  # interpolated like any %%acp cell
     assert await magics.value("_acp.outcome, 'You said: hello 2' in _acp.text") == "('idle', True)"
+    res = await magics.execute("%%acp --attach x\nhello")
+    assert res.status == "error" and "a passthrough terminal takes text only" in res.error_line()
     status = await magics.ok("%acp status")
     assert "**demo-cli** (default): terminal" in status.text()
 
