@@ -62,16 +62,22 @@ def resolve(words: list[str], config: Config, current: AgentSpec | None) -> Targ
 
 def login_target(spec: AgentSpec, method: dict) -> Target:
     """An agent's ``terminal`` auth method: the agent's own command plus the
-    method's ``args`` and ``env`` (never a command of the method's choosing)."""
-    args = method.get("args") or []
-    env = method.get("env") or {}
-    if isinstance(env, list):  # ACP v2 spells env as [{name, value}]
-        env = {e.get("name"): e.get("value") for e in env if isinstance(e, dict)}
-    if not (isinstance(args, list) and all(isinstance(a, str) for a in args)) or not (
-            isinstance(env, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())):
-        raise PassthroughError(f"the agent's login method {method.get('id')!r} has malformed args or env")
-    settings = Passthrough((*spec.command, *args))
-    return Target(f"{spec.name}-login", settings, {**spec.env, **env}, f"{spec.title} (log in)")
+    method's ``args`` and ``env`` (never a command of the method's choosing).
+    Checked against the SDK's ``TerminalAuthMethod`` (ACP v1); v2's list form
+    of ``env`` (``[{name, value}]``) is accepted too."""
+    from acp.schema import TerminalAuthMethod
+    from pydantic import ValidationError
+
+    raw = dict(method)
+    if isinstance(raw.get("env"), list):
+        raw["env"] = {e.get("name"): e.get("value") for e in raw["env"] if isinstance(e, dict)}
+    try:
+        parsed = TerminalAuthMethod.model_validate(raw)
+    except ValidationError as exc:
+        where = ", ".join(".".join(str(p) for p in err["loc"]) for err in exc.errors())
+        raise PassthroughError(f"the agent's login method {method.get('id')!r} is malformed ({where})") from None
+    settings = Passthrough((*spec.command, *(parsed.args or [])))
+    return Target(f"{spec.name}-login", settings, {**spec.env, **(parsed.env or {})}, f"{spec.title} (log in)")
 
 
 class Terminals:

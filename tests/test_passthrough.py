@@ -227,3 +227,21 @@ def test_flow_forgets_a_view_that_went_quiet_while_behind():
     assert f.behind(7) == 10
     f.bye("gone")
     assert f.behind(7) is None
+
+
+def test_login_target_is_the_agents_own_command_plus_the_methods_args_and_env():
+    from acp_kernel.ptycell import login_target
+    from acp_kernel.registry import AgentSpec
+
+    spec = AgentSpec("x", "X agent", ("x-agent", "--acp"), env={"A": "1"})
+    t = login_target(spec, {"id": "l", "name": "Log in", "type": "terminal", "args": ["--login"], "env": {"B": "2"}})
+    assert t.settings.command == ("x-agent", "--acp", "--login") and t.env == {"A": "1", "B": "2"}
+    v2 = login_target(spec, {"id": "l", "name": "n", "type": "terminal", "env": [{"name": "B", "value": "3"}]})
+    assert v2.settings.command == spec.command and v2.env == {"A": "1", "B": "3"}
+    # a method cannot name a program of its own: "command" is not part of the type
+    sneaky = login_target(spec, {"id": "l", "name": "n", "type": "terminal", "command": "rm", "args": []})
+    assert sneaky.settings.command == spec.command
+    with pytest.raises(PassthroughError, match=r"malformed \(args"):
+        login_target(spec, {"id": "l", "name": "n", "type": "terminal", "args": "--login"})
+    # the SDK's model drops an env it cannot read rather than refusing the method
+    assert login_target(spec, {"id": "l", "name": "n", "type": "terminal", "env": {"B": 3}}).env == {"A": "1"}

@@ -200,7 +200,7 @@ async def test_terminal_login_failure_and_malformed_method(acp_kernel, tmp_path)
     assert "Login exited with status 1." in res.text()
     res = await k.execute("%auth bad")
     assert res.status == "error"
-    assert "malformed args or env" in res.text()
+    assert "login method 'bad' is malformed (args)" in res.text()
 
 
 async def test_completion_knows_passthrough(acp_kernel):
