@@ -474,7 +474,7 @@ class AcpKernel(Kernel):
             self._markdown("*Interrupted: Ctrl-C sent to the login. Run `%auth` again to retry.*")
             return False
         status = panel.terminal.exit_status
-        self.ptys.panels.pop(panel.terminal.name, None)
+        await self.ptys.close(panel.terminal.name)  # exited: this only forgets it
         if status != 0:
             self._markdown(f"**Login {panel.terminal.describe_exit()}.** Run `%auth {method.get('id')}` to try again.")
             return False

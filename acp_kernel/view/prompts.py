@@ -16,20 +16,10 @@ from typing import Any
 from .. import service_events as se
 from .form import UNSET, choices, field_kind, field_label, validate
 from .sanitize import escape_html
+from .sink import widget_bundle
 from .transcript import elicitation_markdown, kind_icon, option_name, permission_markdown
 
 BUTTON_STYLE = {"allow_once": "success", "allow_always": "success", "reject_once": "danger", "reject_always": "danger"}
-
-
-def _widget_bundle(widget: Any, md: str, plain: str) -> dict[str, Any]:
-    data: dict[str, Any] = {"text/markdown": md, "text/plain": plain}
-    if widget is not None:
-        data["application/vnd.jupyter.widget-view+json"] = {
-            "model_id": widget.model_id,
-            "version_major": 2,
-            "version_minor": 1,
-        }
-    return data
 
 
 def _plain(md: str) -> str:
@@ -105,7 +95,7 @@ class PermissionForm:
 
     def bundle(self) -> dict[str, Any]:
         md = self.markdown()
-        return _widget_bundle(self.widget, md, _plain(md))
+        return widget_bundle(self.widget, _plain(md), md)
 
 
 class ElicitationForm:
@@ -232,4 +222,4 @@ class ElicitationForm:
 
     def bundle(self) -> dict[str, Any]:
         md = self.markdown()
-        return _widget_bundle(self.widget, md, _plain(md))
+        return widget_bundle(self.widget, _plain(md), md)

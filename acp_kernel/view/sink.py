@@ -25,6 +25,20 @@ class DisplaySink(Protocol):
         """Replace the output(s) shown under ``display_id``."""
 
 
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+
+
+def widget_bundle(widget: Any, plain: str, md: str | None = None) -> dict[str, Any]:
+    """A display's data: the widget's view (when there is a widget) with text
+    (and markdown) for frontends and saved notebooks without widgets."""
+    data: dict[str, Any] = {"text/plain": plain}
+    if md is not None:
+        data["text/markdown"] = md
+    if widget is not None:
+        data[WIDGET_MIME] = {"model_id": widget.model_id, "version_major": 2, "version_minor": 1}
+    return data
+
+
 class IPythonSink:
     """For the magics: IPython's own display machinery (lazy import).
 

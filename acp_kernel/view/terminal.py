@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from ..passthrough import PassthroughTerminal
-from ..pty_input import Flow, plain_text
+from ..pty_input import Flow
+from .sink import widget_bundle
 
 STATIC = Path(__file__).parent / "static"
 VENDOR = STATIC / "vendor"
@@ -49,11 +50,12 @@ def _vendor(name: str) -> bytes:
 def widget_class() -> Any:
     global _widget_class
     if _widget_class is None:
-        import anywidget
         import traitlets as t
 
-        class TerminalWidget(anywidget.AnyWidget):
-            """Synced state of a passthrough terminal (see static/terminal.js)."""
+        from .widgetbase import base_class
+
+        class TerminalWidget(base_class()):  # type: ignore[misc]
+            """Synced state of a passthrough terminal (see static/terminal.js); assets as class traits."""
 
             _esm = t.Unicode((STATIC / "terminal.js").read_text(encoding="utf-8")).tag(sync=True)
             _css = t.Unicode(
@@ -66,11 +68,6 @@ def widget_class() -> Any:
             title = t.Unicode("").tag(sync=True)
             status = t.Unicode("starting").tag(sync=True)
             rows = t.Int(DEFAULT_ROWS).tag(sync=True)
-
-            def add_traits(self, **traits: Any) -> None:  # see toolcall.ToolCallWidget
-                missing = {k: v for k, v in traits.items() if not self.has_trait(k)}
-                if missing:
-                    super().add_traits(**missing)
 
         _widget_class = TerminalWidget
     return _widget_class
@@ -219,13 +216,4 @@ class TerminalPanel:
 
     def bundle(self) -> dict[str, Any]:
         """A mimebundle: the widget view, and text for readers without widgets."""
-        data = self.widget._repr_mimebundle_() if hasattr(self.widget, "_repr_mimebundle_") else {}
-        if isinstance(data, tuple):
-            data = data[0]
-        data = dict(data or {})
-        data["text/plain"] = f"[terminal: {self.widget.title} ({self.widget.status})]"
-        return data
-
-    def snapshot(self, limit: int = 4000) -> str:
-        """The end of the output as plain text (for logs and headless runs)."""
-        return plain_text(self.history()[-limit:])
+        return widget_bundle(self.widget, f"[terminal: {self.widget.title} ({self.widget.status})]")

@@ -34,7 +34,7 @@ from .. import service_events as se
 from ..turn import ToolCall
 from .diff import diff_from_content
 from .sanitize import truncate_head, truncate_tail
-from .sink import DisplaySink
+from .sink import DisplaySink, widget_bundle
 from .transcript import (
     STATUS,
     TerminalSnapshot,
@@ -49,7 +49,6 @@ TERM_KEEP = 64 * 1024  # characters of terminal output kept in the final row sta
 TEXT_KEEP = 64 * 1024
 DETAIL_LINE = 100  # a tool call's raw input up to this long is shown on one line
 STATIC = Path(__file__).parent / "static"
-WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
 log = logging.getLogger(__name__)
 
@@ -82,16 +81,16 @@ def prewarm() -> None:
 
 
 def _define_widget_class() -> Any:
-    import anywidget
     import traitlets as t
 
-    class ToolCallsWidget(anywidget.AnyWidget):
+    from .widgetbase import base_class
+
+    class ToolCallsWidget(base_class()):  # type: ignore[misc]
         """Synced state of a run of tool call rows (see static/toolcall.js).
 
-        ``_esm``/``_css`` are declared as traits here: given as paths,
-        anywidget would build a new class for every instance (add_traits).
-        Rows are not traits: a trait is always sent whole, and a row list
-        sent whole on every change is quadratic in the rows.
+        Assets are class traits (see widgetbase). Rows are not traits: a
+        trait is always sent whole, and a row list sent whole on every
+        change is quadratic in the rows.
         """
 
         _esm = t.Unicode((STATIC / "toolcall.js").read_text(encoding="utf-8")).tag(sync=True)
@@ -103,14 +102,6 @@ def _define_widget_class() -> Any:
         def __init__(self, **kwargs: Any) -> None:
             self._row_states: dict[str, dict[str, Any]] = {}  # before super(): opening the comm reads it
             super().__init__(**kwargs)
-
-        def add_traits(self, **traits: Any) -> None:
-            # anywidget re-adds _esm, _css and _anywidget_id on every
-            # instance, and traitlets makes a new class for each call:
-            # they are class traits here, so only add what is missing.
-            missing = {k: v for k, v in traits.items() if not self.has_trait(k)}
-            if missing:
-                super().add_traits(**missing)
 
         def rows(self) -> dict[str, dict[str, Any]]:
             """Every row's last sent state, by key (``row_key``)."""
@@ -418,10 +409,7 @@ class ToolCallGroup:
     def bundle(self, md: str | None = None) -> dict[str, Any]:
         md = self.markdown() if md is None else md
         self._sent_md = md
-        data: dict[str, Any] = {"text/markdown": md, "text/plain": "\n".join(row.plain() for row in self.rows)}
-        if self.widget is not None:
-            data[WIDGET_MIME] = {"model_id": self.widget.model_id, "version_major": 2, "version_minor": 1}
-        return data
+        return widget_bundle(self.widget, "\n".join(row.plain() for row in self.rows), md)
 
     def _update_fallback(self, sink: DisplaySink) -> None:
         md = self.markdown()
