@@ -67,6 +67,10 @@ class ConnectionClosed(AcpError):
         return text
 
 
+class PassthroughError(AcpError):
+    """A passthrough terminal that cannot start or has gone; the text says what to do."""
+
+
 class AuthRequired(AcpError):
     """The agent refused to open a session until the user logs in."""
 

@@ -20,7 +20,7 @@ from typing import Any
 from ipykernel.kernelbase import Kernel
 
 from . import cells, ptycell, store, watchdog
-from .errors import AcpError, AuthRequired, ConnectionClosed, RpcError
+from .errors import AcpError, AuthRequired, ConnectionClosed, PassthroughError, RpcError
 from .host import POLICIES
 from .registry import AgentSpec, Config, ConfigError, adhoc_agent, load_config
 from .session import Client, Session, __version__, resource_link, text_block
@@ -240,8 +240,6 @@ class AcpKernel(Kernel):
         return self._ok()
 
     async def _pty_prompt(self, name: str, text: str, allow_stdin: bool) -> dict[str, Any]:
-        from .passthrough import PassthroughError
-
         try:
             panel = self.ptys.get(name)
             self._running = panel.terminal
@@ -483,8 +481,6 @@ class AcpKernel(Kernel):
         return True
 
     async def _cmd_passthrough(self, args: list[str]) -> bool:
-        from .passthrough import PassthroughError
-
         verb = args[0] if args else ""
         if verb == "off":
             self.pty_target = None

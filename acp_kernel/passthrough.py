@@ -27,7 +27,7 @@ from terminado.management import NamedTermManager, PtyWithClients
 from tornado.ioloop import IOLoop
 
 from . import proctree, pty_input, watchdog
-from .errors import AcpError
+from .errors import PassthroughError
 from .registry import Passthrough
 from .transport import CommandNotFound
 
@@ -42,9 +42,7 @@ HANGUP_GRACE = 1.0
 
 Outcome = Literal["idle", "interrupted", "exited"]
 
-
-class PassthroughError(AcpError):
-    """A passthrough terminal that cannot start or has gone; the text says what to do."""
+__all__ = ["PassthroughError", "PassthroughManager", "PassthroughTerminal", "Reply"]
 
 
 @dataclass

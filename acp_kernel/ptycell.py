@@ -4,6 +4,9 @@
 both resolve their words with :func:`resolve` and keep their terminals in a
 :class:`Terminals`; a prompt cell shows the live terminal again and types
 the cell into it with :meth:`Terminals.prompt`.
+
+Importing it is cheap: terminado (and the widget) load with the first terminal,
+so a kernel that never opens one does not pay for them at start-up.
 """
 
 from __future__ import annotations
@@ -11,12 +14,17 @@ from __future__ import annotations
 import os
 import shlex
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .cells import COMMANDS
-from .passthrough import PassthroughError, PassthroughManager, Reply
+from .errors import PassthroughError
 from .registry import AgentSpec, Config, Passthrough
 from .transport import CommandNotFound
-from .view.sink import DisplaySink
+
+if TYPE_CHECKING:
+    from .passthrough import PassthroughManager, PassthroughTerminal, Reply
+    from .view.sink import DisplaySink
+    from .view.terminal import TerminalPanel
 
 USAGE = COMMANDS["passthrough"][0]
 
@@ -85,10 +93,11 @@ class Terminals:
 
     def __init__(self) -> None:
         self._manager: PassthroughManager | None = None
-        self.panels: dict[str, "TerminalPanel"] = {}  # noqa: F821 - imported lazily
+        self.panels: dict[str, TerminalPanel] = {}
 
-    def open(self, target: Target, cwd: str, *, reuse: bool = True) -> "TerminalPanel":  # noqa: F821
+    def open(self, target: Target, cwd: str, *, reuse: bool = True) -> TerminalPanel:
         """The running terminal for ``target`` if there is one (same command), else a new one."""
+        from .passthrough import PassthroughManager
         from .view.terminal import TerminalPanel
 
         old = self.panels.get(target.name)
@@ -105,7 +114,7 @@ class Terminals:
         self.panels[terminal.name] = panel
         return panel
 
-    def get(self, name: str) -> "TerminalPanel":  # noqa: F821
+    def get(self, name: str) -> TerminalPanel:
         panel = self.panels.get(name)
         if panel is None:
             known = ", ".join(self.panels) or "none"
@@ -139,7 +148,7 @@ class Terminals:
         return "| name | command | state | pid |\n|---|---|---|---|\n" + "\n".join(rows)
 
 
-def outcome_markdown(terminal: "PassthroughTerminal", reply: Reply) -> str | None:  # noqa: F821
+def outcome_markdown(terminal: PassthroughTerminal, reply: Reply) -> str | None:
     """A line under the terminal when the reply did not simply settle."""
     if reply.outcome == "interrupted":
         return f"*Interrupted: Ctrl-C sent to `{terminal.name}`.*"

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from collections.abc import Iterator
 from typing import Any
 
-from acp_kernel.errors import AcpError, AuthRequired, ConnectionClosed, RpcError
+from acp_kernel.errors import AcpError, AuthRequired, ConnectionClosed, PassthroughError, RpcError
 from acp_kernel.host import POLICIES, ClientSettings
 from acp_kernel.registry import AgentSpec, adhoc_agent, load_config
 from acp_kernel.session import Client, Session, embedded_resource, text_block
@@ -358,7 +358,6 @@ class Runtime:
 
     async def _pty_cell(self, alias: str, text: str) -> Any:
         """Type the cell into a passthrough terminal; the value is the :class:`Reply`."""
-        from acp_kernel.passthrough import PassthroughError
         from acp_kernel.ptycell import outcome_markdown
         from acp_kernel.view.sink import IPythonSink
 
