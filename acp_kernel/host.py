@@ -16,6 +16,43 @@ POLICIES: tuple[str, ...] = ("ask", "allow-reads", "allow-all", "deny")
 
 
 @dataclass
+class Limits:
+    """Bounds on what an agent can make the client hold or wait for.
+
+    Each is enforced where the resource is handed out (the service edge),
+    with a JSON-RPC error naming the limit and a notice in the cell. Change
+    them under ``"limits"`` in the config file.
+    """
+
+    #: Live (not yet released) terminals one session may hold.
+    terminals_per_session: int = 16
+    #: The largest ``outputByteLimit`` an agent may ask for (larger asks are capped).
+    max_output_byte_limit: int = 16 * 1024 * 1024
+    #: Bytes one ``fs/read_text_file`` may return; larger files are refused.
+    file_read_bytes: int = 8 * 1024 * 1024
+    #: Permission (and form) questions that may wait for an answer at once, per session.
+    pending_prompts: int = 8
+    #: Updates kept for session ids the client does not know (yet).
+    unknown_session_updates: int = 1000
+    #: Deepest JSON nesting accepted in one message from the agent.
+    json_depth: int = 64
+    #: Finished turns whose every event is kept; older turns keep only their
+    #: final text and tool-call state.
+    detailed_turns: int = 4
+    #: Bytes queued for the agent's stdin before writes wait (backpressure).
+    write_buffer_bytes: int = 4 * 1024 * 1024
+    #: How long a write may wait on an agent that stopped reading its stdin.
+    write_stall_seconds: float = 30.0
+    #: Timeout for ``initialize`` (generous: ``npx`` may download the agent first).
+    initialize_seconds: float = 180.0
+    #: Timeout for every other request that is not ``session/prompt``.
+    request_seconds: float = 60.0
+
+
+LIMIT_NAMES: tuple[str, ...] = tuple(Limits.__dataclass_fields__)
+
+
+@dataclass
 class ClientSettings:
     """What the user chose for how the client serves the agent."""
 
@@ -30,6 +67,8 @@ class ClientSettings:
     #: Can this client run an agent's ``terminal`` login method in a terminal
     #: the user sees (the ACP kernel can: a passthrough terminal)?
     terminal_auth: bool = False
+    #: What an agent can make the client hold or wait for.
+    limits: Limits = field(default_factory=Limits)
 
 
 class SessionContext(Protocol):

@@ -18,6 +18,7 @@ live in the table below and in the user's config file, never in ``if agent
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shlex
@@ -30,7 +31,7 @@ from typing import Any, Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import AcpError
-from .host import ClientSettings
+from .host import LIMIT_NAMES, ClientSettings, Limits
 
 
 @dataclass(frozen=True)
@@ -187,6 +188,8 @@ class ConfigFile(_Strict):
     #: higher shows each word sooner (lower latency) for more frontend traffic.
     refresh_hz: Optional[float] = Field(None, gt=0, le=240)
     agents: dict[str, AgentConfig] = Field(default_factory=dict)
+    #: Overrides of :class:`acp_kernel.host.Limits` (names as there).
+    limits: dict[str, float] = Field(default_factory=dict)
     mcp_servers: list[dict[str, Any]] = Field(default_factory=list)
 
 
@@ -244,6 +247,7 @@ class Config:
     extra_roots: list[str] = field(default_factory=list)
     mcp_servers: list[dict[str, Any]] = field(default_factory=list)
     refresh_hz: float = 10.0
+    limits: Limits = field(default_factory=Limits)
     path: Path | None = None
 
     def client_settings(self, permissions: str | None = None) -> ClientSettings:
@@ -253,6 +257,7 @@ class Config:
             permissions=permissions or self.permissions or "ask",  # type: ignore[arg-type]
             shell_fallback=self.shell_fallback,
             extra_roots=list(self.extra_roots),
+            limits=dataclasses.replace(self.limits),
         )
 
     def agent(self, name: str) -> AgentSpec:
@@ -317,8 +322,24 @@ def load_config(path: Path | None = None) -> Config:
         extra_roots=cfg.extra_roots,
         mcp_servers=cfg.mcp_servers,
         refresh_hz=_refresh_hz(cfg.refresh_hz, path),
+        limits=_limits(cfg.limits, path),
         path=path,
     )
+
+
+def _limits(given: dict[str, float], path: Path) -> Limits:
+    """The file's ``limits`` over the defaults; unknown names and values <= 0 say the fix."""
+    out = Limits()
+    for name, value in given.items():
+        if name not in LIMIT_NAMES:
+            raise ConfigError(f"{path}: limits.{name}: unknown limit -> fix: use one of " + ", ".join(LIMIT_NAMES))
+        if isinstance(value, bool) or not value > 0:
+            raise ConfigError(f"{path}: limits.{name}: {value!r} -> fix: a number above 0")
+        kind = type(getattr(out, name))
+        if kind is int and value != int(value):
+            raise ConfigError(f"{path}: limits.{name}: {value!r} -> fix: a whole number")
+        setattr(out, name, kind(value))
+    return out
 
 
 def _refresh_hz(configured: float | None, path: Path) -> float:
