@@ -30,6 +30,9 @@ class Limits:
     max_output_byte_limit: int = 16 * 1024 * 1024
     #: Bytes one ``fs/read_text_file`` may return; larger files are refused.
     file_read_bytes: int = 8 * 1024 * 1024
+    #: Bytes one ``fs/read_text_file`` with ``line`` may read past to reach its
+    #: first line (streamed, not kept); a start further in is refused.
+    file_scan_bytes: int = 256 * 1024 * 1024
     #: Permission (and form) questions that may wait for an answer at once, per session.
     pending_prompts: int = 8
     #: Updates kept for session ids the client does not know (yet).
