@@ -2,7 +2,14 @@
 
 Exit codes of ``acp-kernel prompt`` (distinct so scripts can tell them apart):
 0 end_turn, 1 agent failure, 2 usage or config error, 3 authentication
-required, 4 refusal, 5 cancelled, 6 max_tokens or max_turn_requests.
+required, 4 refusal, 5 cancelled (by the agent), 6 max_tokens or
+max_turn_requests; 130 SIGINT (Ctrl-C), 143 SIGTERM, 129 SIGHUP (the turn is
+cancelled and the agent's process tree ended first).
+
+Everything the agent wrote is cleaned of terminal control and escape
+sequences before it is printed (:mod:`acp_kernel.termsafe`); a permission
+question shows the real command or paths from the tool call's ``rawInput``,
+not only the agent's title.
 """
 
 from __future__ import annotations
@@ -12,9 +19,12 @@ import asyncio
 import dataclasses
 import json
 import os
+import shlex
 import signal
 import sys
 from typing import Any, Sequence, TextIO
+
+from .termsafe import clean, json_safe, line, scan
 
 EXIT_OK, EXIT_AGENT, EXIT_USAGE, EXIT_AUTH, EXIT_REFUSAL, EXIT_CANCELLED, EXIT_LIMIT = range(7)
 STOP_EXIT = {
@@ -24,6 +34,14 @@ STOP_EXIT = {
     "max_tokens": EXIT_LIMIT,
     "max_turn_requests": EXIT_LIMIT,
 }
+
+
+#: Exit codes when a signal ends the run: 128 + the signal number, as shells report it.
+EXIT_SIGNAL = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129}
+_STOP_SIGNALS = tuple(EXIT_SIGNAL)
+
+
+# -- pure: events as JSON or as clean lines ------------------------------------
 
 
 def _jsonable(value: Any) -> Any:
@@ -69,47 +87,315 @@ def _snake(name: str) -> str:
     return "".join("_" + c.lower() if c.isupper() and i else c.lower() for i, c in enumerate(name))
 
 
+def _block(text: Any) -> str:
+    """Multi-line agent-derived text, cleaned, continuation lines indented:
+    a newline in it cannot start a line that looks like one of ours."""
+    return clean(str(text)).replace("\n", "\n  ")
+
+
 def describe(event: Any) -> str | None:
-    """A one-line account of an event for stderr in ``--format text``."""
+    """A one-line account of an event for stderr in ``--format text``.
+
+    Every agent-derived field is cleaned (:mod:`acp_kernel.termsafe`).
+    """
     from .turn import Chunk, Notice, PlanEvent, ToolCallEvent, UnknownUpdate
 
     kind = type(event)
     if kind is ToolCallEvent:
         c = event.call
         if event.new or c.final:
-            return f"[tool] {c.kind or 'other'}: {c.title or c.id} ({c.status})"
+            return f"[tool] {line(c.kind or 'other')}: {line(c.title or c.id)} ({line(c.status)})"
         return None
     if kind is PlanEvent:
         marks = {"completed": "x", "in_progress": "~"}
-        return "[plan] " + "; ".join(f"[{marks.get(e.get('status'), ' ')}] {e.get('content', '')}" for e in event.entries)
+        return "[plan] " + "; ".join(
+            f"[{marks.get(e.get('status'), ' ')}] {line(e.get('content', ''))}" for e in event.entries)
     if kind is Notice:
-        return f"[{event.level}] {event.text}"
+        return f"[{line(event.level)}] {_block(event.text)}"
     if kind is UnknownUpdate:
-        return f"[update] unknown kind {event.kind!r} kept"
+        return f"[update] unknown kind {line(repr(event.kind))} kept"
     if kind is Chunk:
         return None
     name = kind.__name__
     if name == "TerminalStarted":
         via = " (shell line run through the shell)" if event.via_shell else ""
-        return f"[terminal] {json.dumps(list(event.argv))}{via}"
+        return f"[terminal] {line(shlex.join(str(a) for a in event.argv))}{via}"
     if name == "PermissionResolved":
-        return f"[permission] {event.title or event.tool_call_id}: {event.option_kind or 'cancelled'} ({event.by})"
+        return (f"[permission] {line(event.title or event.tool_call_id)}: "
+                f"{line(event.option_kind or 'cancelled')} ({line(event.by)})")
     if name in ("FileRead", "FileWritten"):
-        return f"[fs] {name[4:].lower()} {event.path}"
+        return f"[fs] {name[4:].lower()} {line(event.path)}"
     return None
 
 
-_encode = json.JSONEncoder(ensure_ascii=False).encode
+# -- pure: what a permission question shows ------------------------------------
+
+_COMMAND_KEYS = ("command", "cmd", "commandLine", "command_line", "argv", "script", "shell")
+_PATH_KEYS = ("path", "file_path", "filePath", "abs_path", "absPath", "paths", "file", "files",
+              "notebook_path", "source", "destination", "target", "old_path", "new_path",
+              "directory", "dir", "cwd", "url", "uri")
+#: Characters of the rest of ``rawInput`` shown (commands and paths are shown whole).
+RAW_INPUT_SHOWN = 2000
 
 
-def _silence_stdout() -> None:
-    """After a broken pipe, point stdout at /dev/null so exit does not complain."""
+def _argv_text(value: Any, args: Any = None) -> str | None:
+    """A command as one shell-quoted line (lists are argvs), or None."""
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return shlex.join(value)
+    if isinstance(value, str):
+        if isinstance(args, list) and args:
+            return shlex.join([value, *(str(a) for a in args)])
+        return value
+    return None
+
+
+def action_details(raw_input: Any, locations: Any = None) -> list[tuple[str, str]]:
+    """(label, value) pairs naming what an action really runs or touches.
+
+    Read from the tool call's ``rawInput`` (command line, argv, paths, URLs)
+    and ``locations``: an agent's title is its own words, these are what
+    happens. Values are raw (not cleaned) here; the caller cleans them.
+    """
+    out: list[tuple[str, str]] = []
+    used: set[str] = set()
+    if isinstance(raw_input, str):
+        out.append(("input", raw_input))
+    elif isinstance(raw_input, dict):
+        for key in _COMMAND_KEYS:
+            text = _argv_text(raw_input.get(key), raw_input.get("args"))
+            if text is not None:
+                out.append(("command", text))
+                used.add(key)
+                if key == "command" and isinstance(raw_input.get("args"), list):
+                    used.add("args")
+        for key in _PATH_KEYS:
+            value = raw_input.get(key)
+            values = value if isinstance(value, list) else [value]
+            texts = [v for v in values if isinstance(v, str)]
+            if texts:
+                label = "cwd" if key == "cwd" else "url" if key in ("url", "uri") else "path"
+                out.extend((label, t) for t in texts)
+                used.add(key)
+        rest = {k: v for k, v in raw_input.items() if k not in used}
+        if rest:
+            text = json.dumps(rest, ensure_ascii=False, default=repr)
+            if len(text) > RAW_INPUT_SHOWN:
+                text = text[:RAW_INPUT_SHOWN] + f"... ({len(text) - RAW_INPUT_SHOWN} more characters not shown)"
+            out.append(("input" if used else "raw input", text))
+    elif raw_input is not None:
+        out.append(("raw input", json.dumps(raw_input, ensure_ascii=False, default=repr)[:RAW_INPUT_SHOWN]))
+    if isinstance(locations, list):
+        for loc in locations:
+            path = loc.get("path") if isinstance(loc, dict) else getattr(loc, "path", None)
+            if isinstance(path, str) and ("path", path) not in out:
+                row = loc.get("line") if isinstance(loc, dict) else getattr(loc, "line", None)
+                out.append(("path", path + (f":{row}" if isinstance(row, int) else "")))
+    return out
+
+
+def _field_lines(label: str, value: str) -> list[str]:
+    """One detail, cleaned; a multi-line value keeps its lines, each marked."""
+    parts = clean(value).split("\n")
+    if len(parts) == 1:
+        return [f"  {label}: {parts[0]}"]
+    return [f"  {label}:"] + [f"    | {p}" for p in parts]
+
+
+def permission_question(prompt: Any, call: Any = None) -> str:
+    """The text of a permission question: the agent's title *and* what will
+    really run or be touched (``rawInput``, locations), then the options.
+
+    ``call`` is the turn's :class:`~acp_kernel.turn.ToolCall` of the same id,
+    whose ``rawInput``/locations count when the request itself carries none.
+    """
+    tool_call = getattr(getattr(prompt, "request", None), "tool_call", None)
+    raw_input = getattr(tool_call, "raw_input", None)
+    locations = getattr(tool_call, "locations", None)
+    if raw_input is None and call is not None:
+        raw_input = call.raw_input
+    if not locations and call is not None:
+        locations = call.locations
+    tcid = getattr(tool_call, "tool_call_id", None)
+    lines = [
+        "",
+        f"[permission] the agent asks: {line(prompt.title or 'permission')}",
+        f"  kind: {line(prompt.kind or 'unknown')}" + (f"   tool call: {line(tcid)}" if tcid else ""),
+    ]
+    details = action_details(raw_input, locations)
+    for label, value in details:
+        lines.extend(_field_lines(label, value))
+    if not details:
+        lines.append("  (the agent sent no command or path for this: only its title says what it does)")
+    for i, opt in enumerate(prompt.options, 1):
+        lines.append(f"  {i}. {line(opt.get('name') or opt['optionId'])} [{line(opt.get('kind') or opt.get('rawKind'))}]")
+    return "\n".join(lines) + "\n"
+
+
+# -- pure: form answers typed on a terminal ------------------------------------
+
+
+def parse_answer(schema: dict[str, Any], text: str) -> Any:
+    """A typed line as a form value of ``schema``'s kind; raises ValueError.
+
+    Empty means "unset" (the schema's default, if any); choices are picked by
+    number or by value; booleans are y/yes/true/1 or n/no/false/0.
+    """
+    from .view.form import UNSET, choices, field_kind
+
+    text = text.strip()
+    kind = field_kind(schema)
+    if not text:
+        return schema["default"] if "default" in schema else UNSET
+    if kind in ("choice", "multi"):
+        opts = choices(schema if kind == "choice" else schema["items"]) or []
+        picked = []
+        for part in text.split(",") if kind == "multi" else [text]:
+            part = part.strip()
+            if part.isdigit() and 1 <= int(part) <= len(opts):
+                picked.append(opts[int(part) - 1][1])
+                continue
+            match = [v for label, v in opts if part in (label, str(v))]
+            if not match:
+                raise ValueError(f"choose a number from 1 to {len(opts)}")
+            picked.append(match[0])
+        return picked if kind == "multi" else picked[0]
+    if kind == "boolean":
+        low = text.lower()
+        if low in ("y", "yes", "true", "1"):
+            return True
+        if low in ("n", "no", "false", "0"):
+            return False
+        raise ValueError("answer y or n")
+    if kind == "integer":
+        try:
+            return int(text)
+        except ValueError:
+            raise ValueError("a whole number is needed") from None
+    if kind == "number":
+        try:
+            value = float(text)
+        except ValueError:
+            raise ValueError("a number is needed") from None
+        if value != value or value in (float("inf"), float("-inf")):
+            raise ValueError("a finite number is needed")
+        return value
+    return text
+
+
+def field_question(name: str, schema: dict[str, Any], required: bool) -> str:
+    """How one form field is asked: label, kind, description, default, choices."""
+    from .view.form import choices, field_kind, field_label
+
+    kind = field_kind(schema)
+    head = f"  {line(field_label(name, schema, required))} ({kind})"
+    if schema.get("description"):
+        head += f": {line(schema['description'])}"
+    if "default" in schema:
+        head += f" [default: {line(json.dumps(schema['default'], ensure_ascii=False))}]"
+    opts = choices(schema if kind != "multi" else schema.get("items") or {}) if kind in ("choice", "multi") else None
+    rows = [head]
+    for i, (label, _) in enumerate(opts or [], 1):
+        rows.append(f"     {i}. {line(label)}")
+    hint = "numbers, comma-separated" if kind == "multi" else "a number" if kind == "choice" else "y/n" if kind == "boolean" else ""
+    rows.append(f"  > {'(' + hint + ') ' if hint else ''}")
+    return "\n".join(rows)
+
+
+# -- I/O: streams that survive closed pipes, lines read without a thread --------
+
+
+class _Out:
+    """A text stream that never raises: the first failed write (a closed pipe
+    as in ``2>&1 | head -1``, a hung-up terminal) marks it broken, points its
+    file descriptor at /dev/null (so exit does not complain) and drops the rest."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.broken = False
+
+    def write(self, text: str) -> None:
+        if self.broken or not text:
+            return
+        try:
+            try:
+                self.stream.write(text)
+            except UnicodeEncodeError:
+                enc = getattr(self.stream, "encoding", None) or "utf-8"
+                self.stream.write(text.encode(enc, "replace").decode(enc))
+            self.stream.flush()
+        except (OSError, ValueError):  # BrokenPipeError, EIO, a closed file
+            self.broken = True
+            _to_devnull(self.stream)
+
+    def isatty(self) -> bool:
+        try:
+            return not self.broken and self.stream.isatty()
+        except (OSError, ValueError):
+            return False
+
+
+def _to_devnull(stream: TextIO) -> None:
     try:
+        fd = stream.fileno()
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        os.dup2(devnull, fd)
         os.close(devnull)
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError):
         pass
+
+
+class _Lines:
+    """Lines typed on the terminal, read when the event loop says fd 0 is
+    readable (``add_reader``): no thread that could block exit, and a wait
+    that is cancelled like any other await."""
+
+    MAX = 64 * 1024
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.buf = b""
+        self.closed = False
+
+    def discard_typeahead(self) -> None:
+        """Drop what was typed before the question was shown: an answer must
+        not come from keys pressed before the person could read it."""
+        self.buf = b""
+        try:
+            import termios
+
+            termios.tcflush(self.fd, termios.TCIFLUSH)
+        except (ImportError, OSError):
+            pass
+
+    async def readline(self) -> str | None:
+        """The next line, or None at end of input (Ctrl-D, a closed or hung-up stdin)."""
+        loop = asyncio.get_running_loop()
+        while b"\n" not in self.buf:
+            if self.closed:
+                return None
+            ready: asyncio.Future[None] = loop.create_future()
+            try:
+                loop.add_reader(self.fd, lambda: ready.done() or ready.set_result(None))
+            except (OSError, ValueError):
+                self.closed = True
+                return None
+            try:
+                await ready
+            finally:
+                loop.remove_reader(self.fd)
+            try:
+                data = os.read(self.fd, 4096)
+            except BlockingIOError:
+                continue
+            except OSError:
+                data = b""
+                self.closed = True
+            if not data:
+                rest, self.buf = self.buf, b""
+                return rest.decode(errors="replace") if rest else None
+            self.buf = (self.buf + data)[-self.MAX:]
+        text, _, self.buf = self.buf.partition(b"\n")
+        return text.decode(errors="replace")
 
 
 class _Printer:
@@ -117,14 +403,21 @@ class _Printer:
 
     Output is gathered and written once per burst of events (a loop
     callback), not once per event: one system call per 32-byte chunk would
-    cost more than parsing it.
+    cost more than parsing it. Agent text is cleaned of terminal controls
+    (plain colours kept only on a TTY); JSON has C1 and bidi controls escaped.
     """
 
-    def __init__(self, fmt: str, out: TextIO, err: TextIO) -> None:
+    def __init__(self, fmt: str, out: _Out, err: _Out, *, colour: bool = False) -> None:
         self.fmt, self.out, self.err = fmt, out, err
+        self.colour = colour
+        self.removed = 0
         self._buf: list[str] = []
+        self._carry = ""
         self._scheduled = False
-        self.broken = False
+
+    @property
+    def broken(self) -> bool:
+        return self.out.broken
 
     def _emit(self, text: str) -> None:
         self._buf.append(text)
@@ -140,52 +433,250 @@ class _Printer:
         if self._buf:
             data = "".join(self._buf)
             self._buf.clear()
-            if self.broken:
-                return
-            try:
-                self.out.write(data)
-                self.out.flush()
-            except BrokenPipeError:  # `| head` closed the pipe: stop writing, keep going
-                self.broken = True
-                _silence_stdout()
+            self.out.write(data)
+
+    def note(self, text: str) -> None:
+        """A line for stderr, after what is already buffered for stdout."""
+        self.flush()
+        self.err.write(text + "\n")
+
+    def _agent_text(self, text: str) -> None:
+        text = self._carry + text
+        self._carry = ""
+        if text.endswith("\r"):  # maybe half of a "\r\n" split across chunks
+            self._carry, text = "\r", text[:-1]
+        cleaned, removed = scan(text, colour=self.colour)
+        self.removed += removed
+        self._emit(cleaned)
 
     def __call__(self, event: Any) -> None:
         if event is None:
+            if self._carry:  # a lone "\r" at the very end
+                self._carry = ""
+                self._emit(clean("\r"))
+                self.removed += 1
             self.flush()
             return
         name = type(event).__name__
         if self.fmt == "json":
             if name == "Chunk" and event.text:
-                self._emit('{"type": "' + event.role + '", "text": ' + _encode(event.text) + "}\n")
+                self._emit('{"type": "' + event.role + '", "text": ' + json_safe(_encode(event.text)) + "}\n")
             else:
-                self._emit(_encode(event_json(event)) + "\n")
+                self._emit(json_safe(_encode(event_json(event))) + "\n")
             return
         if name == "Chunk" and event.role == "agent":
-            self._emit(event.text)
+            self._agent_text(event.text)
             return
-        if name == "PermissionPrompt":
+        if name in ("PermissionPrompt", "ElicitationPrompt"):
             return  # handled by the asker
-        line = describe(event)
-        if line:
-            self.flush()
-            self.err.write(line + "\n")
-            self.err.flush()
+        text = describe(event)
+        if text:
+            self.note(text)
 
 
-async def _ask_permission(prompt: Any, err: TextIO) -> None:
-    """Ask on the terminal (stdin is a TTY here)."""
-    options = prompt.options
-    err.write(f"\n[permission] {prompt.title or 'the agent asks permission'} ({prompt.kind or 'unknown kind'})\n")
-    for i, opt in enumerate(options, 1):
-        err.write(f"  {i}. {opt.get('name') or opt['optionId']} [{opt.get('kind')}]\n")
-    err.write("choose a number (empty = reject): ")
-    err.flush()
-    loop = asyncio.get_running_loop()
-    answer = (await loop.run_in_executor(None, sys.stdin.readline)).strip()
-    if answer.isdigit() and 1 <= int(answer) <= len(options):
-        prompt.answer(options[int(answer) - 1]["optionId"])
-    else:
-        prompt.reject()
+_encode = json.JSONEncoder(ensure_ascii=False, default=repr).encode
+
+
+class _Asker:
+    """Asks permission and form questions on the terminal, one at a time.
+
+    Questions go to stderr and answers come from stdin (a TTY). A question
+    the agent or a cancel answers meanwhile stops waiting at once; end of
+    input (Ctrl-D, a closed terminal) or a broken stderr rejects/cancels.
+    """
+
+    def __init__(self, printer: _Printer, lines: _Lines) -> None:
+        self.printer = printer
+        self.lines = lines
+        self.turn: Any = None
+        self._queue: list[Any] = []
+        self._task: asyncio.Task[None] | None = None
+
+    def __call__(self, event: Any) -> None:
+        if type(event).__name__ in ("PermissionPrompt", "ElicitationPrompt"):
+            self._queue.append(event)
+            if self._task is None or self._task.done():
+                self._task = asyncio.ensure_future(self._work())
+
+    def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+        for prompt in self._queue:
+            prompt.cancel()
+        self._queue.clear()
+
+    async def _work(self) -> None:
+        while self._queue:
+            prompt = self._queue.pop(0)
+            if prompt.done:
+                continue
+            try:
+                if type(prompt).__name__ == "PermissionPrompt":
+                    await self._permission(prompt)
+                else:
+                    await self._form(prompt)
+            finally:
+                if not prompt.done:
+                    prompt.cancel()
+
+    async def _read(self, prompt: Any) -> str | None:
+        """A line, or None at end of input; raises _Answered if the prompt
+        was answered (cancelled) while waiting."""
+        read = asyncio.ensure_future(self.lines.readline())
+        try:
+            await asyncio.wait({read, prompt.future}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not read.done():
+                read.cancel()
+                # Its reader must be gone before the next question adds one.
+                await asyncio.wait({read})
+        if read.cancelled():
+            raise _Answered
+        return read.result()
+
+    def _say(self, text: str) -> bool:
+        """Write to stderr (after the answer so far); False when nobody can see it."""
+        self.printer.flush()
+        self.printer.err.write(text)
+        return not self.printer.err.broken
+
+    _raw = _say
+
+    async def _permission(self, prompt: Any) -> None:
+        calls = getattr(self.turn, "tool_calls", {}) if self.turn is not None else {}
+        tcid = getattr(getattr(prompt.request, "tool_call", None), "tool_call_id", None)
+        self.lines.discard_typeahead()
+        if not self._say(permission_question(prompt, calls.get(tcid))):
+            prompt.reject()
+            return
+        self._raw("choose a number (empty = reject): ")
+        try:
+            answer = await self._read(prompt)
+        except _Answered:
+            self._say("\n(answered without you: the turn was cancelled)\n")
+            return
+        if answer is None:
+            self._say("\n(end of input: rejected)\n")
+            prompt.reject()
+            return
+        answer = answer.strip()
+        options = prompt.options
+        if answer.isdigit() and 1 <= int(answer) <= len(options):
+            prompt.answer(options[int(answer) - 1]["optionId"])
+        else:
+            prompt.reject()
+
+    async def _form(self, prompt: Any) -> None:
+        from .view.form import UNSET, validate
+
+        self.lines.discard_typeahead()
+        head = f"\n[form] the agent asks: {_block(prompt.message)}\n"
+        if not self._say(head):
+            prompt.decline()
+            return
+        try:
+            self._raw("answer it? [y/N] ")
+            first = await self._read(prompt)
+            if first is None:
+                self._say("\n(end of input: cancelled)\n")
+                prompt.cancel()
+                return
+            if first.strip().lower() not in ("y", "yes"):
+                self._say("(declined)\n")
+                prompt.decline()
+                return
+            values: dict[str, Any] = {}
+            for name, schema in prompt.fields.items():
+                required = name in prompt.required
+                while True:
+                    self._raw(field_question(name, schema, required))
+                    text = await self._read(prompt)
+                    if text is None:
+                        self._say("\n(end of input: cancelled)\n")
+                        prompt.cancel()
+                        return
+                    try:
+                        value = parse_answer(schema, text)
+                        _, problems = validate({name: schema}, [name] if required else [], {name: value})
+                    except ValueError as exc:
+                        problems = [str(exc)]
+                    if not problems:
+                        break
+                    self._say("  ! " + line("; ".join(problems)) + "\n")
+                if value is not UNSET:
+                    values[name] = value
+            content, problems = validate(prompt.fields, prompt.required, values)
+            if problems:  # cannot happen field by field, but never send a bad answer
+                self._say("  ! " + line("; ".join(problems)) + " (declined)\n")
+                prompt.decline()
+                return
+            try:
+                prompt.accept(content)
+            except ValueError as exc:
+                self._say("  ! " + line(str(exc)) + " (declined)\n")
+                prompt.decline()
+        except _Answered:
+            self._say("\n(answered without you: the turn was cancelled)\n")
+
+
+class _Answered(Exception):
+    """The question was answered (cancelled) while the person was asked."""
+
+
+# -- signals --------------------------------------------------------------------
+
+
+class _Stopper:
+    """SIGINT, SIGTERM and SIGHUP, in every state of a run.
+
+    The first signal cancels the run's task (agent start, session set-up,
+    the turn, a question): the turn is cancelled per the protocol, the agent
+    closed, and the run exits 128 + the signal number. A signal while the
+    client is already closing, or a second one, kills the agent's process
+    tree at once (SIGKILL), so closing cannot be held up.
+    """
+
+    def __init__(self, err: _Out) -> None:
+        self.err = err
+        self.signum: int | None = None
+        self.closing = False
+        self.client: Any = None
+        self.task: asyncio.Task[Any] | None = None
+
+    def install(self) -> None:
+        loop = asyncio.get_running_loop()
+        self.task = asyncio.current_task()
+        for sig in _STOP_SIGNALS:
+            try:
+                loop.add_signal_handler(sig, self.on_signal, sig)
+            except (NotImplementedError, RuntimeError, ValueError):  # pragma: no cover - Windows
+                pass
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_SIGNAL.get(self.signum, 128 + (self.signum or 0))  # type: ignore[call-overload]
+
+    def on_signal(self, signum: int) -> None:
+        first = self.signum is None
+        if first:
+            self.signum = signum
+            name = signal.Signals(signum).name
+            self.err.write(f"\nacp-kernel: {name}: stopping the turn and the agent\n")
+        if self.closing or not first:
+            if self.client is not None:
+                self.client.kill_now()
+            return
+        if self.task is not None:
+            self.task.cancel()
+
+
+class _Signalled(Exception):
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+# -- the prompt command ---------------------------------------------------------
 
 
 async def run_prompt(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
@@ -193,63 +684,143 @@ async def run_prompt(args: argparse.Namespace, out: TextIO = sys.stdout, err: Te
     from .registry import ConfigError, adhoc_agent, load_config
     from .session import Client
 
+    out_, err_ = _Out(out), _Out(err)
+    stopper = _Stopper(err_)
+    stopper.install()
     try:
         config = load_config()
         spec = adhoc_agent(args.agent_command) if args.agent_command else config.agent(args.agent or config.default_agent)
     except (ConfigError, AcpError) as exc:
-        err.write(f"acp-kernel: {exc}\n")
+        err_.write(f"acp-kernel: {_block(exc)}\n")
         return EXIT_USAGE
     text = " ".join(args.prompt) if args.prompt else ""
     if not text and not sys.stdin.isatty():
-        text = sys.stdin.read()
+        text = getattr(args, "stdin_text", None)
+        if text is None:
+            text = sys.stdin.read()
     if not text.strip():
-        err.write("acp-kernel: no prompt given (pass it as arguments or on stdin)\n")
+        err_.write("acp-kernel: no prompt given (pass it as arguments or on stdin)\n")
         return EXIT_USAGE
     policy = args.permissions or config.permissions or "ask"
-    interactive = sys.stdin.isatty() and policy in ("ask", "allow-reads")
+    interactive = _isatty(sys.stdin) and policy in ("ask", "allow-reads")
     settings = config.client_settings(policy)
     client = Client(spec, cwd=args.cwd, settings=settings, mcp_servers=config.mcp_servers, interactive=interactive)
-    printer = _Printer(args.format, out, err)
+    stopper.client = client
+    colour = args.format == "text" and out_.isatty() and "NO_COLOR" not in os.environ
+    printer = _Printer(args.format, out_, err_, colour=colour)
+    asker = _Asker(printer, _Lines(sys.stdin.fileno())) if interactive else None
+    code = EXIT_AGENT
     try:
-        try:
-            await client.start()
-            session = await client.new_session()
-        except AuthRequired as exc:
-            err.write(f"acp-kernel: {exc}\n")
-            return EXIT_AUTH
-        except (AcpError, OSError) as exc:
-            message = exc.explain() if hasattr(exc, "explain") else str(exc)
-            err.write(f"acp-kernel: {message}\n")
-            return EXIT_AGENT
-        turn = session.begin(text)
-        turn.subscribe(printer)
-        asks: list[asyncio.Task[None]] = []
-        if interactive:
-            turn.subscribe(lambda e: asks.append(asyncio.ensure_future(_ask_permission(e, err)))
-                           if type(e).__name__ == "PermissionPrompt" else None)
-        loop = asyncio.get_running_loop()
-        cancel_task: list[asyncio.Task[None]] = []
-        try:
-            loop.add_signal_handler(signal.SIGINT, lambda: cancel_task.append(loop.create_task(session.cancel())))
-        except (NotImplementedError, RuntimeError):  # pragma: no cover - Windows
-            pass
-        await session.finish(turn)
-        if cancel_task:
-            await cancel_task[0]
-        for task in asks:
-            task.cancel()
-        if args.format == "text" and turn.text and not turn.text.endswith("\n"):
-            printer._emit("\n")
-        if args.format == "json":
-            printer._emit(json.dumps({"type": "end", "stopReason": turn.stop_reason, "error": turn.error}) + "\n")
-        printer.flush()
-        if turn.error:
-            if args.format == "text":
-                err.write(f"acp-kernel: {turn.error}\n")
-            return EXIT_AGENT
-        return STOP_EXIT.get(turn.stop_reason or "", EXIT_AGENT)
+        code = await _converse(client, text, args, printer, asker, stopper)
+    except asyncio.CancelledError:
+        if stopper.signum is None:
+            raise
+        task = asyncio.current_task()
+        if task is not None:
+            task.uncancel()
     finally:
+        if asker is not None:
+            asker.close()
+        stopper.closing = True
         await client.close()
+        if printer.removed and args.format == "text":
+            err_.write(f"acp-kernel: {printer.removed} terminal control character(s) or escape sequence(s) "
+                       "in the agent's text were removed or shown as symbols\n")
+        if stopper.signum is not None:
+            err_.write(f"acp-kernel: stopped by {signal.Signals(stopper.signum).name}; the agent is closed\n")
+    return stopper.exit_code if stopper.signum is not None else code
+
+
+async def _converse(client: Any, text: str, args: argparse.Namespace, printer: _Printer,
+                    asker: _Asker | None, stopper: _Stopper) -> int:
+    """Start the agent, open a session, run one turn; the exit code."""
+    from .errors import AcpError, AuthRequired
+
+    err = printer.err
+    try:
+        await client.start()
+        session = await client.new_session()
+    except AuthRequired as exc:
+        err.write(f"acp-kernel: {_block(exc)}\n")
+        return EXIT_AUTH
+    except (AcpError, OSError) as exc:
+        message = exc.explain() if hasattr(exc, "explain") else str(exc)
+        err.write(f"acp-kernel: {_block(message)}\n")
+        return EXIT_AGENT
+    turn = session.begin(text)
+    turn.subscribe(printer)
+    if asker is not None:
+        asker.turn = turn
+        turn.subscribe(asker)
+        session.background.subscribe(asker)  # a question asked before the turn began
+    try:
+        await session.finish(turn)
+    except asyncio.CancelledError:
+        if stopper.signum is not None:
+            await session.cancel()  # per the spec, bounded by its grace
+        raise
+    if args.format == "text" and turn.text and not turn.text.endswith("\n"):
+        printer._emit("\n")
+    if args.format == "json":
+        printer._emit(json_safe(_encode({"type": "end", "stopReason": turn.stop_reason, "error": turn.error})) + "\n")
+    printer.flush()
+    if turn.error:
+        if args.format == "text":
+            err.write(f"acp-kernel: {_block(turn.error)}\n")
+        return EXIT_AGENT
+    return STOP_EXIT.get(turn.stop_reason or "", EXIT_AGENT)
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def prompt_main(args: argparse.Namespace) -> int:
+    """``acp-kernel prompt``: the run, with signals handled from the first
+    instruction (reading the prompt from stdin included) to exit."""
+
+    def stop(signum: int, frame: Any) -> None:
+        raise _Signalled(signum)
+
+    for sig in _STOP_SIGNALS:
+        signal.signal(sig, stop)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(errors="replace")  # type: ignore[attr-defined]
+        except (AttributeError, ValueError):
+            pass
+    try:
+        if not args.prompt and not sys.stdin.isatty():
+            args.stdin_text = sys.stdin.read()
+        code = asyncio.run(run_prompt(args))
+    except (_Signalled, KeyboardInterrupt) as exc:
+        signum = exc.signum if isinstance(exc, _Signalled) else signal.SIGINT
+        _Out(sys.stderr).write(f"\nacp-kernel: stopped by {signal.Signals(signum).name}\n")
+        code = EXIT_SIGNAL.get(signal.Signals(signum), 128 + signum)
+    for sig in _STOP_SIGNALS:
+        signal.signal(sig, signal.SIG_DFL if sig != signal.SIGINT else signal.default_int_handler)
+    _exit_now_if_stuck(code)
+    return code
+
+
+def _exit_now_if_stuck(code: int) -> None:
+    """A worker thread still blocked (a file read on a FIFO...) would hold
+    interpreter exit forever: everything the run started is closed by now,
+    so flush and leave without waiting for it."""
+    import threading
+
+    stuck = [t for t in threading.enumerate() if t is not threading.main_thread() and t.is_alive() and not t.daemon]
+    if stuck:
+        for stream in (sys.stdout, sys.stderr):
+            _Out(stream).write("")
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(code)
 
 
 def _on_path(program: str) -> bool:
@@ -346,10 +917,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "install":
         return run_install(args)
     if args.command == "prompt":
-        try:
-            return asyncio.run(run_prompt(args))
-        except KeyboardInterrupt:
-            return EXIT_CANCELLED
+        return prompt_main(args)
     return EXIT_USAGE
 
 
