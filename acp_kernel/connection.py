@@ -27,12 +27,15 @@ from . import framing
 from .errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
+    INVALID_REQUEST,
     METHOD_NOT_FOUND,
     REQUEST_CANCELLED,
+    AgentStalled,
     ConnectionClosed,
+    RequestTimeout,
     RpcError,
 )
-from .framing import NOTIFICATION, REQUEST, RESPONSE, Noise, Oversized
+from .framing import NOTIFICATION, REQUEST, RESPONSE, Noise, Oversized, TooDeep
 
 log = logging.getLogger(__name__)
 
@@ -63,9 +66,17 @@ def _describe_validation(exc: Exception) -> str:
 class Connection:
     """One JSON-RPC peer. Register handlers, :meth:`start`, then talk."""
 
-    def __init__(self, transport: Any, *, name: str = "peer", max_line: int = framing.DEFAULT_MAX_LINE) -> None:
+    def __init__(
+        self,
+        transport: Any,
+        *,
+        name: str = "peer",
+        max_line: int = framing.DEFAULT_MAX_LINE,
+        max_depth: int = framing.DEFAULT_MAX_DEPTH,
+    ) -> None:
         self.transport = transport
         self.name = name
+        self.max_depth = max_depth
         self._splitter = framing.LineSplitter(max_line)
         self._requests: dict[str, RequestHandler] = {}
         self._notifications: dict[str, NotificationHandler] = {}
@@ -76,12 +87,15 @@ class Connection:
         self._closed: asyncio.Future[ConnectionClosed] = asyncio.get_running_loop().create_future()
         self._write = transport.write
         #: Called with (kind, text) for everything worth telling a person:
-        #: "noise", "oversized", "unknown-notification", "handler-error", "stray-response".
+        #: "noise", "oversized", "too-deep", "unknown-notification", "handler-error",
+        #: "stray-response".
         self.on_report: Reporter = self._log_report
         #: Called for every notification without a registered handler.
         self.on_unknown_notification: Callable[[str, Any], None] | None = None
         self.noise_count = 0
         transport.attach(self._on_data, self._on_eof)
+        if hasattr(transport, "on_stall"):
+            transport.on_stall = self._on_stall
 
     # -- registration -------------------------------------------------------
 
@@ -156,30 +170,63 @@ class Connection:
         else:
             fut.set_result(value)
 
-    async def request(self, method: str, params: Any = None, *, timeout: float | None = None) -> Any:
-        """Send a request and await its result; raises :class:`RpcError` or
-        :class:`ConnectionClosed`. Cancelling the await sends ``$/cancel_request``."""
+    async def request(
+        self, method: str, params: Any = None, *, timeout: float | None = None, setting: str = "request_seconds"
+    ) -> Any:
+        """Send a request and await its result; raises :class:`RpcError`,
+        :class:`ConnectionClosed` or, after ``timeout`` seconds,
+        :class:`RequestTimeout` naming ``limits.<setting>``. Cancelling the
+        await (or the timeout) sends ``$/cancel_request``.
+
+        Waits first while the agent's input queue is past its limit
+        (backpressure): the queue never holds more than the limit plus one
+        message."""
+        await self.writable()
         rid, fut = self.send_request(method, params)
         try:
-            await self.transport.drain()  # inside the try: a cancel here must clean up too
             if timeout is None:
                 return await fut
             return await asyncio.wait_for(fut, timeout)
+        except asyncio.TimeoutError:
+            self._pending.pop((int, rid), None)
+            self._settle_hooks.pop(id(fut), None)
+            self._cancel_outgoing(rid)
+            raise RequestTimeout(self.name, method, timeout or 0, setting, self.transport.exit_info()[1]) from None
         except asyncio.CancelledError:
             self._pending.pop((int, rid), None)
             self._settle_hooks.pop(id(fut), None)
             if fut.done() and not fut.cancelled():
                 fut.exception()  # answered just before the cancel: nobody will read it, don't log it
-            elif not self._closed.done():
-                try:
-                    self.notify("$/cancel_request", {"requestId": rid})
-                except ConnectionClosed:
-                    pass
+            else:
+                self._cancel_outgoing(rid)
             raise
-        except asyncio.TimeoutError:
-            self._pending.pop((int, rid), None)
-            self._settle_hooks.pop(id(fut), None)
-            raise
+
+    def _cancel_outgoing(self, rid: int) -> None:
+        if not self._closed.done():
+            try:
+                self.notify("$/cancel_request", {"requestId": rid})
+            except ConnectionClosed:
+                pass
+
+    async def writable(self) -> None:
+        """Wait until the agent's input queue is under its limit (returns at
+        once on transports without one). Raises the close reason if the
+        connection closed meanwhile (e.g. the agent stalled)."""
+        await self.transport.drain()
+        if self._closed.done():
+            raise self._closed.result()
+
+    def _on_stall(self, waiting: int) -> None:
+        """The transport says the agent stopped reading: report it and close,
+        failing every pending request with the reason (nothing waits forever)."""
+        seconds = getattr(self.transport, "write_stall_seconds", 0)
+        reason = AgentStalled(
+            f"{self.name} stopped reading its input: {waiting:,} bytes have waited for it for {seconds:g} s "
+            "(limits.write_stall_seconds, limits.write_buffer_bytes); it is not sent anything more",
+            stderr=self.transport.exit_info()[1],
+        )
+        self.on_report("stalled", str(reason))
+        self._close(reason)
 
     # -- incoming -----------------------------------------------------------
 
@@ -191,10 +238,13 @@ class Connection:
                 self._report_oversized(line)  # type: ignore[arg-type]
 
     def _dispatch(self, line: bytes) -> None:
-        parsed = framing.classify(line)
+        parsed = framing.classify(line, self.max_depth)
         if type(parsed) is Noise:
             self.noise_count += 1
             self.on_report("noise", f"{parsed.reason}: {parsed.preview()}")
+            return
+        if type(parsed) is TooDeep:
+            self._refuse_deep(parsed)  # type: ignore[arg-type]
             return
         kind, msg = parsed  # type: ignore[misc]
         if kind == NOTIFICATION:
@@ -238,6 +288,7 @@ class Connection:
         key = _id_key(rid)
         try:
             value = await handler(params)
+            await self.transport.drain()  # backpressure: answers wait for room too
         except asyncio.CancelledError:
             self._serving.pop(key, None)
             if not self._closed.done():
@@ -258,6 +309,22 @@ class Connection:
             return
         self._serving.pop(key, None)
         self._reply(framing.result(rid, value))
+
+    def _refuse_deep(self, item: TooDeep) -> None:
+        """A message too deep to decode safely: answer a request, fail the
+        request a response was for (else its awaiter would hang), report."""
+        what = item.describe()
+        if item.method is not None and item.has_id:
+            self.on_report("too-deep", f"refused request {item.method!r} (id {item.id!r}): {what}")
+            self._reply_error(item.id, INVALID_REQUEST, f"refused: {what}")
+        elif item.has_id:
+            fut = self._pending.pop(_id_key(item.id), None)
+            self.on_report("too-deep", f"refused the answer to request id {item.id!r}: {what}")
+            if fut is not None:
+                self._settle(fut, RpcError(INVALID_REQUEST, f"the {self.name}'s answer was refused: {what}"), True)
+        else:
+            name = f" {item.method!r}" if item.method is not None else ""
+            self.on_report("too-deep", f"skipped a notification{name}: {what}")
 
     def _served(self, task: asyncio.Task[Any], rid: Any, key: tuple[type, Any]) -> None:
         # A task cancelled before its first step never enters _serve's body

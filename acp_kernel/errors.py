@@ -67,6 +67,34 @@ class ConnectionClosed(AcpError):
         return text
 
 
+class AgentStalled(ConnectionClosed):
+    """The agent stopped reading its stdin with the client's queue to it
+    full: it is not fed any more (the connection is closed, the agent will
+    be restarted before the next prompt)."""
+
+
+class RequestTimeout(AcpError, TimeoutError):
+    """A request (not ``session/prompt``) got no answer within its limit.
+    Also a ``TimeoutError``, which ``Connection.request`` raised before."""
+
+    def __init__(self, peer: str, method: str, seconds: float, setting: str, stderr: str = "") -> None:
+        super().__init__(
+            f"{peer} did not answer {method!r} within {seconds:g} s "
+            f"(limits.{setting}; raise it under \"limits\" in the config file if the agent is just slow)"
+        )
+        self.peer = peer
+        self.method = method
+        self.seconds = seconds
+        self.setting = setting
+        self.stderr = stderr
+
+    def explain(self) -> str:
+        text = str(self)
+        if self.stderr.strip():
+            text += "\n--- agent stderr (last lines) ---\n" + self.stderr.rstrip()
+        return text
+
+
 class PassthroughError(AcpError):
     """A passthrough terminal that cannot start or has gone; the text says what to do."""
 

@@ -8,10 +8,14 @@ without a process.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any, Union
 
 DEFAULT_MAX_LINE = 64 * 1024 * 1024
+#: Deepest nesting of arrays and objects accepted in one message (``Limits.json_depth``).
+DEFAULT_MAX_DEPTH = 64
 
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 # A bound decoder on str skips json.loads's per-call encoding sniffing.
@@ -115,20 +119,98 @@ class LineSplitter:
         return [line] if line.strip() else []
 
 
+@dataclass(frozen=True, slots=True)
+class TooDeep:
+    """A line nested deeper than the limit, refused before decoding.
+
+    ``json`` decodes recursively: a 2 KB line of ``[[[[...`` raises
+    RecursionError. What little the peer must hear back (the ``id``, and
+    whether a ``method`` was named) is read without decoding the line.
+    """
+
+    line: bytes
+    depth: int
+    limit: int
+    has_id: bool = False
+    id: Any = None
+    method: str | None = None
+
+    def describe(self) -> str:
+        return f"message nested {self.depth} levels deep (the limit is {self.limit}, limits.json_depth)"
+
+
+# A JSON string (the unrolled form: linear, no backtracking), or a bracket.
+_STRING = rb'"[^"\\]*(?:\\.[^"\\]*)*"'
+_STRINGS = re.compile(_STRING, re.S)
+_TOKENS = re.compile(_STRING + rb"|[\[\]{}]", re.S)
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_STEP = [0] * 256
+_STEP[ord("[")] = _STEP[ord("{")] = 1
+_STEP[ord("]")] = _STEP[ord("}")] = -1
+_SCALAR = re.compile(rb'\s*:\s*(-?\d+(?![.eE\d])|"[^"\\]*(?:\\.[^"\\]*)*"|null)')
+
+
+def nesting_depth(line: bytes) -> int:
+    """The deepest nesting of arrays and objects, brackets inside strings
+    not counted. No recursion and no Python loop per byte: strings are cut
+    out by a regex, the brackets left are summed by ``accumulate``."""
+    brackets = _STRINGS.sub(b"", line).translate(None, _NOT_BRACKETS)
+    if not brackets:
+        return 0
+    return max(0, max(accumulate(map(_STEP.__getitem__, brackets))))
+
+
+def _too_deep(line: bytes, depth: int, limit: int) -> TooDeep:
+    """Read the top-level ``id`` and ``method`` of a too-deep line by a token
+    walk (no decoding), so a request can still be answered."""
+    level = 0
+    has_id, rid, method = False, None, None
+    for m in _TOKENS.finditer(line):
+        tok = m.group()
+        c = tok[0]
+        if c == 0x22:  # a string: a key at depth 1?
+            if level == 1 and tok in (b'"id"', b'"method"'):
+                v = _SCALAR.match(line, m.end())
+                if v is not None:
+                    try:
+                        value = json.loads(v.group(1))
+                    except ValueError:
+                        continue
+                    if tok == b'"id"' and not has_id and (value is None or type(value) in (int, str)):
+                        has_id, rid = True, value
+                    elif tok == b'"method"' and method is None and type(value) is str:
+                        method = value
+            if has_id and method is not None:
+                break
+        elif c in (0x5B, 0x7B):
+            level += 1
+        else:
+            level -= 1
+    return TooDeep(line, depth, limit, has_id, rid, method)
+
+
 # Message kinds, as small ints for a fast dispatch in the reader loop.
 REQUEST, NOTIFICATION, RESPONSE = 1, 2, 3
 
 
-def classify(line: bytes) -> tuple[int, dict[str, Any]] | Noise:
-    """Parse one line into ``(kind, message)`` or :class:`Noise`.
+def classify(line: bytes, max_depth: int = DEFAULT_MAX_DEPTH) -> tuple[int, dict[str, Any]] | Noise | TooDeep:
+    """Parse one line into ``(kind, message)``, :class:`Noise` or :class:`TooDeep`.
 
     Lenient where real agents are sloppy (a missing ``"jsonrpc"`` member is
-    accepted), strict where guessing would be wrong.
+    accepted), strict where guessing would be wrong. The depth is scanned
+    only when the line has more than ``max_depth`` opening brackets at all
+    (two C-level counts): ordinary lines pay nothing more.
     """
+    if line.count(b"[") + line.count(b"{") > max_depth:
+        depth = nesting_depth(line)
+        if depth > max_depth:
+            return _too_deep(line, depth, max_depth)
     try:
         msg = _decode(line.decode("utf-8"))
     except UnicodeDecodeError:
         return Noise(line, "invalid UTF-8")
+    except RecursionError:  # pragma: no cover - the depth scan refuses these first
+        return Noise(line, "nested too deeply to decode")
     except ValueError:
         return Noise(line, "not JSON")
     if type(msg) is not dict:

@@ -31,8 +31,9 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
 
 #: How long a cancelled turn may take to end before the client stops waiting.
 CANCEL_GRACE = 1.0
-#: Updates kept for a session id the client does not know yet.
-EARLY_LIMIT = 10_000
+#: Distinct unknown session ids whose updates are kept (the total count of
+#: updates kept is ``Limits.unknown_session_updates``).
+EARLY_SESSIONS = 8
 
 
 def text_block(text: str) -> dict[str, Any]:
@@ -172,6 +173,7 @@ class Session:
         if self._active is not None:
             raise AcpError("a turn is already running in this session; cancel it or wait")
         blocks = [text_block(prompt)] if isinstance(prompt, str) else list(prompt)
+        self._compact_history(self.settings.limits.detailed_turns)
         turn = Turn(self.id, prompt=blocks)
         self._active = turn
         self.turns.append(turn)
@@ -239,6 +241,24 @@ class Session:
             self._active = None
             self._prompt_future = None
         turn.finish(stop, error=error, forced=forced)
+        # The turn that just ended stays whole until the next prompt (its
+        # readers may still be reading it), even with detailed_turns 0.
+        self._compact_history(max(1, self.settings.limits.detailed_turns))
+
+    def _compact_history(self, keep: int) -> None:
+        """Compact every finished turn but the newest ``keep``
+        (``limits.detailed_turns``): old turns keep their final text and
+        tool-call state, not every event."""
+        finished = 0
+        for turn in reversed(self.turns):
+            if not turn.done:
+                continue
+            finished += 1
+            if finished <= keep:
+                continue
+            if turn.compacted:
+                break  # older ones were compacted before
+            turn.compact()
 
     async def cancel(self, grace: float = CANCEL_GRACE) -> None:
         """Cancel the running turn per the spec: ``session/cancel``, answer
@@ -273,11 +293,11 @@ class Session:
     # -- session settings ---------------------------------------------------
 
     async def set_mode(self, mode_id: str) -> None:
-        await self.client.conn.request("session/set_mode", {"sessionId": self.id, "modeId": mode_id})
+        await self.client.request("session/set_mode", {"sessionId": self.id, "modeId": mode_id})
         self.modes = {**(self.modes or {}), "currentModeId": mode_id}
 
     async def set_config_option(self, config_id: str, value: Any) -> list[dict[str, Any]]:
-        result = await self.client.conn.request(
+        result = await self.client.request(
             "session/set_config_option", {"sessionId": self.id, "configId": config_id, "value": value}
         )
         if isinstance(result, dict) and isinstance(result.get("configOptions"), list):
@@ -297,7 +317,7 @@ class Session:
         if opt is not None:
             await self.set_config_option(opt["id"], model_id)
             return
-        await self.client.conn.request("session/set_model", {"sessionId": self.id, "modelId": model_id})
+        await self.client.request("session/set_model", {"sessionId": self.id, "modelId": model_id})
         if self.models is not None:
             self.models = {**self.models, "currentModelId": model_id}
 
@@ -325,7 +345,13 @@ class Client:
         self.needs_restart = False
         self.init: dict[str, Any] = {}
         self.reports: list[Notice] = []
+        #: Updates for session ids not known yet (they may precede the
+        #: session/new answer), bounded in total and in distinct ids.
         self._early: dict[str, list[Any]] = {}
+        self._early_count = 0
+        #: Updates dropped because that buffer was full (reported once per overflow).
+        self.early_dropped = 0
+        self._early_reported = False
         self.transport: ProcessTransport | None = None
         self.conn: Connection = None  # type: ignore[assignment]
         self.services: Any = None
@@ -335,15 +361,19 @@ class Client:
     async def start(self) -> "Client":
         from . import services as services_mod
 
-        self.transport = ProcessTransport(self.spec.command, env=self.spec.env, cwd=self.cwd, hint=self.spec.install)
+        limits = self.settings.limits
+        self.transport = ProcessTransport(
+            self.spec.command, env=self.spec.env, cwd=self.cwd, hint=self.spec.install,
+            write_buffer_bytes=limits.write_buffer_bytes, write_stall_seconds=limits.write_stall_seconds,
+        )
         kwargs = {"max_line": self.max_line} if self.max_line else {}
-        self.conn = Connection(self.transport, name=f"agent {self.spec.name!r}", **kwargs)
+        self.conn = Connection(self.transport, name=f"agent {self.spec.name!r}", max_depth=limits.json_depth, **kwargs)
         self.conn.on_report = self._on_report
         self.conn.on_notification("session/update", self._on_update)
         self.services = services_mod.install(self.conn, self)
         await self.conn.start()
         try:
-            self.init = await self.conn.request(
+            self.init = await self.request(
                 "initialize",
                 {
                     "protocolVersion": 1,
@@ -361,6 +391,18 @@ class Client:
         if version_ not in (1, None):
             self._on_report("protocol", f"the agent speaks protocol version {version_!r}; this client speaks 1")
         return self
+
+    async def request(self, method: str, params: Any = None) -> Any:
+        """Every request but ``session/prompt`` goes here: it has a timeout
+        (``limits.initialize_seconds`` for ``initialize``, generous since
+        ``npx`` may download the agent first; ``limits.request_seconds`` for
+        the rest). A turn has none: cancelling it is the user's call."""
+        limits = self.settings.limits
+        if method == "initialize":
+            seconds, setting = limits.initialize_seconds, "initialize_seconds"
+        else:
+            seconds, setting = limits.request_seconds, "request_seconds"
+        return await self.conn.request(method, params, timeout=seconds if seconds > 0 else None, setting=setting)
 
     async def close(self) -> None:
         """End every terminal, close stdin, give the agent a moment, end its tree."""
@@ -413,13 +455,17 @@ class Client:
     def _session(self, session_id: str, cwd: str) -> Session:
         session = Session(self, session_id, cwd, self.settings, interactive=self.interactive)
         self.sessions[session_id] = session
-        for update in self._early.pop(session_id, ()):
+        early = self._early.pop(session_id, ())
+        self._early_count -= len(early)
+        if not self._early:
+            self._early_reported = False  # a later overflow is reported again
+        for update in early:
             session.apply(update)
         return session
 
     async def _call_session(self, method: str, params: dict[str, Any]) -> Any:
         try:
-            return await self.conn.request(method, params)
+            return await self.request(method, params)
         except RpcError as exc:
             if exc.code == AUTH_REQUIRED:
                 raise AuthRequired(self.auth_methods, describe_auth(self.auth_methods, self.spec)) from exc
@@ -464,12 +510,12 @@ class Client:
         params: dict[str, Any] = {}
         if cwd:
             params["cwd"] = os.path.abspath(cwd)
-        result = await self.conn.request("session/list", params)
+        result = await self.request("session/list", params)
         sessions = result.get("sessions") if isinstance(result, dict) else None
         return [s for s in sessions if isinstance(s, dict)] if isinstance(sessions, list) else []
 
     async def authenticate(self, method_id: str) -> Any:
-        return await self.conn.request("authenticate", {"methodId": method_id})
+        return await self.request("authenticate", {"methodId": method_id})
 
     # -- Host (for services) --------------------------------------------------
 
@@ -490,15 +536,38 @@ class Client:
         if session is not None:
             session.apply(params.get("update"))
             return
-        early = self._early.setdefault(sid if type(sid) is str else "", [])
-        if len(early) < EARLY_LIMIT:
-            early.append(params.get("update"))
-        elif len(early) == EARLY_LIMIT:
-            early.append(None)
-            self._on_report("protocol", f"too many updates for unknown session {sid!r}; dropping the rest")
+        self._keep_early(sid if type(sid) is str else "", params.get("update"))
+
+    def _keep_early(self, sid: str, update: Any) -> None:
+        """Keep an update for a session id not known (yet): at most
+        ``limits.unknown_session_updates`` in all, for at most
+        ``EARLY_SESSIONS`` ids; the overflow is dropped with one report."""
+        early = self._early.get(sid)
+        limit = self.settings.limits.unknown_session_updates
+        if self._early_count < limit and (early is not None or len(self._early) < EARLY_SESSIONS):
+            if early is None:
+                early = self._early[sid] = []
+            early.append(update)
+            self._early_count += 1
+            return
+        self.early_dropped += 1
+        if not self._early_reported:
+            self._early_reported = True
+            why = (f"{limit:,} updates (limits.unknown_session_updates)" if self._early_count >= limit
+                   else f"{EARLY_SESSIONS} distinct unknown session ids")
+            self._on_report(
+                "protocol",
+                f"updates for unknown session ids: keeping at most {why}; dropping the rest "
+                f"(first dropped: session {sid!r:.80})",
+            )
 
     def _on_report(self, kind: str, text: str) -> None:
-        notice = Notice("warning", f"{kind}: {text}")
+        if kind == "stalled":
+            self.needs_restart = True
+        # Repeats coalesce by kind; noise and handler errors by their reason
+        # ("not JSON", "invalid UTF-8", the method), so each reason shows once.
+        group = f"{kind}: {text.split(':', 1)[0]}" if kind in ("noise", "handler-error") else kind
+        notice = Notice("warning", f"{kind}: {text}", kind=group)
         self.reports.append(notice)
         del self.reports[:-200]
         for session in self.sessions.values():

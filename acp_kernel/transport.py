@@ -114,6 +114,14 @@ class _ProcessProtocol(asyncio.SubprocessProtocol):
         if fd == 1:
             self.owner._on_eof()
 
+    # The stdin pipe's flow control (asyncio calls these past the high-water
+    # mark and back under the low one), as a StreamWriter's drain uses it.
+    def pause_writing(self) -> None:
+        self.owner._pause_writing()
+
+    def resume_writing(self) -> None:
+        self.owner._resume_writing()
+
     def process_exited(self) -> None:
         owner = self.owner
         if not owner.exited.done():
@@ -135,6 +143,8 @@ class ProcessTransport:
         cwd: str | None = None,
         stderr_limit: int = 64 * 1024,
         hint: str = "",
+        write_buffer_bytes: int = 4 * 1024 * 1024,
+        write_stall_seconds: float = 30.0,
     ) -> None:
         full_env = dict(os.environ)
         if env:
@@ -151,6 +161,18 @@ class ProcessTransport:
         self._on_data: OnData = lambda data: None
         self._on_eof: OnEof = lambda: None
         self._seen: set[int] = set()
+        self.write_buffer_bytes = write_buffer_bytes
+        self.write_stall_seconds = write_stall_seconds
+        #: Called with the bytes still waiting when the agent has not read its
+        #: stdin for ``write_stall_seconds`` with the buffer past its limit.
+        self.on_stall: Callable[[int], None] | None = None
+        #: True once a stall was declared: the agent is not fed any more.
+        self.stalled = False
+        self._paused = False
+        self._resumed = asyncio.Event()
+        self._resumed.set()
+        self._stall_timer: asyncio.TimerHandle | None = None
+        self._stall_mark = 0  # queue size when the stall clock (re)started
 
     def attach(self, on_data: OnData, on_eof: OnEof) -> None:
         self._on_data, self._on_eof = on_data, on_eof
@@ -170,18 +192,69 @@ class ProcessTransport:
         self.pid = self._proc.get_pid()
         watchdog.watch(self.pid)  # a no-op unless the kernel enabled it
         self._stdin = self._proc.get_pipe_transport(0)  # type: ignore[assignment]
+        if self._stdin is not None:
+            high = max(1, self.write_buffer_bytes)
+            self._stdin.set_write_buffer_limits(high=high, low=high // 4)
+
+    # -- writing, with backpressure -------------------------------------------
 
     def write(self, data: bytes) -> None:
+        """Queue ``data`` (one whole message: frames are never split). Async
+        writers :meth:`drain` first, so the queue holds at most the limit plus
+        one message; a stalled agent gets nothing more."""
+        if self.stalled:
+            raise BrokenPipeError("the agent stopped reading its input")
         if self._stdin is None or self._stdin.is_closing():
             raise BrokenPipeError("agent stdin is closed")
         self._stdin.write(data)
 
-    async def drain(self) -> None:
-        # Writes are buffered by the loop; wait only when the pipe is really full.
+    @property
+    def write_paused(self) -> bool:
+        """More than ``write_buffer_bytes`` are waiting for the agent to read."""
+        return self._paused
+
+    def write_buffer_size(self) -> int:
         stdin = self._stdin
-        if stdin is not None and stdin.get_write_buffer_size() > 1 << 20:
-            while not stdin.is_closing() and stdin.get_write_buffer_size() > 1 << 18:
-                await asyncio.sleep(0.001)
+        return stdin.get_write_buffer_size() if stdin is not None else 0
+
+    async def drain(self) -> None:
+        """Wait while the queue is past its limit; returns at once when the
+        agent is stalled or gone (the next write then fails clearly)."""
+        while self._paused and not self.stalled:
+            stdin = self._stdin
+            if stdin is None or stdin.is_closing():
+                return
+            await self._resumed.wait()
+
+    def _pause_writing(self) -> None:
+        self._paused = True
+        self._resumed.clear()
+        if self._stall_timer is None and self.write_stall_seconds > 0:
+            self._stall_mark = self.write_buffer_size()
+            loop = asyncio.get_running_loop()
+            self._stall_timer = loop.call_later(self.write_stall_seconds, self._stall)
+
+    def _resume_writing(self) -> None:
+        self._paused = False
+        self._resumed.set()
+        if self._stall_timer is not None:
+            self._stall_timer.cancel()
+            self._stall_timer = None
+
+    def _stall(self) -> None:
+        """The agent read nothing of a full queue for ``write_stall_seconds``."""
+        self._stall_timer = None
+        if not self._paused or self.stalled:
+            return
+        size = self.write_buffer_size()
+        if size < self._stall_mark:  # slow, not stopped: it read something; wait again
+            self._stall_mark = size
+            self._stall_timer = asyncio.get_running_loop().call_later(self.write_stall_seconds, self._stall)
+            return
+        self.stalled = True
+        self._resumed.set()  # wake every drain: they must not wait forever
+        if self.on_stall is not None:
+            self.on_stall(self.write_buffer_size())
 
     def exit_info(self) -> tuple[int | None, str]:
         code = self.exited.result() if self.exited.done() else None
@@ -196,6 +269,9 @@ class ProcessTransport:
         """Close stdin, give the agent ``grace`` seconds, then end the whole tree."""
         if self._proc is None:
             return
+        if self._stall_timer is not None:
+            self._stall_timer.cancel()
+            self._stall_timer = None
         pid = self.pid
         assert pid is not None
         self.remember_tree()

@@ -40,6 +40,13 @@ _MODELS = {
 }
 
 FINAL_STATUSES = frozenset({"completed", "failed", "cancelled"})
+#: Warnings of one kind shown one by one before they are coalesced into a
+#: single summary notice that is updated in place.
+NOTICE_BURST = 3
+#: Characters of a tool call's text content kept once its turn is compacted.
+COMPACT_TOOL_TEXT = 2000
+#: Locations of a tool call, and warning notices of a turn, kept once compacted.
+COMPACT_ITEMS = 20
 STOP_REASONS = frozenset({"end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"})
 
 
@@ -163,6 +170,23 @@ class ToolCall:
     def final(self) -> bool:
         return self.status in FINAL_STATUSES
 
+    def compact(self, limit: int = COMPACT_TOOL_TEXT) -> None:
+        """Keep id, title, kind, status and a bounded text of the content;
+        drop raw input/output and diffs (they can be whole files)."""
+        lines = [self.text] if self.text else []
+        for c in self.content:
+            if isinstance(c, dict) and c.get("type") == "diff":
+                lines.append(f"(diff of {str(c.get('path'))[:500]})")
+            elif isinstance(c, dict) and c.get("type") == "terminal":
+                lines.append(f"(terminal {str(c.get('terminalId'))[:100]})")
+        text = "\n".join(lines)
+        if len(text) > limit:
+            text = text[:limit] + f"... ({len(text) - limit:,} more characters not kept)"
+        self.content = [{"type": "content", "content": {"type": "text", "text": text}}] if text else []
+        self.locations = self.locations[:COMPACT_ITEMS]
+        self.raw_input = None
+        self.raw_output = None
+
 
 @dataclass(slots=True)
 class ToolCallEvent(_Raw):
@@ -197,11 +221,43 @@ class UnknownUpdate:
 
 @dataclass(slots=True)
 class Notice:
-    """Something a person should know: agent noise, a protocol problem, a decision."""
+    """Something a person should know: agent noise, a protocol problem, a decision.
+
+    Repeated warnings are coalesced (:meth:`Turn.add`): after the first few of
+    a kind, one summary notice stands for the rest. It has a stable ``key`` and
+    a growing ``count``, and the same object is re-emitted to listeners (not
+    re-added to ``events``) as it changes, so a view updates one display.
+    """
 
     level: str  # "info", "warning" or "error"
     text: str
     session_id: Optional[str] = None
+    #: What kind of report ("noise", "protocol", ...): repeats of a kind coalesce.
+    kind: Optional[str] = None
+    #: Set on a summary only: the same for every re-emission.
+    key: Optional[str] = None
+    #: On a summary: how many notices it stands for.
+    count: int = 0
+
+
+def _compact_prompt(prompt: Any) -> Any:
+    """A prompt's text blocks; embedded resources and images (whole files)
+    become what names them."""
+    if not isinstance(prompt, list):
+        return prompt
+    out: list[Any] = []
+    for block in prompt:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind in ("text", "resource_link"):
+            out.append(block)
+        elif kind == "resource" and isinstance(block.get("resource"), dict):
+            uri = str(block["resource"].get("uri", ""))
+            out.append({"type": "resource_link", "uri": uri, "name": uri.rsplit("/", 1)[-1] or uri})
+        else:
+            out.append({"type": "text", "text": f"({kind} not kept)"})
+    return out
 
 
 @dataclass
@@ -221,9 +277,14 @@ class Turn:
     started: float = field(default_factory=time.time)
     ended: Optional[float] = None
     late_events: int = 0
+    #: True once :meth:`compact` dropped what only a live view needs.
+    compacted: bool = False
     _message: list[str] = field(default_factory=list, repr=False)
     _thought: list[str] = field(default_factory=list, repr=False)
     _listeners: list[Callable[[Any], None]] = field(default_factory=list, repr=False)
+    _repeats: dict[str, int] = field(default_factory=dict, repr=False)
+    _summaries: dict[str, Notice] = field(default_factory=dict, repr=False)
+    _summary_sent: dict[str, tuple[int, float]] = field(default_factory=dict, repr=False)
 
     # -- reading ------------------------------------------------------------
 
@@ -259,11 +320,56 @@ class Turn:
         return lambda: self._listeners.remove(listener) if listener in self._listeners else None
 
     def add(self, event: Any) -> None:
+        if type(event) is Notice and event.level != "info" and event.key is None:
+            group = event.kind or event.text
+            n = self._repeats.get(group, 0) + 1
+            self._repeats[group] = n
+            if n > NOTICE_BURST:
+                self._coalesce(group, event)
+                return
         if self.ended is not None:
             self.late_events += 1
         self.events.append(event)
         for listener in self._listeners:
             listener(event)
+
+    def _coalesce(self, group: str, notice: Notice) -> None:
+        """Fold a repeated warning into its kind's summary. Listeners hear of
+        the summary at counts 1, 2, 5, 10, 20, 50, ... or a second after they
+        last did, and at the end: a bounded number of re-emissions, however
+        many thousand repeats."""
+        summary = self._summaries.get(group)
+        if summary is None:
+            summary = Notice(notice.level, "", notice.session_id, notice.kind,
+                             key=f"notice-{id(self):x}-{len(self._summaries)}", count=0)
+            self._summaries[group] = summary
+        if notice.level == "error":
+            summary.level = "error"
+        summary.count += 1
+        summary.text = f"... and {summary.count:,} more like this; the last: {notice.text}"
+        if summary.count == 1:
+            self.events.append(summary)
+            self._summary_sent[group] = (1, time.monotonic())
+            for listener in self._listeners:
+                listener(summary)
+            return
+        count = summary.count
+        now = time.monotonic()
+        digits = str(count)
+        if digits[0] in "125" and digits[1:].strip("0") == "" or now - self._summary_sent[group][1] >= 1.0:
+            self._reemit(group, summary, now)
+
+    def _reemit(self, group: str, summary: Notice, now: float) -> None:
+        self._summary_sent[group] = (summary.count, now)
+        for listener in self._listeners:
+            listener(summary)
+
+    def _flush_summaries(self) -> None:
+        """At the end: every summary's final count reaches the listeners."""
+        now = time.monotonic()
+        for group, summary in self._summaries.items():
+            if self._summary_sent.get(group, (0, 0.0))[0] != summary.count:
+                self._reemit(group, summary, now)
 
     def apply_update(self, update: Any) -> Any:
         """Turn one raw ``update`` into an event, fold it into the state, add it."""
@@ -342,9 +448,65 @@ class Turn:
             ))
         for call in open_calls:
             call.status = status
+        self._flush_summaries()
         self.ended = time.time()
         for listener in list(self._listeners):
             listener(None)  # None marks the end for listeners
+
+    def compact(self) -> None:
+        """Drop what only a live view needed, keep what a reader of an old
+        turn uses: the final text (one chunk), tool calls in their final state
+        (bounded content), the plan, the mode, up to ``COMPACT_ITEMS``
+        warnings, usage and the stop reason. Thoughts, per-chunk events,
+        service events and unknown updates go. Only for finished turns."""
+        if self.compacted or self.ended is None:
+            return
+        events: list[Any] = []
+        run: list[str] = []
+
+        def end_run() -> None:
+            if run:
+                events.append(Chunk("agent", "".join(run)))
+                run.clear()
+
+        plan_seen = False
+        warnings = 0
+        mode: Any = None
+        for ev in self.events:
+            t = type(ev)
+            if t is Chunk:
+                if ev.role == "agent" and ev.text:
+                    run.append(ev.text)
+            elif t is ToolCallEvent:
+                if ev.new:
+                    end_run()
+                    events.append(ToolCallEvent(ev.call, True, {"sessionUpdate": "tool_call", "toolCallId": ev.call.id}))
+            elif t is PlanEvent:
+                if not plan_seen:
+                    plan_seen = True
+                    end_run()
+                    events.append(PlanEvent(self.plan, {"sessionUpdate": "plan", "entries": self.plan}))
+            elif t is StateEvent:
+                if ev.kind == "current_mode_update":
+                    mode = ev
+            elif t is Notice and ev.level != "info" and warnings < COMPACT_ITEMS:
+                end_run()
+                events.append(ev)
+                warnings += 1
+        end_run()
+        if mode is not None:
+            events.append(mode)
+        for call in self.tool_calls.values():
+            call.compact()
+        self.events = events
+        self._message = ["".join(self._message)]
+        self._thought = []
+        self._listeners = []
+        self._repeats = {}
+        self._summaries = {}
+        self._summary_sent = {}
+        self.prompt = _compact_prompt(self.prompt)
+        self.compacted = True
 
     # -- async consumption --------------------------------------------------
 

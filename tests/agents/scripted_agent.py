@@ -44,6 +44,18 @@ Actions (one key each):
                            exactly as given (any JSON, or absent)
   {"signal": 9}            send this signal to the agent itself (SIGKILL...)
   {"close_stdout": true}   close stdout (the wire) and keep running
+  {"deep": {"depth": N, "as": "update"|"request"|"prompt_answer", "method": M}}
+                           a message nested exactly N levels deep (built as
+                           text: json itself cannot write 2,000 levels): an
+                           agent_message_chunk "DEEP<N> ", a request (its
+                           answer reported like "request"), or the prompt's answer
+  {"noise_flood": N}       N non-JSON lines "noise line <i>" on stdout
+  {"stop_reading": true}   stop reading stdin from now on (the pipe fills up)
+  {"resume_reading": true} read stdin again
+
+Scenario keys for hangs:
+  never_answer    list of methods never answered (e.g. ["initialize"])
+  answer_delay    {"method": seconds}: answer that method after a delay
 """
 
 from __future__ import annotations
@@ -59,6 +71,8 @@ import time
 import uuid
 
 _write_lock = threading.Lock()
+reading = threading.Event()  # cleared by "stop_reading": the main loop stops reading stdin
+reading.set()
 _out = sys.stdout.buffer
 
 
@@ -187,6 +201,46 @@ class Agent:
 
     def do_signal(self, value): os.kill(os.getpid(), value)
 
+    def do_deep(self, value):
+        depth, kind = value["depth"], value.get("as", "update")
+        sid = json.dumps(self.sid)
+        if kind == "update":
+            n = depth - 4
+            line = ('{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":%s,"update":'
+                    '{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"DEEP%d "},'
+                    '"_meta":{"x":%s%s}}}}' % (sid, depth, "[" * n, "]" * n))
+            write_raw(line.encode() + b"\n")
+        elif kind == "request":
+            n = depth - 2
+            rid = self.new_id()
+            done = threading.Event()
+            self.pending[json.dumps(rid)] = [done, None]
+            line = ('{"jsonrpc":"2.0","id":%s,"method":%s,"params":{"sessionId":%s,"x":%s%s}}'
+                    % (json.dumps(rid), json.dumps(value.get("method", "_test/deep")), sid, "[" * n, "]" * n))
+            write_raw(line.encode() + b"\n")
+            done.wait()
+            reply = self.pending.pop(json.dumps(rid))[1]
+            if "error" in reply:
+                self.chunk("ERROR " + json.dumps(reply["error"]))
+            else:
+                self.chunk("RESULT " + json.dumps(reply.get("result")))
+        else:  # the prompt's answer
+            n = depth - 3
+            self.turn_answered.set()
+            line = ('{"jsonrpc":"2.0","id":%s,"result":{"stopReason":"end_turn","_meta":{"x":%s%s}}}'
+                    % (json.dumps(self.prompt_id), "[" * n, "]" * n))
+            write_raw(line.encode() + b"\n")
+
+    def do_noise_flood(self, value):
+        lines = b"".join(b"noise line %d\n" % i for i in range(value))
+        write_raw(lines)
+
+    def do_stop_reading(self, value):
+        reading.clear()
+
+    def do_resume_reading(self, value):
+        reading.set()
+
     def do_close_stdout(self, value):
         with _write_lock:
             _out.flush()
@@ -211,6 +265,11 @@ class Agent:
             return
         if rid is None:
             return
+        if method in self.s.get("never_answer", ()):
+            return
+        delay = self.s.get("answer_delay", {}).get(method)
+        if delay:
+            time.sleep(delay)
         if method == "initialize":
             self.run(self.s.get("init_actions", []))
             result = {"protocolVersion": 1, "agentCapabilities": {"loadSession": bool(self.s.get("load"))},
@@ -273,15 +332,27 @@ def main() -> None:
     if "--login" in sys.argv[2:]:
         sys.exit(login(scenario))
     agent = Agent(scenario)
-    for line in sys.stdin.buffer:
-        if not line.strip():
+    parts: list = []  # pieces of the unterminated line (no quadratic re-joining)
+    while True:
+        reading.wait()  # "stop_reading" parks here, after at most one more read
+        data = os.read(0, 65536)
+        if not data:
+            break
+        if b"\n" not in data:
+            parts.append(data)
             continue
-        try:
-            msg = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(msg, dict):
-            agent.handle(msg)
+        *lines, last = data.split(b"\n")
+        lines[0] = b"".join(parts) + lines[0]
+        parts = [last] if last else []
+        for line in lines:
+            if not line.strip():
+                continue
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(msg, dict):
+                agent.handle(msg)
     if scenario.get("ignore_eof"):
         while True:
             time.sleep(3600)

@@ -14,10 +14,15 @@ import pytest
 
 from acp_kernel import proctree
 from acp_kernel.errors import ConnectionClosed
+from acp_kernel.host import ClientSettings
 from acp_kernel.session import Client
 
 from ..conftest import scripted_spec
+
 from .conftest import answers, gone, next_connection_works, notices, open_session, wait_text
+
+#: These agents run commands: the default policy (ask, nobody to answer) would refuse them.
+ALLOW_ALL = ClientSettings(permissions="allow-all")
 
 
 async def test_exit_during_initialize():
@@ -65,7 +70,7 @@ async def test_agent_sigkilled_while_a_terminal_runs():
         {"sleep": 0.3},
         {"signal": 9},
     ]}
-    client, session = await open_session(scenario)
+    client, session = await open_session(scenario, settings=ALLOW_ALL)
     agent = client.transport.pid
     try:
         turn = await asyncio.wait_for(session.prompt("go"), 10)
@@ -236,7 +241,7 @@ async def test_children_and_terminals_are_gone_after_close_even_when_detached():
         {"request": {"method": "terminal/create", "params": {"sessionId": "$SID", "command": "sleep",
                                                               "args": ["600"]}}},
     ]}
-    client, session = await open_session(scenario)
+    client, session = await open_session(scenario, settings=ALLOW_ALL)
     turn = await session.prompt("go")
     pids = [int(w) for w in turn.text.split() if w.isdigit()]
     assert answers(turn)[0][0] == "RESULT"
