@@ -9,6 +9,10 @@ Only session-scoped form requests can be shown (they name the session whose
 cell renders the form). Request-scoped ones (no ``sessionId``) and URL mode,
 which this client does not advertise, are declined with a notice where
 there is a session to put it in.
+
+Forms count against ``limits.pending_prompts`` together with permission
+questions (one shared :class:`~acp_kernel.service_events.PendingPrompts`);
+one past the cap is answered ``cancel`` at once, with a notice.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import asyncio
 from typing import Any
 
 from .errors import RpcError
-from .service_events import ElicitationPrompt, Notice
+from .service_events import ElicitationPrompt, Notice, PendingPrompts
 
 DECLINE: dict[str, Any] = {"action": "decline"}
 CANCEL: dict[str, Any] = {"action": "cancel"}
@@ -32,9 +36,9 @@ def schema_fields(schema: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], li
 
 
 class ElicitationService:
-    def __init__(self, host: Any) -> None:
+    def __init__(self, host: Any, prompts: PendingPrompts | None = None) -> None:
         self.host = host
-        self._pending: dict[str, set[ElicitationPrompt]] = {}
+        self.prompts = prompts if prompts is not None else PendingPrompts()
 
     async def create(self, params: Any) -> dict[str, Any]:
         from acp.schema import CreateFormSessionElicitationRequest
@@ -57,6 +61,16 @@ class ElicitationService:
         if not ctx.interactive:
             ctx.emit(Notice("warning", f"The agent asked for input ({req.message!r}); declined: nobody can answer here (not interactive).", req.session_id))
             return DECLINE
+        limit = ctx.settings.limits.pending_prompts
+        if self.prompts.full(req.session_id, limit):
+            ctx.emit(Notice(
+                "warning",
+                f"The agent asked for input ({req.message!r}); cancelled at once: {self.prompts.count(req.session_id)} "
+                f"questions already wait for an answer in this session (limits.pending_prompts = {limit}; "
+                f'change it under "limits" in the config file).',
+                req.session_id,
+            ))
+            return CANCEL
         loop = asyncio.get_running_loop()
         prompt = ElicitationPrompt(
             session_id=req.session_id,
@@ -69,16 +83,13 @@ class ElicitationService:
             request=req,
             tool_call_id=req.tool_call_id,
         )
-        return await prompt.ask(ctx, self._pending.setdefault(req.session_id, set()))
+        return await prompt.ask(ctx, self.prompts)
 
     def sessions_pending(self) -> list[str]:
-        return [sid for sid, ps in self._pending.items() if ps]
+        return self.prompts.sessions(ElicitationPrompt)
 
     def cancel_all(self, session_id: str) -> int:
-        prompts = list(self._pending.get(session_id, ()))
-        for p in prompts:
-            p.cancel()
-        return len(prompts)
+        return self.prompts.cancel_all(session_id, ElicitationPrompt)
 
     def register(self, conn: Any) -> None:
         conn.on_request("elicitation/create", self.create)

@@ -31,6 +31,9 @@ class TerminalStarted:
     terminal: Terminal
     #: Why the argv differs from what the agent sent (shell fallback), or "".
     note: str = ""
+    #: Bytes of output kept (the agent's ``outputByteLimit``, capped by
+    #: ``limits.max_output_byte_limit``); 0 when not said.
+    output_limit: int = 0
 
 
 @dataclass
@@ -69,7 +72,8 @@ class PermissionResolved:
     title: str | None
     option_id: str | None  # None: cancelled
     option_kind: str | None
-    #: "policy", "remembered", "user", "headless", "cancelled"
+    #: "policy", "remembered", "user", "headless", "cancelled", or "limit"
+    #: (too many questions already waiting: answered cancelled at once)
     by: str
 
 
@@ -98,9 +102,10 @@ class _Prompt:
     def done(self) -> bool:
         return self.future.done()
 
-    async def ask(self, ctx: Any, pending: set[Any]) -> Any:
+    async def ask(self, ctx: Any, pending: Any) -> Any:
         """Show this prompt (``ctx.emit``) and wait for the answer, tracked in
-        ``pending`` meanwhile so a cancel can answer it."""
+        ``pending`` (a :class:`PendingPrompts`, or any set) meanwhile so a
+        cancel can answer it."""
         pending.add(self)
         try:
             ctx.emit(self)
@@ -109,6 +114,53 @@ class _Prompt:
             pending.discard(self)
             if not self.future.done():
                 self.future.cancel()
+
+
+class PendingPrompts:
+    """Questions waiting for an answer, per session, under one cap.
+
+    The permission broker and the form service share one instance (see
+    :func:`acp_kernel.services.install`), so ``limits.pending_prompts``
+    counts every question a session has open. A cancelled turn answers them
+    all at once (:meth:`cancel_all`). Sessions with nothing pending are
+    dropped, so the map stays as small as what waits.
+    """
+
+    def __init__(self) -> None:
+        self._by_session: dict[Any, set[_Prompt]] = {}
+
+    def add(self, prompt: _Prompt) -> None:
+        self._by_session.setdefault(getattr(prompt, "session_id", None), set()).add(prompt)
+
+    def discard(self, prompt: _Prompt) -> None:
+        sid = getattr(prompt, "session_id", None)
+        group = self._by_session.get(sid)
+        if group is not None:
+            group.discard(prompt)
+            if not group:
+                del self._by_session[sid]
+
+    def count(self, session_id: Any) -> int:
+        return len(self._by_session.get(session_id, ()))
+
+    def full(self, session_id: Any, limit: int) -> bool:
+        """True when ``limit`` questions of the session already wait."""
+        return self.count(session_id) >= limit
+
+    def pending(self, session_id: Any = None, kind: type | None = None) -> list[Any]:
+        """Waiting prompts (of one session, of one prompt class), any order."""
+        groups = self._by_session.values() if session_id is None else [self._by_session.get(session_id, set())]
+        return [p for g in groups for p in g if kind is None or isinstance(p, kind)]
+
+    def sessions(self, kind: type | None = None) -> list[Any]:
+        return [sid for sid in self._by_session if self.pending(sid, kind)]
+
+    def cancel_all(self, session_id: Any, kind: type | None = None) -> int:
+        """Answer every waiting prompt of the session (of ``kind``) cancelled."""
+        prompts = self.pending(session_id, kind)
+        for prompt in prompts:
+            prompt.cancel()
+        return len(prompts)
 
 
 @dataclass(eq=False)
@@ -127,6 +179,13 @@ class PermissionPrompt(_Prompt):
     future: asyncio.Future[Any]
     loop: asyncio.AbstractEventLoop
     title: str | None = None
+    #: What actually runs or is touched, as plain text (a command line, the
+    #: paths), identified from ``rawInput``/``locations`` or given by the
+    #: client for its own questions; "" when nothing concrete was named.
+    #: Show this next to the agent's title: the title is the agent's word.
+    command: str = ""
+    #: The working directory of ``command``, when known.
+    cwd: str | None = None
 
     def answer(self, option_id: str) -> None:
         """Select an option by its id (as the agent sent it)."""

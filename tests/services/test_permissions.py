@@ -26,10 +26,13 @@ OPTION_SETS: list[tuple[str, str | None, str, list[dict[str, str]]]] = [
 ]
 
 
-def request(options: list[dict[str, str]], kind: str | None, tcid: str = "tc1", title: str = "Run ls") -> dict[str, Any]:
+def request(options: list[dict[str, str]], kind: str | None, tcid: str = "tc1", title: str = "Run ls",
+            raw_input: Any = None) -> dict[str, Any]:
     tool_call: dict[str, Any] = {"toolCallId": tcid, "title": title}
     if kind is not None:
         tool_call["kind"] = kind
+    if raw_input is not None:
+        tool_call["rawInput"] = raw_input
     return {"sessionId": "s1", "toolCall": tool_call, "options": options}
 
 
@@ -109,28 +112,31 @@ async def test_headless_without_reject_option_cancels(host: FakeHost, ctx: FakeC
 async def test_ui_answers_and_always_is_remembered_per_action(host: FakeHost, ctx: FakeContext) -> None:
     broker = PermissionBroker(host)
     options = OPTION_SETS[1][3]
+    make = {"command": "make"}
     prompt_f = ctx.next_event(PermissionPrompt)
-    task = asyncio.ensure_future(broker.request_permission(request(options, "execute", "t1", "Run make")))
-    prompt = await prompt_f
+    task = asyncio.ensure_future(broker.request_permission(request(options, "execute", "t1", "Run make", make)))
+    prompt = await asyncio.wait_for(prompt_f, 5)
     assert prompt.kind == "execute" and [o["optionId"] for o in prompt.options] == ["approve_for_session", "approve", "reject"]
-    assert prompt.request.tool_call.title == "Run make"
+    assert prompt.request.tool_call.title == "Run make" and prompt.command == "make"
     with pytest.raises(ValueError):
         prompt.answer("allow")  # not one of this agent's ids
     prompt.answer("approve_for_session")
     assert (await task)["outcome"]["optionId"] == "approve_for_session"
-    # The same action again: answered from memory, no prompt.
-    got = await broker.request_permission(request(options, "execute", "t2", "Run make"))
+    # The same command again, under another title: answered from memory, no prompt.
+    got = await broker.request_permission(request(options, "execute", "t2", "Build it", make))
     assert got["outcome"]["optionId"] == "approve_for_session"
     assert ctx.of(PermissionResolved)[-1].by == "remembered"
-    # A different command is asked anew.
+    # The same title with a different command is asked anew.
     prompt_f = ctx.next_event(PermissionPrompt)
-    task = asyncio.ensure_future(broker.request_permission(request(options, "execute", "t3", "Run rm -rf build")))
-    prompt = await prompt_f
+    task = asyncio.ensure_future(broker.request_permission(
+        request(options, "execute", "t3", "Run make", {"command": "make; rm -rf build"})))
+    prompt = await asyncio.wait_for(prompt_f, 5)
+    assert prompt.command == "make; rm -rf build"
     await asyncio.to_thread(prompt.reject)  # from another thread, like a widget callback
     assert (await task)["outcome"]["optionId"] == "reject"
     # "deny" wins over remembered allows.
     ctx.settings.permissions = "deny"
-    got = await broker.request_permission(request(options, "execute", "t4", "Run make"))
+    got = await broker.request_permission(request(options, "execute", "t4", "Run make", make))
     assert got["outcome"]["optionId"] == "reject"
 
 
