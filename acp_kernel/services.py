@@ -14,6 +14,7 @@ from typing import Any
 from .elicitation import ElicitationService
 from .files import FileService
 from .permissions import PermissionBroker
+from .service_events import PendingPrompts
 from .terminals import TerminalService
 
 
@@ -64,13 +65,19 @@ class Services:
 
 
 def install(conn: Any, host: Any, *, elicitation: bool = True) -> Services:
-    """Register every agent->client request handler on ``conn``."""
-    broker = PermissionBroker(host)
+    """Register every agent->client request handler on ``conn``.
+
+    One broker asks for files and terminals alike; permission questions and
+    forms share one :class:`PendingPrompts`, so ``limits.pending_prompts``
+    counts every question a session has open.
+    """
+    prompts = PendingPrompts()
+    broker = PermissionBroker(host, prompts)
     services = Services(
-        terminals=TerminalService(host),
+        terminals=TerminalService(host, broker),
         files=FileService(host, broker),
         permissions=broker,
-        elicitation=ElicitationService(host) if elicitation else None,
+        elicitation=ElicitationService(host, prompts) if elicitation else None,
     )
     services.terminals.register(conn)
     services.files.register(conn)

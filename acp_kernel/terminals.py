@@ -12,6 +12,18 @@ subscribers.
 kill|release`` onto terminals, including the two misbehaviours every client
 meets: a whole shell line in ``command`` (run through the shell, and said so)
 and ``release`` while ``wait_for_exit`` is pending (the wait is answered).
+
+A terminal runs code, so ``terminal/create`` obeys the permission policy
+before anything starts: ``deny`` refuses, ``allow-all`` runs, ``ask`` and
+``allow-reads`` ask through the same broker and prompt UI as the agent's
+``session/request_permission``, showing the real command line (the shell
+line, or program + args; the agent's env; the cwd). When nobody can answer,
+it is refused with the reason. A person's allow of the agent's own request
+for exactly this command line counts as the answer (once), so one action is
+not asked twice. Limits at the edge: live terminals per session
+(``limits.terminals_per_session``; ``release`` frees the slot) and the
+largest ``outputByteLimit`` (``limits.max_output_byte_limit``; larger asks
+are capped, and the notice says so).
 """
 
 from __future__ import annotations
@@ -20,6 +32,7 @@ import asyncio
 import itertools
 import logging
 import os
+import shlex
 import shutil
 import signal
 import time
@@ -377,20 +390,53 @@ def plan_command(
     raise TerminalError(f"terminal/create: program {command!r} was not found (PATH or path)")
 
 
-# -- the ACP service ----------------------------------------------------------------
+def command_text(plan: Plan, command: str, env: Mapping[str, str]) -> str:
+    """The command line as a person reads it, and as answers are remembered by.
+
+    The agent's env assignments first (``PATH=...`` changes what runs), then
+    the shell line as sent (when it runs through the shell) or the argv
+    joined with :func:`shlex.join`.
+    """
+    body = command.strip() if plan.via_shell else shlex.join(plan.argv)
+    prefix = " ".join(shlex.quote(f"{k}={v}") for k, v in env.items())
+    return f"{prefix} {body}" if prefix else body
+
+
+def refusal(by: str, text: str, cwd: str, policy: str) -> str:
+    """Why a terminal was not started, for the agent's error and the notice."""
+    head = f"terminal/create: {text!r} (in {cwd}) was not run"
+    if by == "policy":
+        return f"{head}: the permission policy is {policy!r}, which refuses every command"
+    if by == "headless":
+        return (f"{head}: the permission policy {policy!r} asks before running a command and nobody can "
+                f"answer here (not interactive); policy allow-all lets it run")
+    if by == "limit":
+        return f"{head}: too many questions already wait for an answer in this session (limits.pending_prompts)"
+    if by == "cancelled":
+        return f"{head}: the question was cancelled"
+    return f"{head}: the user refused it"
 
 
 class TerminalService:
     """Answers ``terminal/*`` for every session of one client."""
 
-    def __init__(self, host: Any) -> None:
+    def __init__(self, host: Any, broker: Any = None) -> None:
+        from .permissions import PermissionBroker
+
         self.host = host
+        self.broker = broker if broker is not None else PermissionBroker(host)
         self._terminals: dict[str, tuple[str, Terminal]] = {}
+        #: Slots taken by creates still asking or starting, per session.
+        self._reserved: dict[str, int] = {}
         self._ids = itertools.count(1)
         self._prefix = os.urandom(3).hex()
 
     def terminals(self, session_id: str | None = None) -> list[Terminal]:
         return [t for sid, t in self._terminals.values() if session_id is None or sid == session_id]
+
+    def live(self, session_id: str) -> int:
+        """Terminals of the session not yet released (plus creates in progress)."""
+        return sum(1 for sid, _ in self._terminals.values() if sid == session_id) + self._reserved.get(session_id, 0)
 
     def _get(self, params: Any, model: Any) -> tuple[Any, Terminal]:
         req = model.model_validate(params)
@@ -408,7 +454,9 @@ class TerminalService:
 
         req = CreateTerminalRequest.model_validate(params)
         ctx = self.host.session_context(req.session_id)
+        sid = req.session_id
         settings = ctx.settings
+        limits = settings.limits
         cwd = req.cwd
         if cwd is None or cwd == "":
             cwd = ctx.cwd
@@ -424,20 +472,77 @@ class TerminalService:
                 exists=lambda p: _program_exists(p, path_var, cwd),
             )
         except TerminalError as exc:
-            ctx.emit(Notice("error", str(exc), req.session_id))
+            ctx.emit(Notice("error", str(exc), sid))
             raise RpcError(exc.code, str(exc)) from None
-        limit = req.output_byte_limit if req.output_byte_limit is not None else settings.terminal_output_limit
+        text = command_text(plan, req.command, env)
+        if not os.path.isdir(cwd):  # said before anyone is asked about a run that cannot start
+            msg = f"terminal/create: working directory {cwd!r} does not exist or is not a directory"
+            ctx.emit(Notice("error", msg, sid))
+            raise RpcError(RESOURCE_NOT_FOUND, msg)
+
+        live = self.live(sid)
+        if live >= limits.terminals_per_session:
+            msg = (
+                f"terminal/create: {text!r} was not run: this session already holds {live} live terminals "
+                f"(limits.terminals_per_session = {limits.terminals_per_session}); release one "
+                f'(terminal/release) first, or raise the limit under "limits" in the config file'
+            )
+            ctx.emit(Notice("error", msg, sid))
+            raise RpcError(INVALID_PARAMS, msg)
+
+        self._reserved[sid] = self._reserved.get(sid, 0) + 1
+        try:
+            return await self._authorize_and_start(ctx, req, plan, text, cwd, env)
+        finally:
+            self._reserved[sid] -= 1
+            if not self._reserved[sid]:
+                del self._reserved[sid]
+
+    async def _authorize_and_start(self, ctx: Any, req: Any, plan: Plan, text: str, cwd: str, env: dict[str, str]) -> dict[str, Any]:
+        sid = req.session_id
+        settings = ctx.settings
+        via = f" (through {' '.join(plan.argv[:-1])})" if plan.via_shell else ""
+        raw_input: dict[str, Any] = {"command": list(plan.argv), "cwd": cwd}
+        if env:
+            raw_input["env"] = dict(env)
+        verdict = await self.broker.authorize(
+            ctx,
+            title=f"Run {text}{via} in {cwd}",
+            kind="execute",
+            command=text,
+            cwd=cwd,
+            raw_input=raw_input,
+            use_grant=True,
+            hint="Policy allow-all lets it run (%permissions allow-all, or --permissions allow-all).",
+        )
+        if not verdict.allowed:
+            msg = refusal(verdict.by, text, cwd, settings.permissions)
+            if verdict.by not in ("headless", "limit"):  # those already said so, naming the command
+                ctx.emit(Notice("warning", msg, sid))
+            raise RpcError(INVALID_PARAMS, msg)
+
+        cap = settings.limits.max_output_byte_limit
+        asked = req.output_byte_limit
+        limit = asked if asked is not None else settings.terminal_output_limit
+        if limit > cap:
+            if asked is not None:
+                ctx.emit(Notice(
+                    "info",
+                    f"terminal/create: the agent asked to keep {asked} bytes of output of {text!r}; kept "
+                    f"{cap} (limits.max_output_byte_limit; change it under \"limits\" in the config file)",
+                    sid,
+                ))
+            limit = cap
         tid = f"term-{self._prefix}-{next(self._ids)}"
         term = Terminal(plan.argv, cwd=cwd, env=env, output_limit=limit, terminal_id=tid, via_shell=plan.via_shell)
         try:
             await term.start()
         except TerminalError as exc:
-            ctx.emit(Notice("error", f"terminal/create: {exc}", req.session_id))
+            ctx.emit(Notice("error", f"terminal/create: {exc}", sid))
             raise RpcError(exc.code, str(exc)) from None
-        self._terminals[tid] = (req.session_id, term)
-        sid = req.session_id
+        self._terminals[tid] = (sid, term)
         term.subscribe(on_exit=lambda st: ctx.emit(TerminalExited(sid, tid, st, term.how or "exited")))
-        ctx.emit(TerminalStarted(sid, tid, plan.argv, cwd, plan.via_shell, term, plan.note))
+        ctx.emit(TerminalStarted(sid, tid, plan.argv, cwd, plan.via_shell, term, plan.note, output_limit=limit))
         return {"terminalId": tid}
 
     async def output(self, params: Any) -> dict[str, Any]:

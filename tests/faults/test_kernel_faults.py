@@ -121,6 +121,7 @@ async def test_kill_9_of_the_kernel_takes_agent_terminals_and_ptys_with_it(kerne
             {"request": {"method": "terminal/create", "params": {   # a terminal the kernel runs
                 "sessionId": "$SID", "command": "sh", "args": ["-c", "sleep 600 & setsid sleep 600 & wait"]}}},
             {"chunk": "ready"}]}})
+        assert (await harness.execute("%permissions allow-all")).status == "ok"  # the terminal runs unasked
         res = await harness.execute("go")
         assert "ready" in res.text(), res.text()
         # and a %%shell cell still running when the kernel dies
@@ -177,6 +178,7 @@ async def test_kernel_listens_only_on_its_five_zmq_ports(acp_kernel):
     await use_agent(acp_kernel, {"prompts": {"go": [
         {"request": {"method": "terminal/create", "params": {"sessionId": "$SID", "command": "echo", "args": ["x"]}}},
         {"chunk": "done"}]}})
+    assert (await acp_kernel.execute("%permissions allow-all")).status == "ok"  # the terminal runs unasked
     assert "done" in (await acp_kernel.execute("go")).text()
     assert (await acp_kernel.execute("%%shell\necho hi")).status == "ok"
     info = json.load(open(acp_kernel.km.connection_file))

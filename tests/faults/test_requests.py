@@ -86,7 +86,7 @@ async def test_meta_cannot_override_real_params(tmp_path):
         req("terminal/create", {"sessionId": "$SID", "command": "echo", "args": ["real"],
                                 "_meta": {"command": "rm", "args": ["-rf", str(ws)], "cwd": "/"}}),
     ]
-    turn, got = await run(actions, tmp_path)
+    turn, got = await run(actions, tmp_path, settings=ClientSettings(permissions="allow-all"))  # the terminal runs
     assert got[0] == ("RESULT", {"content": "the real file\n"})
     assert got[1] == ("RESULT", {})
     assert (ws / "new.txt").read_text() == "mine" and outside.read_text() == "untouched\n"
@@ -144,7 +144,7 @@ async def test_terminal_create_for_a_program_that_does_not_exist(tmp_path):
         req("terminal/output", {"sessionId": "$SID", "terminalId": "term-never"}),
         req("terminal/create", {"sessionId": "$SID", "command": "echo", "args": ["works"]}),
     ]
-    turn, got = await run(actions, tmp_path)
+    turn, got = await run(actions, tmp_path, settings=ClientSettings(permissions="allow-all"))
     kinds = [k for k, _ in got]
     # a whole shell line runs through the shell (then fails inside it, with its exit status)
     assert kinds == ["ERROR", "ERROR", "RESULT"] + ["ERROR"] * 5 + ["RESULT"], got
@@ -163,7 +163,8 @@ async def test_terminal_shell_line_with_missing_program_reports_its_exit(tmp_pat
     ]
     ws = tmp_path / "ws"
     ws.mkdir()
-    client, session = await open_session({"prompts": {"go": actions}}, cwd=str(ws))
+    client, session = await open_session({"prompts": {"go": actions}}, cwd=str(ws),
+                                         settings=ClientSettings(permissions="allow-all"))
     try:
         turn = await session.prompt("go")
         assert answers(turn)[0][0] == "RESULT"
@@ -207,7 +208,8 @@ async def test_terminal_ids_of_another_session_are_not_reachable(tmp_path):
     ]
     ws = tmp_path / "ws"
     ws.mkdir()
-    client, session = await open_session({"prompts": {"go": actions}}, cwd=str(ws))
+    client, session = await open_session({"prompts": {"go": actions}}, cwd=str(ws),
+                                         settings=ClientSettings(permissions="allow-all"))
     try:
         turn = await session.prompt("go")
         tid = answers(turn)[0][1]["terminalId"]

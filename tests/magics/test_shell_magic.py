@@ -162,7 +162,7 @@ def test_parse_options_round_trip():
 
 
 async def test_bare_shell_line_from_an_agent_runs_the_same_argv_and_output_as_a_shell_cell(tmp_path):
-    ctx = FakeContext("s1", str(tmp_path), ClientSettings())
+    ctx = FakeContext("s1", str(tmp_path), ClientSettings(permissions="allow-all"))  # runs: no question
     svc = TerminalService(FakeHost(ctx))
     line = "echo 'a  b' | tr a-z A-Z && echo \"é;x\" ; pwd"
     tid = (await svc.create({"sessionId": "s1", "command": line, "outputByteLimit": 32000}))["terminalId"]

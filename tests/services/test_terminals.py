@@ -20,6 +20,13 @@ from .conftest import FakeContext, FakeHost
 PY = sys.executable
 
 
+@pytest.fixture(autouse=True)
+def allow_all(ctx: FakeContext) -> None:
+    """These tests are about running terminals: the policy allows them
+    (tests/hostile/test_policy.py covers the policy)."""
+    ctx.settings.permissions = "allow-all"
+
+
 # -- over the wire ------------------------------------------------------------------
 
 
