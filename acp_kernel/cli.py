@@ -19,9 +19,11 @@ import asyncio
 import dataclasses
 import json
 import os
+import re
 import shlex
 import signal
 import sys
+import time
 from typing import Any, Sequence, TextIO
 
 from .termsafe import clean, json_safe, line, scan
@@ -222,6 +224,16 @@ def permission_question(prompt: Any, call: Any = None) -> str:
         f"  kind: {line(prompt.kind or 'unknown')}" + (f"   tool call: {line(tcid)}" if tcid else ""),
     ]
     details = action_details(raw_input, locations)
+    # What the client itself identified (its own questions, e.g. before a terminal runs).
+    named = getattr(prompt, "command", "")
+    shown = {value for _, value in details}
+    shown |= {os.path.normpath(re.sub(r":\d+$", "", v)) for label, v in details if label == "path"}
+    if isinstance(named, str) and named and named not in shown and not all(
+            part in shown for part in named.split(", ")):
+        details.append(("action", named))
+    cwd = getattr(prompt, "cwd", None)
+    if isinstance(cwd, str) and cwd and ("cwd", cwd) not in details:
+        details.append(("cwd", cwd))
     for label, value in details:
         lines.extend(_field_lines(label, value))
     if not details:
@@ -723,6 +735,7 @@ async def run_prompt(args: argparse.Namespace, out: TextIO = sys.stdout, err: Te
             asker.close()
         stopper.closing = True
         await client.close()
+        stopper.client = None  # closed: its pids may belong to others from now on
         if printer.removed and args.format == "text":
             err_.write(f"acp-kernel: {printer.removed} terminal control character(s) or escape sequence(s) "
                        "in the agent's text were removed or shown as symbols\n")
@@ -795,7 +808,7 @@ def prompt_main(args: argparse.Namespace) -> int:
     try:
         if not args.prompt and not sys.stdin.isatty():
             args.stdin_text = sys.stdin.read()
-        code = asyncio.run(run_prompt(args))
+        code = _run(run_prompt(args))
     except (_Signalled, KeyboardInterrupt) as exc:
         signum = exc.signum if isinstance(exc, _Signalled) else signal.SIGINT
         _Out(sys.stderr).write(f"\nacp-kernel: stopped by {signal.Signals(signum).name}\n")
@@ -806,16 +819,37 @@ def prompt_main(args: argparse.Namespace) -> int:
     return code
 
 
-def _exit_now_if_stuck(code: int) -> None:
-    """A worker thread still blocked (a file read on a FIFO...) would hold
-    interpreter exit forever: everything the run started is closed by now,
-    so flush and leave without waiting for it."""
+def _run(main: Any) -> int:
+    """``asyncio.run`` without its wait for the default executor's threads:
+    one blocked for good (a read that never returns) must not hold the exit.
+    Everything the run started is closed by the time ``main`` returns."""
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(main)
+    finally:
+        try:
+            tasks = [t for t in asyncio.all_tasks(loop) if not t.done()]
+            for task in tasks:
+                task.cancel()
+            if tasks:
+                loop.run_until_complete(asyncio.wait(tasks, timeout=2.0))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            loop.close()  # shuts the executor down without waiting
+
+
+def _exit_now_if_stuck(code: int, grace: float = 1.0) -> None:
+    """A worker thread still blocked after ``grace`` would hold interpreter
+    exit forever (its join at exit): flush and leave without waiting for it."""
     import threading
 
+    deadline = time.monotonic() + grace
+    for thread in threading.enumerate():
+        if thread is not threading.main_thread() and not thread.daemon:
+            thread.join(max(0.0, deadline - time.monotonic()))
     stuck = [t for t in threading.enumerate() if t is not threading.main_thread() and t.is_alive() and not t.daemon]
     if stuck:
         for stream in (sys.stdout, sys.stderr):
-            _Out(stream).write("")
             try:
                 stream.flush()
             except (OSError, ValueError):

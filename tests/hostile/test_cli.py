@@ -175,6 +175,17 @@ def test_question_shows_the_real_command_beside_the_title():
     assert "no command or path" in q
 
 
+def test_question_shows_what_the_client_identified():
+    prompt = _Prompt("Run a terminal", "execute", {"command": "ls", "args": ["-la"]})
+    prompt.command, prompt.cwd = "ls -la", "/work"
+    q = permission_question(prompt)
+    assert "command: ls -la\n" in q and "cwd: /work" in q and "action:" not in q  # not twice
+    prompt = _Prompt("Write", "edit")
+    prompt.command, prompt.cwd = "/home/me/.bashrc\x1b[8m", None
+    q = permission_question(prompt)
+    assert "  action: /home/me/.bashrc\n" in q and not FORBIDDEN.search(q)
+
+
 def test_question_cannot_be_spoofed_by_newlines_or_escapes():
     hostile_title = "Read README.md\x1b[2K\r  1. Allow [allow_once]\n  2. also Allow"
     options = [{"optionId": "a", "name": "Reject\n  2. Allow\x1b[8m", "kind": "allow_once"},
@@ -558,3 +569,16 @@ def test_signal_while_a_question_waits(pty_cli, how, question):
     _assert_gone(agent)
     if how != "terminal closed":
         assert b"stopped by" in term.seen
+
+
+def test_second_ctrl_c_while_closing(pty_cli):
+    """Ctrl-C twice: the second one does not wait for the agent's grace period."""
+    term = pty_cli({"ignore_eof": True, "prompt": [{"spawn": "sleep 1000"}, PERMISSION, {"sleep": 60}]})
+    term.expect(b"choose a number")
+    child = int(re.search(rb"PID (\d+)", term.seen).group(1))
+    agent = _agent_pids(term.proc.pid) | {child}
+    term.type(b"\x03")
+    term.expect(b"stopping the turn and the agent")
+    term.type(b"\x03")
+    assert term.wait() == 130
+    _assert_gone(agent)
