@@ -361,8 +361,6 @@ class _Lines:
     readable (``add_reader``): no thread that could block exit, and a wait
     that is cancelled like any other await."""
 
-    MAX = 64 * 1024
-
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self.buf = b""
@@ -405,7 +403,7 @@ class _Lines:
             if not data:
                 rest, self.buf = self.buf, b""
                 return rest.decode(errors="replace") if rest else None
-            self.buf = (self.buf + data)[-self.MAX:]
+            self.buf += data
         text, _, self.buf = self.buf.partition(b"\n")
         return text.decode(errors="replace")
 
@@ -692,7 +690,7 @@ class _Signalled(Exception):
 
 
 async def run_prompt(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
-    from .errors import AcpError, AuthRequired
+    from .errors import AcpError
     from .registry import ConfigError, adhoc_agent, load_config
     from .session import Client
 

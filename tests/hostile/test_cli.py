@@ -200,10 +200,15 @@ def test_question_cannot_be_spoofed_by_newlines_or_escapes():
 
 
 def test_action_details_cap_only_the_rest_of_the_input():
-    long = "y" * 5000
-    details = dict(action_details({"command": "a" * 3000, "filler": long}))
-    assert details["command"] == "a" * 3000  # commands are shown whole
-    assert details["input"].endswith("more characters not shown)") and len(details["input"]) < 2100
+    from acp_kernel.cli import RAW_INPUT_SHOWN
+
+    pad = RAW_INPUT_SHOWN - len(json.dumps({"filler": ""}))
+    details = dict(action_details({"command": "a" * 3000, "filler": "y" * pad}))
+    assert details["command"] == "a" * 3000  # commands are shown whole, however long
+    assert details["input"] == json.dumps({"filler": "y" * pad})  # at the cap: all of it
+    details = dict(action_details({"command": "a", "filler": "y" * (pad + 1)}))
+    assert details["input"] == json.dumps({"filler": "y" * (pad + 1)})[:RAW_INPUT_SHOWN] + (
+        "... (1 more characters not shown)")
 
 
 @pytest.mark.parametrize(
