@@ -173,12 +173,14 @@ class ToolCall:
     def compact(self, limit: int = COMPACT_TOOL_TEXT) -> None:
         """Keep id, title, kind, status and a bounded text of the content;
         drop raw input/output and diffs (they can be whole files)."""
-        lines = [self.text] if self.text else []
+        lines = []  # what the dropped content was first, so the cut below keeps it
         for c in self.content:
             if isinstance(c, dict) and c.get("type") == "diff":
                 lines.append(f"(diff of {str(c.get('path'))[:500]})")
             elif isinstance(c, dict) and c.get("type") == "terminal":
                 lines.append(f"(terminal {str(c.get('terminalId'))[:100]})")
+        if self.text:
+            lines.append(self.text)
         text = "\n".join(lines)
         if len(text) > limit:
             text = text[:limit] + f"... ({len(text) - limit:,} more characters not kept)"

@@ -74,3 +74,61 @@ def test_splitter_matches_a_naive_split_under_any_chunking(lines, cuts, limit):
     got += s.flush()
     want = [Oversized(len(line)) if len(line) > limit else line for line in lines if line.strip() or len(line) > limit]
     assert got == want
+
+
+# -- nesting depth -------------------------------------------------------------
+
+
+def _depth(value) -> int:
+    if isinstance(value, list):
+        return 1 + max(map(_depth, value), default=0)
+    if isinstance(value, dict):
+        return 1 + max(map(_depth, value.values()), default=0)
+    return 0
+
+
+_tricky = st.text(alphabet='[]{}"\\ab\n\u00e9', max_size=8)
+_json = st.recursive(
+    st.none() | st.integers() | _tricky,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_tricky, inner, max_size=3),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(value=_json)
+def test_nesting_depth_matches_the_decoded_depth_brackets_in_strings_do_not_count(value):
+    line = json.dumps(value, ensure_ascii=False).encode()
+    assert framing.nesting_depth(line) == _depth(value)
+
+
+def _nested_notification(depth: int) -> bytes:
+    inner = depth - 2  # the message object and its params object
+    return b'{"jsonrpc":"2.0","method":"m","params":{"x":' + b"[" * inner + b"]" * inner + b"}}"
+
+
+def test_depth_at_the_limit_is_decoded_one_past_it_is_refused_before_decoding():
+    assert classify(_nested_notification(10), max_depth=10)[0] == NOTIFICATION
+    refused = classify(_nested_notification(11), max_depth=10)
+    assert isinstance(refused, framing.TooDeep) and (refused.depth, refused.limit) == (11, 10)
+    assert refused.method == "m" and not refused.has_id
+    assert "nested 11 levels deep (the limit is 10, limits.json_depth)" in refused.describe()
+
+
+def test_a_recursion_bomb_is_refused_with_its_id_and_method_read_without_decoding():
+    bomb = b'{"jsonrpc":"2.0","id":"r-1","method":"fs/read_text_file","params":' + b"[" * 5000 + b"]" * 5000 + b"}"
+    refused = classify(bomb)
+    assert isinstance(refused, framing.TooDeep) and refused.depth == 5001  # the message object too
+    assert (refused.has_id, refused.id, refused.method) == (True, "r-1", "fs/read_text_file")
+    # Unbalanced, and ids or methods only inside nested values, are never taken for the top level.
+    sneaky = b'{"params":{"id":9,"method":"x"},"z":' + b"[" * 100
+    refused = classify(sneaky)
+    assert isinstance(refused, framing.TooDeep) and not refused.has_id and refused.method is None
+    answer = b'{"jsonrpc":"2.0","id":3,"result":' + b"{\"a\":" * 100 + b"1" + b"}" * 100 + b"}"
+    refused = classify(answer)
+    assert isinstance(refused, framing.TooDeep) and (refused.id, refused.method) == (3, None)
+
+
+def test_many_brackets_but_shallow_is_a_message():
+    wide = json.dumps({"jsonrpc": "2.0", "method": "m", "params": [[i] for i in range(500)]}).encode()
+    assert classify(wide)[0] == NOTIFICATION

@@ -98,6 +98,7 @@ class Agent:
         self.next_id = 0
         self.turn_answered = threading.Event()
         self.prompt_id = None
+        self.prompt_lock = threading.Lock()
         self.children: list = []
 
     # -- outgoing --------------------------------------------------------
@@ -265,13 +266,14 @@ class Agent:
             return
         if rid is None:
             return
+        if method == "initialize":
+            self.run(self.s.get("init_actions", []))
         if method in self.s.get("never_answer", ()):
             return
         delay = self.s.get("answer_delay", {}).get(method)
         if delay:
             time.sleep(delay)
         if method == "initialize":
-            self.run(self.s.get("init_actions", []))
             result = {"protocolVersion": 1, "agentCapabilities": {"loadSession": bool(self.s.get("load"))},
                       "agentInfo": {"name": "scripted", "version": "0"}, "authMethods": []}
             result.update(self.s.get("init", {}))
@@ -294,9 +296,10 @@ class Agent:
                 self.update(update)
             send({"jsonrpc": "2.0", "id": rid, "result": {}})
         elif method == "session/prompt":
-            self.prompt_id = rid
-            self.turn_answered.clear()
-            self.cancelled.clear()
+            with self.prompt_lock:
+                self.prompt_id = rid
+                self.turn_answered.clear()
+                self.cancelled.clear()
             text = "".join(b.get("text", "") for b in params.get("prompt", []) if isinstance(b, dict))
             actions = self.s.get("prompts", {}).get(text, self.s.get("prompt", [{"chunk": "ok"}]))
 
@@ -304,7 +307,9 @@ class Agent:
                 self.run(actions)
                 if self.cancelled.is_set() and self.s.get("on_cancel", "end") == "ignore":
                     return
-                self.answer_prompt("cancelled" if self.cancelled.is_set() else "end_turn")
+                with self.prompt_lock:  # answered early (an action) and a new prompt came: not ours
+                    if self.prompt_id == rid:
+                        self.answer_prompt("cancelled" if self.cancelled.is_set() else "end_turn")
                 self.run(self.s.get("after_prompt", []))
 
             threading.Thread(target=play, daemon=True).start()
