@@ -165,6 +165,8 @@ class TurnView:
         self.groups: list[ToolCallGroup] = []  # in display order
         self._group: ToolCallGroup | None = None  # the open run of tool calls
         self._dirty_rows: set[str] = set()
+        self._notice_ids: dict[str, str] = {}  # summary notice key -> display id
+        self._dirty_notices: dict[str, Any] = {}  # summaries changed since the last flush
         self._terminals: dict[str, se.TerminalStarted] = {}
         self._plan_id: str | None = None
         self.forms: list[Any] = []  # PermissionForm / ElicitationForm, in order
@@ -247,6 +249,10 @@ class TurnView:
         if self._dirty_rows:
             ids, self._dirty_rows = self._dirty_rows, set()
             self._sync_rows(ids)
+        if self._dirty_notices:
+            dirty, self._dirty_notices = self._dirty_notices, {}
+            for key, ev in dirty.items():
+                self.sink.update(self._notice_bundle(ev.level, ev.text), display_id=self._notice_ids[key])
 
     def _sync_rows(self, ids: set[str]) -> None:
         """One sync per group, its changed rows in display order."""
@@ -289,7 +295,7 @@ class TurnView:
         elif t is tm.UnknownUpdate:
             self._append({"text/markdown": unknown_markdown(ev.kind, ev.raw), "text/plain": f"(unknown update {ev.kind})"})
         elif t is tm.Notice or t is se.Notice:
-            self._notice(ev.level, ev.text)
+            self._notice_event(ev)
         elif t is se.TerminalStarted:
             self._terminal_started(ev)
         elif t is se.TerminalExited:
@@ -313,8 +319,25 @@ class TurnView:
             self._append({"text/plain": f"({type(ev).__name__}: {ev!r:.300})"})
 
     def _notice(self, level: str, text: str) -> None:
+        self._append(self._notice_bundle(level, text))
+
+    @staticmethod
+    def _notice_bundle(level: str, text: str) -> dict[str, Any]:
         icon = {"error": "[error] ", "warning": "[warning] "}.get(level, "")
-        self._append({"text/markdown": notice_markdown(level, text), "text/plain": icon + str(text)})
+        return {"text/markdown": notice_markdown(level, text), "text/plain": icon + str(text)}
+
+    def _notice_event(self, ev: Any) -> None:
+        """A summary of repeated warnings (``key`` set) is one display,
+        updated in place at the view's rate as the turn re-emits it."""
+        key = getattr(ev, "key", None)
+        if key is None:
+            self._notice(ev.level, ev.text)
+        elif key not in self._notice_ids:
+            self._notice_ids[key] = _new_id("notice")
+            self._append(self._notice_bundle(ev.level, ev.text), display_id=self._notice_ids[key])
+        else:
+            self._dirty_notices[key] = ev
+            self._ticker.poke()
 
     def _dirty(self, tool_call_id: str) -> None:
         self._dirty_rows.add(tool_call_id)
