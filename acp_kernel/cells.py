@@ -16,6 +16,8 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
+from .safe import Markdown
+
 #: name -> (usage, help). The single source for %help, completion and is_complete.
 COMMANDS: dict[str, tuple[str, str]] = {
     "agent": ("%agent NAME | --command CMD", "switch to another agent (a known name or any ACP command)"),
@@ -115,10 +117,10 @@ def is_complete(code: str) -> str:
     return "complete"
 
 
-def help_markdown() -> str:
+def help_markdown() -> Markdown:
     # A "|" inside a table cell must be escaped, even inside backticks.
     rows = "\n".join("| `" + usage.replace("|", "\\|") + f"` | {text} |" for usage, text in COMMANDS.values())
-    return (
+    return Markdown(
         "Each cell is a prompt for the agent. `/name args` runs an agent slash command; "
         "`@path` attaches a file. Lines starting with `%` at the top of a cell are kernel commands:\n\n"
         "| command | what it does |\n|---|---|\n" + rows +

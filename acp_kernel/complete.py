@@ -11,8 +11,10 @@ import os
 import re
 from typing import Any
 
+from . import safe
 from .cells import COMMANDS
 from .host import POLICIES
+from .safe import Markdown
 
 _WORD = re.compile(r"[^\s]*$")
 
@@ -95,7 +97,7 @@ def complete(code: str, pos: int, *, kernel: Any) -> tuple[list[str], int]:
     return [], pos
 
 
-def inspect(code: str, pos: int, *, kernel: Any) -> str:
+def inspect(code: str, pos: int, *, kernel: Any) -> Markdown:
     """Markdown help for the slash command or ``%`` command under the cursor."""
     line, _ = _line_at(code, pos)
     rest = code[pos:].split("\n", 1)[0]
@@ -105,11 +107,13 @@ def inspect(code: str, pos: int, *, kernel: Any) -> str:
         name = stripped[1:].split()[0] if stripped[1:].split() else ""
         if name in COMMANDS:
             usage, text = COMMANDS[name]
-            return f"`{usage}`\n\n{text}"
+            return Markdown("{}\n\n{}").format(safe.code(usage), text)
     if token.startswith("/"):
         session = getattr(kernel, "acp_session", None)
         for c in (session.commands if session else []):
             if "/" + str(c.get("name")) == token:
                 hint = (c.get("input") or {}).get("hint") if isinstance(c.get("input"), dict) else None
-                return f"`{token}`" + (f" `{hint}`" if hint else "") + f"\n\n{c.get('description') or ''}"
-    return ""
+                return Markdown("{}{}\n\n{}").format(
+                    safe.code(token), Markdown(" ") + safe.code(hint) if hint else Markdown(""),
+                    safe.markdown(str(c.get("description") or "")))
+    return Markdown("")

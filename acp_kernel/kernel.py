@@ -23,6 +23,7 @@ from . import cells, ptycell, store, watchdog
 from .errors import AcpError, AuthRequired, ConnectionClosed, PassthroughError, RpcError
 from .host import POLICIES
 from .registry import AgentSpec, Config, ConfigError, adhoc_agent, load_config
+from .safe import Markdown, block, bundle, check_data, code, markdown, text
 from .session import Client, Session, __version__, resource_link, text_block
 from .transport import CommandNotFound
 
@@ -54,6 +55,8 @@ class KernelSink:
         self.parent = parent
 
     def _send(self, msg_type: str, content: dict[str, Any]) -> None:
+        if "data" in content:
+            check_data(content["data"])
         k = self.kernel
         k.session.send(k.iopub_socket, msg_type, content, parent=self.parent, ident=k._topic(msg_type))
 
@@ -161,9 +164,11 @@ class AcpKernel(Kernel):
 
     # -- output helpers ------------------------------------------------------
 
-    def _markdown(self, text: str) -> None:
+    def _markdown(self, md: Markdown, plain: str | None = None) -> None:
+        """A message in the cell: ``md`` is built from our templates with
+        agent strings escaped (:mod:`acp_kernel.safe`); the sink refuses any other."""
         if self._sink is not None:
-            self._sink.display({"text/markdown": text, "text/plain": text})
+            self._sink.display(bundle(md, plain))
 
     def _stream(self, text: str, name: str = "stdout") -> None:
         if self._sink is not None:
@@ -180,11 +185,11 @@ class AcpKernel(Kernel):
             return await self._execute(code, allow_stdin)
         except BaseException as exc:  # noqa: BLE001 - nothing may escape do_execute
             if isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError)):
-                self._markdown("*interrupted*")
+                self._markdown(Markdown("*interrupted*"))
                 return self._error("Interrupted", "the cell was interrupted")
             tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
             self.log.error("cell failed: %s", "".join(tb))
-            self._markdown(f"**Internal error:** `{type(exc).__name__}: {exc}` (the kernel is still alive)")
+            self._markdown(Markdown("**Internal error:** {} (the kernel is still alive)").format(code(f"{type(exc).__name__}: {exc}")))
             return self._error(type(exc).__name__, str(exc))
         finally:
             self._running = None
@@ -198,11 +203,11 @@ class AcpKernel(Kernel):
 
     async def _execute(self, code: str, allow_stdin: bool) -> dict[str, Any]:
         if self.config_error:
-            self._markdown(f"**Configuration problem** (built-in agents only until it is fixed):\n\n```\n{self.config_error}\n```")
+            self._markdown(Markdown("**Configuration problem** (built-in agents only until it is fixed):\n\n") + block(self.config_error))
             self.config_error = None
         cell = cells.parse_cell(code)
         if cell.errors:
-            self._markdown("\n".join(f"**Error:** {e}" for e in cell.errors))
+            self._markdown(Markdown("  \n").join(Markdown("**Error:** {}").format(e) for e in cell.errors))
             return self._error("CellError", "; ".join(cell.errors))
         if cell.shell is not None:
             return await self._shell(cell)
@@ -245,7 +250,7 @@ class AcpKernel(Kernel):
             self._running = panel.terminal
             reply = await self.ptys.prompt(name, text, self._sink)
         except PassthroughError as exc:
-            self._markdown(f"**Passthrough:** {exc}")
+            self._markdown(Markdown("**Passthrough:** {}").format(str(exc)))
             return self._error("PassthroughError", str(exc))
         if not allow_stdin and reply.text:  # headless (nbclient): no terminal on screen, keep the reply
             self._stream(reply.text + "\n")
@@ -266,13 +271,13 @@ class AcpKernel(Kernel):
             try:
                 self.agent = await self._new_client().start()
             except CommandNotFound as exc:
-                self._markdown(f"**Cannot start {self.spec.title}:** {exc}")
+                self._markdown(Markdown("**Cannot start {}:** {}").format(self.spec.title, str(exc)))
                 return None
             except ConnectionClosed as exc:
-                self._markdown(f"**{self.spec.title} exited during start-up.**\n\n```\n{exc.explain()}\n```")
+                self._markdown(Markdown("**{} exited during start-up.**\n\n").format(self.spec.title) + block(exc.explain()))
                 return None
             except (AcpError, OSError) as exc:
-                self._markdown(f"**Cannot start {self.spec.title}:** {exc}")
+                self._markdown(Markdown("**Cannot start {}:** {}").format(self.spec.title, str(exc)))
                 return None
         if self.acp_session is None:
             self.acp_session = await self._open_session(self.agent)
@@ -291,31 +296,34 @@ class AcpKernel(Kernel):
                     self._remember(session)
                     return session
                 except (RpcError, AcpError) as exc:
-                    self._markdown(f"*Could not reopen session `{want}` ({exc}); starting a new one.*")
+                    self._markdown(Markdown("*Could not reopen session {} ({}); starting a new one.*").format(code(want), str(exc)))
             session = await client.new_session(self.cwd)
         except AuthRequired as exc:
-            self._markdown(str(exc).replace("\n", "\n\n")
-                           + "\n\n`%auth METHOD` logs in with one of them here (a terminal method "
-                           "opens the agent's login in a terminal); after setting variables, restart the kernel.")
+            from .view.transcript import auth_markdown
+
+            self._markdown(auth_markdown(exc.methods, list(self.spec.command))
+                           + Markdown("\n\n`%auth METHOD` logs in with one of them here (a terminal method "
+                                      "opens the agent's login in a terminal); after setting variables, restart the kernel."))
             return None
         except ConnectionClosed as exc:
-            self._markdown(f"**The agent went away.**\n\n```\n{exc.explain()}\n```")
+            self._markdown(Markdown("**The agent went away.**\n\n") + block(exc.explain()))
             return None
         except (RpcError, AcpError) as exc:
-            self._markdown(f"**The agent refused to open a session:** {exc}")
+            self._markdown(Markdown("**The agent refused to open a session:** {}").format(str(exc)))
             return None
         self._remember(session)
         return session
 
     def _show_history(self, session: Session) -> None:
         history = session.background
-        text = history.text
+        answer = history.text
         user = [e.text for e in history.events if getattr(e, "role", None) == "user"]
-        if not text and not user:
-            self._markdown(f"*Resumed session `{session.id}`.*")
+        if not answer and not user:
+            self._markdown(Markdown("*Resumed session {}.*").format(code(session.id)))
             return
-        shown = text if len(text) <= HISTORY_CHARS else "...\n\n" + text[-HISTORY_CHARS:]
-        self._markdown(f"*Reopened session `{session.id}`: {len(user)} earlier prompts. The last answer:*\n\n{shown}")
+        shown = answer if len(answer) <= HISTORY_CHARS else "...\n\n" + answer[-HISTORY_CHARS:]
+        self._markdown(Markdown("*Reopened session {}: {} earlier prompts. The last answer:*\n\n").format(
+            code(session.id), str(len(user))) + markdown(shown))
 
     def _remember(self, session: Session) -> None:
         try:
@@ -331,7 +339,7 @@ class AcpKernel(Kernel):
         if client is not None:
             await client.close()
         if not quiet:
-            self._markdown("*Restarted the agent.*")
+            self._markdown(Markdown("*Restarted the agent.*"))
 
     # -- kernel commands ------------------------------------------------------
 
@@ -339,7 +347,7 @@ class AcpKernel(Kernel):
         try:
             return await getattr(self, "_cmd_" + cmd.name)(cmd.args)
         except (RpcError, AcpError, ValueError) as exc:
-            self._markdown(f"**{cmd.line}:** {exc}")
+            self._markdown(Markdown("**{}:** {}").format(cmd.line, str(exc)))
             return False
 
     async def _cmd_help(self, args: list[str]) -> bool:
@@ -355,7 +363,7 @@ class AcpKernel(Kernel):
             spec = self.acp_config.agent(args[0])
         await self._restart_client(keep_session=False, quiet=True)
         self.spec = spec
-        self._markdown(f"*Agent: {spec.title}* (`{' '.join(spec.command)}`); it starts with the next prompt.")
+        self._markdown(Markdown("*Agent: {}* ({}); it starts with the next prompt.").format(spec.title, code(" ".join(spec.command))))
         return True
 
     async def _cmd_new(self, args: list[str]) -> bool:
@@ -365,7 +373,7 @@ class AcpKernel(Kernel):
         self._want_session = None
         session = await self._ensure_session()
         if session is not None:
-            self._markdown(f"*New session `{session.id}`.*")
+            self._markdown(Markdown("*New session {}.*").format(code(session.id)))
         return session is not None
 
     async def _connected(self) -> Session:
@@ -378,14 +386,16 @@ class AcpKernel(Kernel):
         session = await self._connected()
         listed = await session.client.list_sessions(self.cwd)
         if not listed:
-            self._markdown("*No sessions listed for this directory.*")
+            self._markdown(Markdown("*No sessions listed for this directory.*"))
             return True
-        rows = "\n".join(
-            f"| `{s.get('sessionId')}` | {s.get('title') or ''} | {s.get('updatedAt') or ''} |"
-            + (" ← current |" if s.get("sessionId") == session.id else "")
+        rows = Markdown("\n").join(
+            Markdown("- {} {}{}{}").format(
+                code(s.get("sessionId")), text(s.get("title") or ""),
+                Markdown(" · updated {}").format(str(s.get("updatedAt"))) if s.get("updatedAt") else Markdown(""),
+                Markdown(" ← **current**") if s.get("sessionId") == session.id else Markdown(""))
             for s in listed
         )
-        self._markdown("| session | title | updated |\n|---|---|---|\n" + rows + "\n\nReopen one with `%load ID`.")
+        self._markdown(rows + Markdown("\n\nReopen one with `%load ID`."))
         return True
 
     async def _cmd_load(self, args: list[str]) -> bool:
@@ -399,11 +409,11 @@ class AcpKernel(Kernel):
         session = await self._connected()
         if not args:
             modes = (session.modes or {}).get("availableModes") or []
-            listing = ", ".join(f"`{m.get('id')}`" for m in modes if isinstance(m, dict)) or "none offered"
-            self._markdown(f"Mode: `{session.current_mode}`. Available: {listing}.")
+            listing = Markdown(", ").join(code(m.get("id")) for m in modes if isinstance(m, dict)) or Markdown("none offered")
+            self._markdown(Markdown("Mode: {}. Available: {}.").format(code(session.current_mode), listing))
             return True
         await session.set_mode(args[0])
-        self._markdown(f"*Mode: `{args[0]}`.*")
+        self._markdown(Markdown("*Mode: {}.*").format(code(args[0])))
         return True
 
     async def _cmd_model(self, args: list[str]) -> bool:
@@ -411,13 +421,13 @@ class AcpKernel(Kernel):
         if not args:
             opt = session.model_option()
             if opt:
-                values = ", ".join(f"`{o.get('value')}`" for o in opt.get("options") or [] if isinstance(o, dict))
-                self._markdown(f"Model: `{opt.get('currentValue')}`. Available: {values}.")
+                values = Markdown(", ").join(code(o.get("value")) for o in opt.get("options") or [] if isinstance(o, dict))
+                self._markdown(Markdown("Model: {}. Available: {}.").format(code(opt.get("currentValue")), values))
             else:
-                self._markdown(f"Models: {session.models or 'the agent lists none'}")
+                self._markdown(Markdown("Models: {}").format(str(session.models or "the agent lists none")))
             return True
         await session.set_model(args[0])
-        self._markdown(f"*Model: `{args[0]}`.*")
+        self._markdown(Markdown("*Model: {}.*").format(code(args[0])))
         return True
 
     async def _cmd_config(self, args: list[str]) -> bool:
@@ -426,14 +436,14 @@ class AcpKernel(Kernel):
             raise ValueError("usage: %config ID VALUE")
         value: Any = {"true": True, "false": False}.get(args[1].lower(), args[1])
         await session.set_config_option(args[0], value)
-        self._markdown(f"*`{args[0]}` = `{args[1]}`.*")
+        self._markdown(Markdown("*{} = {}.*").format(code(args[0]), code(args[1])))
         return True
 
     async def _cmd_permissions(self, args: list[str]) -> bool:
         if len(args) != 1 or args[0] not in POLICIES:
             raise ValueError("usage: %permissions " + "|".join(POLICIES))
         self.settings.permissions = args[0]  # type: ignore[assignment]
-        self._markdown(f"*Permissions: {args[0]}.*")
+        self._markdown(Markdown("*Permissions: {}.*").format(args[0]))
         return True
 
     async def _cmd_cwd(self, args: list[str]) -> bool:
@@ -443,7 +453,7 @@ class AcpKernel(Kernel):
         if not os.path.isdir(path):
             raise ValueError(f"not a directory: {path}")
         self.cwd = path
-        self._markdown(f"*Working directory: `{path}` (for new sessions; `%new` to start one here).*")
+        self._markdown(Markdown("*Working directory: {} (for new sessions; `%new` to start one here).*").format(code(path)))
         return True
 
     async def _cmd_auth(self, args: list[str]) -> bool:
@@ -455,36 +465,36 @@ class AcpKernel(Kernel):
         if method.get("type") == "terminal":
             return await self._terminal_login(method)
         await self.agent.authenticate(args[0])
-        self._markdown("*Authenticated.*")
+        self._markdown(Markdown("*Authenticated.*"))
         return True
 
     async def _terminal_login(self, method: dict) -> bool:
         """Run the agent's login in a terminal here; on exit status 0, reconnect (ACP v1)."""
         panel = self.ptys.open(ptycell.login_target(self.spec, method), self.cwd, reuse=False)
         self._sink.display(panel.bundle())  # type: ignore[union-attr]
-        self._markdown("*Log in in the terminal above; the kernel reconnects when it exits.*")
+        self._markdown(Markdown("*Log in in the terminal above; the kernel reconnects when it exits.*"))
         self._running = panel.terminal
         try:
             outcome = await panel.terminal.wait_exit()
         finally:
             self._running = None
         if outcome == "interrupted":
-            self._markdown("*Interrupted: Ctrl-C sent to the login. Run `%auth` again to retry.*")
+            self._markdown(Markdown("*Interrupted: Ctrl-C sent to the login. Run `%auth` again to retry.*"))
             return False
         status = panel.terminal.exit_status
         await self.ptys.close(panel.terminal.name)  # exited: this only forgets it
         if status != 0:
-            self._markdown(f"**Login {panel.terminal.describe_exit()}.** Run `%auth {method.get('id')}` to try again.")
+            self._markdown(Markdown("**Login {}.** Run {} to try again.").format(panel.terminal.describe_exit(), code(f"%auth {method.get('id')}")))
             return False
         await self._restart_client(keep_session=True, quiet=True)
-        self._markdown("*Logged in; the agent restarts with the next prompt.*")
+        self._markdown(Markdown("*Logged in; the agent restarts with the next prompt.*"))
         return True
 
     async def _cmd_passthrough(self, args: list[str]) -> bool:
         verb = args[0] if args else ""
         if verb == "off":
             self.pty_target = None
-            self._markdown(f"*Prompts go to {self.spec.title} over ACP again.*")
+            self._markdown(Markdown("*Prompts go to {} over ACP again.*").format(self.spec.title))
         elif verb == "list":
             self._markdown(self.ptys.listing())
         elif verb == "stop":
@@ -495,14 +505,14 @@ class AcpKernel(Kernel):
             await self.ptys.close(name)
             if self.pty_target == name:
                 self.pty_target = None
-            self._markdown(f"*Stopped `{name}`.*")
+            self._markdown(Markdown("*Stopped {}.*").format(code(name)))
         else:
             target = ptycell.resolve(args, self.acp_config, self.spec)
             panel = self.ptys.open(target, self.cwd)
             self.pty_target = panel.terminal.name
             self._sink.display(panel.bundle())  # type: ignore[union-attr]
-            self._markdown(f"*The next cells are typed into `{panel.terminal.name}` "
-                           "(interrupt sends Ctrl-C; `%passthrough off` goes back to ACP).*")
+            self._markdown(Markdown("*The next cells are typed into {} "
+                                    "(interrupt sends Ctrl-C; `%passthrough off` goes back to ACP).*").format(code(panel.terminal.name)))
         return True
 
     async def _cmd_restart(self, args: list[str]) -> bool:
@@ -510,27 +520,30 @@ class AcpKernel(Kernel):
         return await self._ensure_session() is not None
 
     async def _cmd_status(self, args: list[str]) -> bool:
-        lines = [f"- agent: **{self.spec.title}** (`{' '.join(self.spec.command)}`)"]
+        M = Markdown
+        lines = [M("- agent: **{}** ({})").format(self.spec.title, code(" ".join(self.spec.command)))]
         client, session = self.agent, self.acp_session
         if client is not None and client.alive:
             info = client.agent_info
-            lines.append(f"- running: {info.get('title') or info.get('name') or '?'} {info.get('version') or ''}, pid {client.transport.pid if client.transport else '?'}")
+            lines.append(M("- running: {} {}, pid {}").format(
+                str(info.get("title") or info.get("name") or "?"), str(info.get("version") or ""),
+                str(client.transport.pid if client.transport else "?")))
         else:
-            lines.append("- not running (starts with the next prompt)")
+            lines.append(M("- not running (starts with the next prompt)"))
         if session is not None:
-            lines.append(f"- session: `{session.id}` in `{session.cwd}`")
+            lines.append(M("- session: {} in {}").format(code(session.id), code(session.cwd)))
             if session.current_mode:
-                lines.append(f"- mode: `{session.current_mode}`")
+                lines.append(M("- mode: {}").format(code(session.current_mode)))
             opt = session.model_option()
             if opt:
-                lines.append(f"- model: `{opt.get('currentValue')}`")
+                lines.append(M("- model: {}").format(code(opt.get("currentValue"))))
             if session.usage:
-                lines.append(f"- usage: {session.usage.get('used')}/{session.usage.get('size')} tokens")
+                lines.append(M("- usage: {}/{} tokens").format(str(session.usage.get("used")), str(session.usage.get("size"))))
         if self.pty_target is not None:
-            lines.append(f"- prompts go to the passthrough terminal `{self.pty_target}`")
-        lines.append(f"- permissions: {self.settings.permissions}")
-        lines.append(f"- working directory: `{self.cwd}`")
-        self._markdown("\n".join(lines))
+            lines.append(M("- prompts go to the passthrough terminal {}").format(code(self.pty_target)))
+        lines.append(M("- permissions: {}").format(self.settings.permissions))
+        lines.append(M("- working directory: {}").format(code(self.cwd)))
+        self._markdown(M("\n").join(lines))
         return True
 
     # -- %%shell --------------------------------------------------------------
@@ -565,10 +578,12 @@ class AcpKernel(Kernel):
     async def do_inspect(self, code: str, cursor_pos: int, detail_level: int = 0, omit_sections: Any = ()) -> dict[str, Any]:
         from .complete import inspect
 
-        text = inspect(code, cursor_pos, kernel=self)
-        if not text:
+        found = inspect(code, cursor_pos, kernel=self)
+        if not found:
             return {"status": "ok", "found": False, "data": {}, "metadata": {}}
-        return {"status": "ok", "found": True, "data": {"text/markdown": text, "text/plain": text}, "metadata": {}}
+        data = bundle(found)
+        check_data(data)
+        return {"status": "ok", "found": True, "data": data, "metadata": {}}
 
     async def do_shutdown(self, restart: bool) -> dict[str, Any]:
         # This runs on the control thread's loop; the agent and terminals live on the shell's.

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from .cells import COMMANDS
 from .errors import PassthroughError
 from .registry import AgentSpec, Config, Passthrough
+from .safe import Markdown, code
 from .transport import CommandNotFound
 
 if TYPE_CHECKING:
@@ -140,18 +141,18 @@ class Terminals:
         for panel in self.panels.values():
             panel.terminal.kill_now()
 
-    def listing(self) -> str:
+    def listing(self) -> Markdown:
         if not self.panels:
-            return "*No passthrough terminals.*"
-        rows = [f"| `{name}` | `{p.terminal.title}` | {p.widget.status} | {p.terminal.pid} |"
-                for name, p in self.panels.items()]
-        return "| name | command | state | pid |\n|---|---|---|---|\n" + "\n".join(rows)
+            return Markdown("*No passthrough terminals.*")
+        return Markdown("\n").join(
+            Markdown("- {}: {} · {} · pid {}").format(code(name), code(p.terminal.title), p.widget.status, str(p.terminal.pid))
+            for name, p in self.panels.items())
 
 
-def outcome_markdown(terminal: PassthroughTerminal, reply: Reply) -> str | None:
+def outcome_markdown(terminal: PassthroughTerminal, reply: Reply) -> Markdown | None:
     """A line under the terminal when the reply did not simply settle."""
     if reply.outcome == "interrupted":
-        return f"*Interrupted: Ctrl-C sent to `{terminal.name}`.*"
+        return Markdown("*Interrupted: Ctrl-C sent to {}.*").format(code(terminal.name))
     if reply.outcome == "exited":
-        return f"**`{terminal.name}` {terminal.describe_exit()}.** `%passthrough` starts it again."
+        return Markdown("**{} {}.** `%passthrough` starts it again.").format(code(terminal.name), terminal.describe_exit())
     return None

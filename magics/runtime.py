@@ -20,6 +20,7 @@ from typing import Any
 from acp_kernel.errors import AcpError, AuthRequired, ConnectionClosed, PassthroughError, RpcError
 from acp_kernel.host import POLICIES, ClientSettings
 from acp_kernel.registry import AgentSpec, adhoc_agent, load_config
+from acp_kernel.safe import Markdown, block, bundle, code, markdown, plain
 from acp_kernel.session import Client, Session, embedded_resource, text_block
 from acp_kernel.turn import Turn
 
@@ -113,10 +114,11 @@ class Runtime:
     # -- output ---------------------------------------------------------------
 
     @staticmethod
-    def _md(text: str) -> None:
-        from IPython.display import Markdown, display
+    def _md(md: Markdown, plain: str | None = None) -> None:
+        """A message in the cell, through the same checked sink as turns."""
+        from acp_kernel.view.sink import IPythonSink
 
-        display(Markdown(text))
+        IPythonSink().display(bundle(md, plain))
 
     def _ns(self) -> dict[str, Any]:
         from IPython import get_ipython
@@ -161,11 +163,13 @@ class Runtime:
         except UsageError as exc:
             raise _usage(exc) from None
         except AuthRequired as exc:
-            self._md(str(exc).replace("\n", "\n\n"))
+            from acp_kernel.view.transcript import auth_markdown
+
+            self._md(auth_markdown(exc.methods))
         except ConnectionClosed as exc:
-            self._md(f"**The agent went away.**\n\n```\n{exc.explain()}\n```")
+            self._md(Markdown("**The agent went away.**\n\n") + block(exc.explain()))
         except (AcpError, RpcError, OSError) as exc:
-            self._md(f"**%acp {verb}:** {exc}")
+            self._md(Markdown("**%acp {}:** {}").format(verb, str(exc)))
         return None
 
     @staticmethod
@@ -216,8 +220,8 @@ class Runtime:
         self.conns[alias] = _Conn(alias, client, session)
         self.default = alias
         info = client.agent_info
-        self._md(f"Connected **{alias}**: {info.get('title') or info.get('name') or spec.title} "
-                 f"{info.get('version') or ''}, session `{session.id}`.")
+        self._md(Markdown("Connected **{}**: {} {}, session {}.").format(
+            alias, str(info.get("title") or info.get("name") or spec.title), str(info.get("version") or ""), code(session.id)))
 
     async def _close(self, alias: str) -> None:
         conn = self.conns.pop(alias, None)
@@ -235,7 +239,7 @@ class Runtime:
             if alias not in self.ptys.panels:
                 self._conn(alias)  # unknown alias: a usage error, not "Disconnected"
             await self._close(alias)
-            self._md(f"Disconnected **{alias}**.")
+            self._md(Markdown("Disconnected **{}**.").format(alias))
 
     async def _verb_agents(self, args: list[str]) -> None:
         from acp_kernel.cli import run_agents
@@ -244,20 +248,20 @@ class Runtime:
 
     async def _verb_status(self, args: list[str]) -> None:
         if not self.conns and not self.ptys.panels:
-            self._md("No connections. `%acp connect demo` opens one.")
+            self._md(Markdown("No connections. `%acp connect demo` opens one."))
             return
         lines = []
         for alias, conn in self.conns.items():
             s = conn.session
             alive = "running" if conn.client.alive else "exited"
             mark = " (default)" if alias == self.default else ""
-            lines.append(f"- **{alias}**{mark}: {conn.client.spec.title}, {alive}, session `{s.id}`"
-                         + (f", mode `{s.current_mode}`" if s.current_mode else "")
-                         + f", permissions {conn.client.settings.permissions}")
+            mode = Markdown(", mode {}").format(code(s.current_mode)) if s.current_mode else Markdown("")
+            lines.append(Markdown("- **{}**{}: {}, {}, session {}{}, permissions {}").format(
+                alias, mark, conn.client.spec.title, alive, code(s.id), mode, conn.client.settings.permissions))
         for alias, panel in self.ptys.panels.items():
             mark = " (default)" if alias == self.default else ""
-            lines.append(f"- **{alias}**{mark}: terminal `{panel.terminal.title}`, {panel.widget.status}")
-        self._md("\n".join(lines))
+            lines.append(Markdown("- **{}**{}: terminal {}, {}").format(alias, mark, code(panel.terminal.title), panel.widget.status))
+        self._md(Markdown("\n").join(lines))
 
     async def _verb_mode(self, args: list[str]) -> None:
         conn = self._conn(args[1] if len(args) > 1 else None)
@@ -286,12 +290,13 @@ class Runtime:
         conn = self._conn(args[1] if len(args) > 1 else None)
         conn.session = await conn.client.load_session(args[0], conn.session.cwd)
         history = conn.session.background.text
-        self._md(f"Reopened session `{args[0]}`." + (f"\n\n{history[-2000:]}" if history else ""))
+        self._md(Markdown("Reopened session {}.").format(code(args[0]))
+                 + (Markdown("\n\n") + markdown(history[-2000:]) if history else Markdown("")))
 
     async def _verb_new(self, args: list[str]) -> None:
         conn = self._conn(args[0] if args else None)
         conn.session = await conn.client.new_session(conn.session.cwd)
-        self._md(f"New session `{conn.session.id}`.")
+        self._md(Markdown("New session {}.").format(code(conn.session.id)))
 
     async def _verb_cancel(self, args: list[str]) -> None:
         alias = args[0] if args else self.default
@@ -372,7 +377,7 @@ class Runtime:
         except PassthroughError as exc:
             raise _usage(exc) from None
         if not self._interactive() and reply.text:  # headless: no terminal on screen, keep the reply
-            print(reply.text)
+            print(plain(reply.text))
         note = outcome_markdown(terminal, reply)
         if note:
             self._md(note)
@@ -419,7 +424,7 @@ class Runtime:
         except (RpcError, AcpError):
             conn.session = await client.new_session(conn.session.cwd)
         conn.client = client
-        self._md(f"*Restarted **{conn.alias}**.*")
+        self._md(Markdown("*Restarted **{}**.*").format(conn.alias))
 
     # -- %%shell --------------------------------------------------------------
 

@@ -4,7 +4,7 @@
 - :class:`DisplaySink` and its implementations (``sink``): where messages go.
 - :func:`render_markdown` (``transcript``): the whole turn as plain markdown.
 
-Pure parts: ``markdown`` (block splitting), ``sanitize``, ``diff``, ``form``,
+Pure parts: ``markdown`` (block splitting), ``truncate``, ``diff``, ``form``,
 ``transcript``, ``coalesce``. Widgets (ipywidgets, anywidget) are imported
 only when a view shows one.
 """

@@ -12,7 +12,7 @@ import difflib
 from dataclasses import dataclass, field
 from typing import Any
 
-from .sanitize import fenced
+from ..safe import Markdown, block
 
 MAX_LINES = 2000
 
@@ -43,13 +43,18 @@ class DiffView:
             out.append(f"... diff cut at {len(self.lines)} lines")
         return "\n".join(out)
 
-    def markdown(self) -> str:
-        return fenced(self.text(), "diff")
+    def markdown(self) -> Markdown:
+        return block(self.text(), "diff")
+
+    @property
+    def stats(self) -> str:
+        """E.g. "(edit, +3 -1)": what the summary says after the path."""
+        what = "new file" if self.new_file else "edit"
+        return f"({what}, +{self.added} -{self.removed})"
 
     @property
     def summary(self) -> str:
-        what = "new file" if self.new_file else "edit"
-        return f"{self.path} ({what}, +{self.added} -{self.removed})"
+        return f"{self.path} {self.stats}"
 
 
 def render_diff(path: str, old: str | None, new: str, *, max_lines: int = MAX_LINES) -> DiffView:

@@ -15,15 +15,34 @@ from typing import Any
 
 from .. import service_events as se
 from .form import UNSET, choices, field_kind, field_label, validate
-from .sanitize import escape_html
+from ..safe import Html, Markdown
 from .sink import widget_bundle
 from .transcript import elicitation_markdown, kind_icon, option_name, permission_markdown
 
 BUTTON_STYLE = {"allow_once": "success", "allow_always": "success", "reject_once": "danger", "reject_always": "danger"}
 
 
-def _plain(md: str) -> str:
-    return md.replace("**", "").replace("*", "")
+def _html_widget(value: Html) -> Any:
+    """An ipywidgets HTML (its value is set as innerHTML): only safe.Html."""
+    import ipywidgets as w
+
+    return _set(w.HTML(), value)
+
+
+def _set(widget: Any, value: Html) -> Any:
+    if not isinstance(value, Html):
+        raise TypeError("HTML widget values must be acp_kernel.safe.Html")
+    widget.value = value
+    return widget
+
+
+def permission_plain(prompt: se.PermissionPrompt, outcome: Any = None, *, answered: bool = False) -> str:
+    head = f"Permission requested: {prompt.title or 'a tool call'}" + (f" ({prompt.kind})" if prompt.kind else "")
+    if not answered:
+        return head + "\nOptions: " + " / ".join(str(o["name"]) for o in prompt.options)
+    if outcome is None:
+        return head + " -> cancelled"
+    return head + f" -> chose {option_name(prompt.options, outcome)}"
 
 
 class PermissionForm:
@@ -45,14 +64,12 @@ class PermissionForm:
         import ipywidgets as w
 
         p = self.prompt
-        kind = f" <code>{escape_html(p.kind)}</code>" if p.kind else ""
-        head = (
-            f"<b>🔐 Permission requested</b><br>{kind_icon(p.kind)} "
-            f"<span>{escape_html(p.title or 'a tool call')}</span>{kind}"
-        )
+        kind = Html(" <code>{}</code>").format(p.kind) if p.kind else Html("")
+        head = Html("<b>🔐 Permission requested</b><br>{} <span>{}</span>{}").format(
+            kind_icon(p.kind), p.title or "a tool call", kind)
         if detail:
-            head += f"<pre style='margin:4px 0;white-space:pre-wrap'>{escape_html(detail)}</pre>"
-        self.header = w.HTML(head)
+            head += Html("<pre style='margin:4px 0;white-space:pre-wrap'>{}</pre>").format(detail)
+        self.header = _html_widget(head)
         for opt in p.options:
             b = w.Button(
                 description=str(opt["name"]),
@@ -62,7 +79,7 @@ class PermissionForm:
             )
             b.on_click(self._handler(opt["optionId"]))
             self.buttons.append(b)
-        self.status = w.HTML("")
+        self.status = _html_widget(Html(""))
         self.widget = w.VBox([self.header, w.HBox(self.buttons), self.status])
 
     def _handler(self, option_id: str) -> Callable[[Any], None]:
@@ -73,7 +90,7 @@ class PermissionForm:
                 self._clicked = True
             for b in self.buttons:
                 b.disabled = True
-            self.status.value = f"→ {escape_html(option_name(self.prompt.options, option_id))}…"
+            _set(self.status, Html("→ {}…").format(option_name(self.prompt.options, option_id)))
             self.prompt.answer(option_id)
 
         return click
@@ -86,16 +103,16 @@ class PermissionForm:
             for b in self.buttons:
                 b.disabled = True
             if outcome is None:
-                self.status.value = "<i>cancelled</i>"
+                _set(self.status, Html("<i>cancelled</i>"))
             else:
-                self.status.value = f"→ chose <b>{escape_html(option_name(self.prompt.options, outcome))}</b>"
+                _set(self.status, Html("→ chose <b>{}</b>").format(option_name(self.prompt.options, outcome)))
 
-    def markdown(self) -> str:
+    def markdown(self) -> Markdown:
         return permission_markdown(self.prompt, self.outcome, answered=self.answered)
 
     def bundle(self) -> dict[str, Any]:
-        md = self.markdown()
-        return widget_bundle(self.widget, _plain(md), md)
+        plain = permission_plain(self.prompt, self.outcome, answered=self.answered)
+        return widget_bundle(self.widget, plain, self.markdown())
 
 
 class ElicitationForm:
@@ -145,7 +162,7 @@ class ElicitationForm:
         import ipywidgets as w
 
         p = self.prompt
-        children: list[Any] = [w.HTML(f"<b>📝 The agent asks:</b> {escape_html(p.message)}")]
+        children: list[Any] = [_html_widget(Html("<b>📝 The agent asks:</b> {}").format(p.message))]
         for name, schema in p.fields.items():
             box = self._input(name, schema)
             self.inputs[name] = box
@@ -153,8 +170,8 @@ class ElicitationForm:
             children.append(box)
             desc = schema.get("description")
             if isinstance(desc, str) and desc:
-                children.append(w.HTML(f"<small style='opacity:.7'>{escape_html(desc)}</small>"))
-        self.errors = w.HTML("")
+                children.append(_html_widget(Html("<small style='opacity:.7'>{}</small>").format(desc)))
+        self.errors = _html_widget(Html(""))
         submit = w.Button(description="Submit", button_style="primary")
         decline = w.Button(description="Decline")
         cancel = w.Button(description="Cancel")
@@ -162,7 +179,7 @@ class ElicitationForm:
         decline.on_click(lambda _b: self._finish(self.prompt.decline))
         cancel.on_click(lambda _b: self._finish(self.prompt.cancel))
         self.buttons = [submit, decline, cancel]
-        self.status = w.HTML("")
+        self.status = _html_widget(Html(""))
         self.widget = w.VBox([*children, self.errors, w.HBox(self.buttons), self.status])
 
     def values(self) -> dict[str, Any]:
@@ -189,11 +206,10 @@ class ElicitationForm:
             except ValueError as exc:
                 errors = [str(exc)]
         if errors:
-            self.errors.value = "<div style='color:var(--jp-error-color1,#d32f2f)'>" + "<br>".join(
-                escape_html(e) for e in errors
-            ) + "</div>"
+            _set(self.errors, Html("<div style='color:var(--jp-error-color1,#d32f2f)'>{}</div>").format(
+                Html("<br>").join(errors)))
             return errors
-        self.errors.value = ""
+        _set(self.errors, Html(""))
         self._lock()
         return None
 
@@ -215,11 +231,12 @@ class ElicitationForm:
         if self.widget is not None:
             self._lock()
             action = outcome.get("action") if isinstance(outcome, dict) else "cancel"
-            self.status.value = {"accept": "→ <b>submitted</b>", "decline": "→ <i>declined</i>"}.get(action, "→ <i>cancelled</i>")
+            _set(self.status, Html({"accept": "→ <b>submitted</b>", "decline": "→ <i>declined</i>"}.get(action, "→ <i>cancelled</i>")))
 
-    def markdown(self) -> str:
+    def markdown(self) -> Markdown:
         return elicitation_markdown(self.prompt, self.outcome, answered=self.answered)
 
     def bundle(self) -> dict[str, Any]:
-        md = self.markdown()
-        return widget_bundle(self.widget, _plain(md), md)
+        head = f"The agent asks: {self.prompt.message}"
+        fields = ", ".join(self.prompt.fields)
+        return widget_bundle(self.widget, head + (f"\nFields: {fields}" if fields else ""), self.markdown())

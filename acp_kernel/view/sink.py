@@ -8,6 +8,8 @@ end of the cell) and ``update`` (replace an earlier output by its
 :class:`RecordingSink`.
 
 All sink calls happen on the event loop thread the turn's events arrive on.
+Every sink refuses text data that :mod:`acp_kernel.safe` did not make
+(:func:`~acp_kernel.safe.check_data`), so no output path can skip escaping.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+from ..safe import Markdown, bundle, check_data
 
 
 class DisplaySink(Protocol):
@@ -28,15 +32,11 @@ class DisplaySink(Protocol):
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
 
-def widget_bundle(widget: Any, plain: str, md: str | None = None) -> dict[str, Any]:
+def widget_bundle(widget: Any, plain: str, md: Markdown | None = None) -> dict[str, Any]:
     """A display's data: the widget's view (when there is a widget) with text
     (and markdown) for frontends and saved notebooks without widgets."""
-    data: dict[str, Any] = {"text/plain": plain}
-    if md is not None:
-        data["text/markdown"] = md
-    if widget is not None:
-        data[WIDGET_MIME] = {"model_id": widget.model_id, "version_major": 2, "version_minor": 1}
-    return data
+    extra = {WIDGET_MIME: {"model_id": widget.model_id, "version_major": 2, "version_minor": 1}} if widget is not None else None
+    return bundle(md, plain, extra=extra)
 
 
 class IPythonSink:
@@ -67,6 +67,7 @@ class IPythonSink:
     def display(self, data: dict, metadata: dict | None = None, display_id: str | None = None) -> None:
         from IPython.display import display
 
+        check_data(data)
         kwargs: dict[str, Any] = {"raw": True, "metadata": metadata or {}}
         if display_id:
             kwargs["display_id"] = display_id
@@ -75,6 +76,7 @@ class IPythonSink:
     def update(self, data: dict, metadata: dict | None = None, display_id: str = "") -> None:
         from IPython.display import update_display
 
+        check_data(data)
         self.run_in_context(update_display, data, raw=True, metadata=metadata or {}, display_id=display_id)
 
 
@@ -103,6 +105,7 @@ class RecordingSink:
         self.listeners: list[Any] = []  # called with each Message (tests await on them)
 
     def _record(self, kind: str, data: dict, metadata: dict | None, display_id: str | None) -> None:
+        check_data(data)
         msg = Message(kind, data, dict(metadata or {}), display_id, message_size(data, metadata, display_id))
         self.messages.append(msg)
         for listener in list(self.listeners):

@@ -33,7 +33,8 @@ from typing import Any
 from .. import service_events as se
 from ..turn import ToolCall
 from .diff import diff_from_content
-from .sanitize import truncate_head, truncate_tail
+from ..safe import Markdown
+from .truncate import truncate_head, truncate_tail
 from .sink import DisplaySink, widget_bundle
 from .transcript import (
     STATUS,
@@ -274,7 +275,7 @@ class ToolCallRow:
             "terminals": self._terminals_state(),
         }
 
-    def markdown(self) -> str:
+    def markdown(self) -> Markdown:
         return self._cached("md", lambda: tool_call_markdown(self.call, {tid: f.snapshot() for tid, f in self.feeds.items()}))
 
     def plain(self) -> str:
@@ -403,8 +404,8 @@ class ToolCallGroup:
 
     # -- display ------------------------------------------------------------
 
-    def markdown(self) -> str:
-        return "\n\n".join(row.markdown() for row in self.rows)
+    def markdown(self) -> Markdown:
+        return Markdown("\n\n").join(row.markdown() for row in self.rows)
 
     def bundle(self, md: str | None = None) -> dict[str, Any]:
         md = self.markdown() if md is None else md

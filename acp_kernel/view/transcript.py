@@ -2,7 +2,10 @@
 
 Whatever a widget shows live, the same thing exists here as markdown, so
 nbclient runs, GitHub and frontends without widgets read the whole turn.
-Every piece of agent text goes through :mod:`.sanitize`. Pure functions over
+Every piece of agent text goes through :mod:`acp_kernel.safe`: each function
+returns :class:`~acp_kernel.safe.Markdown` built from our own templates with
+agent strings escaped (``text``, ``code``, ``block``) or vetted (``markdown``).
+Pure functions over
 the turn's state and events (terminal objects are only read).
 """
 
@@ -18,7 +21,8 @@ from .. import service_events as se
 from .. import turn as tm
 from .diff import diff_from_content
 from .markdown import BlockSplitter
-from .sanitize import escape_html, fenced, inline, sanitize_markdown, truncate_head, truncate_tail
+from ..safe import Html, Markdown, block, code, html, markdown, text
+from .truncate import truncate_head, truncate_tail
 
 KIND_ICONS = {
     "read": "📖",
@@ -97,9 +101,9 @@ def location_text(loc: Any) -> str:
     return f"{path}:{line}" if isinstance(line, int) else path
 
 
-def tool_call_header(call: tm.ToolCall) -> str:
-    title = inline(call.title) if call.title else f"tool call {inline(call.id)}"
-    return f"{kind_icon(call.kind)} {title} · {status_text(call.status)}"
+def tool_call_header(call: tm.ToolCall) -> Markdown:
+    title = text(call.title) if call.title else Markdown("tool call {}").format(code(call.id))
+    return Markdown("{} {} · {}").format(kind_icon(call.kind), title, status_text(call.status))
 
 
 def tool_call_plain(call: tm.ToolCall) -> str:
@@ -107,12 +111,12 @@ def tool_call_plain(call: tm.ToolCall) -> str:
     return f"{kind_icon(call.kind)} {title} · {status_text(call.status)}"
 
 
-def tool_call_markdown(call: tm.ToolCall, terminals: Mapping[str, TerminalSnapshot] | None = None) -> str:
+def tool_call_markdown(call: tm.ToolCall, terminals: Mapping[str, TerminalSnapshot] | None = None) -> Markdown:
     """Header line, then content: text, diffs, terminal output, locations."""
     parts = [tool_call_header(call)]
     cmd = command_of(call.raw_input)
     if cmd and not call.terminal_ids:
-        parts.append(fenced("$ " + truncate_tail(cmd, 500)[0], "sh"))
+        parts.append(block("$ " + truncate_tail(cmd, 500)[0], "sh"))
     for item in call.content:
         if not isinstance(item, dict):
             continue
@@ -120,45 +124,45 @@ def tool_call_markdown(call: tm.ToolCall, terminals: Mapping[str, TerminalSnapsh
         if kind == "content":
             inner = item.get("content")
             if isinstance(inner, dict) and isinstance(inner.get("text"), str):
-                text, cut = truncate_tail(inner["text"], MD_TEXT_LIMIT)
-                parts.append(sanitize_markdown(text) + ("\n\n*(cut)*" if cut else ""))
+                body, cut = truncate_tail(inner["text"], MD_TEXT_LIMIT)
+                parts.append(markdown(body) + (Markdown("\n\n*(cut)*") if cut else Markdown("")))
             elif isinstance(inner, dict):
-                parts.append(f"*[{inline(str(inner.get('type', 'content')))}]*")
+                parts.append(Markdown("*[{}]*").format(str(inner.get("type", "content"))))
         elif kind == "diff":
             view = diff_from_content(item, max_lines=400)
-            parts.append(f"{inline(view.summary)}\n\n{view.markdown()}")
+            parts.append(Markdown("{} {}\n\n{}").format(code(view.path), view.stats, view.markdown()))
         elif kind == "terminal":
             tid = item.get("terminalId")
             snap = (terminals or {}).get(tid) if isinstance(tid, str) else None
             parts.append(terminal_markdown(snap, tid))
     if call.locations:
-        parts.append("\n".join(f"- 📍 {inline(location_text(loc))}" for loc in call.locations))
-    return "\n\n".join(parts)
+        parts.append(Markdown("\n").join(Markdown("- 📍 {}").format(code(location_text(loc))) for loc in call.locations))
+    return Markdown("\n\n").join(parts)
 
 
-def terminal_markdown(snap: TerminalSnapshot | None, tid: Any = None) -> str:
+def terminal_markdown(snap: TerminalSnapshot | None, tid: Any = None) -> Markdown:
     if snap is None:
-        return f"*terminal {inline(str(tid))} (output not available)*"
+        return Markdown("*terminal {} (output not available)*").format(code(str(tid)))
     out, cut = truncate_head(snap.output, MD_TEXT_LIMIT)
     head = f"$ {snap.command}\n" if snap.command else ""
-    lines = [fenced(head + ("...\n" if cut or snap.truncated else "") + out, "console")]
+    lines = [block(head + ("...\n" if cut or snap.truncated else "") + out, "console")]
     if snap.exit:
-        lines.append(f"*{inline(snap.exit)}*")
-    return "\n\n".join(lines)
+        lines.append(Markdown("*{}*").format(snap.exit))
+    return Markdown("\n\n").join(lines)
 
 
-def plan_markdown(entries: Iterable[dict[str, Any]]) -> str:
-    lines = ["**Plan**", ""]
+def plan_markdown(entries: Iterable[dict[str, Any]]) -> Markdown:
+    lines = [Markdown("**Plan**"), Markdown("")]
     for e in entries:
-        content = inline(str(e.get("content", "")))
+        content = text(str(e.get("content", "")))
         status = e.get("status")
         if status == "completed":
-            lines.append(f"- [x] {content}")
+            lines.append(Markdown("- [x] {}").format(content))
         elif status == "in_progress":
-            lines.append(f"- [ ] ◐ **{content}** *(in progress)*")
+            lines.append(Markdown("- [ ] ◐ **{}** *(in progress)*").format(content))
         else:
-            lines.append(f"- [ ] {content}")
-    return "\n".join(lines)
+            lines.append(Markdown("- [ ] {}").format(content))
+    return Markdown("\n").join(lines)
 
 
 def plan_text(entries: Iterable[dict[str, Any]]) -> str:
@@ -166,37 +170,36 @@ def plan_text(entries: Iterable[dict[str, Any]]) -> str:
     return "Plan:\n" + "\n".join(f"  {marks.get(e.get('status'), '[ ]')} {e.get('content', '')}" for e in entries)
 
 
-def notice_markdown(level: str, text: str) -> str:
+def notice_markdown(level: str, message: str) -> Markdown:
+    """A notice: its text is ours or quotes the agent, so it is shown literally
+    (lines kept) rather than rendered as the agent's markdown."""
     icon = NOTICE_ICONS.get(level, "ℹ️")
-    label = f"**{level}:** " if level in ("warning", "error") else ""
-    return f"{icon} {label}{sanitize_markdown(str(text))}"
+    label = Markdown("**{}:** ").format(level) if level in ("warning", "error") else Markdown("")
+    lines = str(message).split("\n")
+    return Markdown("{} {}").format(icon, label) + Markdown("  \n").join(text(line) for line in lines)
 
 
-def thought_markdown(text: str) -> str:
-    return f"<details><summary>Thinking</summary>\n\n{sanitize_markdown(text)}\n\n</details>"
+def thought_markdown(thought: str) -> Markdown:
+    return Markdown("<details><summary>Thinking</summary>\n\n{}\n\n</details>").format(markdown(thought))
 
 
-def thought_html(text: str) -> str:
-    return (
-        "<details><summary>Thinking</summary>"
-        f'<div style="white-space:pre-wrap;opacity:.8">{escape_html(text)}</div></details>'
-    )
+def thought_html(thought: str) -> Html:
+    return Html('<details><summary>Thinking</summary><div style="white-space:pre-wrap;opacity:.8">{}</div></details>').format(html(thought))
 
 
-def user_markdown(text: str) -> str:
-    return "\n".join("> " + line for line in ("**You:** " + sanitize_markdown(text)).split("\n"))
+def user_markdown(prompt: str) -> Markdown:
+    quoted = Markdown("**You:** ") + markdown(prompt)
+    return Markdown("\n").join(Markdown("> ") + Markdown(line) for line in quoted.split("\n"))
 
 
-def unknown_markdown(kind: str, raw: Any) -> str:
+def unknown_markdown(kind: str, raw: Any) -> Markdown:
     try:
         body = json.dumps(raw, indent=1, default=repr)
     except (TypeError, ValueError):
         body = repr(raw)
     body, _ = truncate_tail(body, 2000)
-    return (
-        f"<details><summary>unknown update <code>{escape_html(str(kind))}</code></summary>\n\n"
-        f"{fenced(body, 'json')}\n\n</details>"
-    )
+    return Markdown("<details><summary>unknown update <code>{}</code></summary>\n\n{}\n\n</details>").format(
+        Markdown(html(str(kind))), block(body, "json"))
 
 
 def option_name(options: list[dict[str, Any]], option_id: str | None) -> str:
@@ -206,45 +209,79 @@ def option_name(options: list[dict[str, Any]], option_id: str | None) -> str:
     return str(option_id)
 
 
-def permission_markdown(prompt: se.PermissionPrompt, outcome: Any = None, *, answered: bool = False) -> str:
+def permission_markdown(prompt: se.PermissionPrompt, outcome: Any = None, *, answered: bool = False) -> Markdown:
     """The question, its options, and (once answered) the choice."""
-    title = inline(prompt.title or "a tool call")
-    kind = f" ({inline(prompt.kind)})" if prompt.kind else ""
-    head = f"🔐 **Permission requested:** {kind_icon(prompt.kind)} {title}{kind}"
+    title = text(prompt.title or "a tool call")
+    kind = Markdown(" ({})").format(prompt.kind) if prompt.kind else Markdown("")
+    head = Markdown("🔐 **Permission requested:** {} {}{}").format(kind_icon(prompt.kind), title, kind)
     if not answered:
-        names = " / ".join(inline(o["name"]) for o in prompt.options)
-        return f"{head}\n\nOptions: {names}"
+        names = Markdown(" / ").join(text(o["name"]) for o in prompt.options)
+        return head + Markdown("\n\nOptions: ") + names
     if outcome is None:
-        return f"{head} → *cancelled*"
-    return f"{head} → chose **{inline(option_name(prompt.options, outcome))}**"
+        return head + Markdown(" → *cancelled*")
+    return head + Markdown(" → chose **{}**").format(option_name(prompt.options, outcome))
 
 
-def resolved_markdown(ev: se.PermissionResolved) -> str:
-    title = inline(ev.title or ev.tool_call_id)
+def resolved_markdown(ev: se.PermissionResolved) -> Markdown:
+    title = text(ev.title or ev.tool_call_id)
     if ev.option_id is None:
-        return f"🔐 Permission for {title}: *cancelled* ({inline(ev.by)})"
-    return f"🔐 Permission for {title}: **{inline(ev.option_kind or ev.option_id)}** ({inline(ev.by)})"
+        return Markdown("🔐 Permission for {}: *cancelled* ({})").format(title, ev.by)
+    return Markdown("🔐 Permission for {}: **{}** ({})").format(title, ev.option_kind or ev.option_id, ev.by)
 
 
-def elicitation_markdown(prompt: se.ElicitationPrompt, outcome: Any = None, *, answered: bool = False) -> str:
-    head = f"📝 **The agent asks:** {sanitize_markdown(prompt.message)}"
-    fields = ", ".join(
-        f"{inline(name)}{'*' if name in prompt.required else ''}" for name in prompt.fields
+def resolved_plain(ev: se.PermissionResolved) -> str:
+    choice = "cancelled" if ev.option_id is None else (ev.option_kind or ev.option_id)
+    return f"Permission for {ev.title or ev.tool_call_id}: {choice} ({ev.by})"
+
+
+def elicitation_markdown(prompt: se.ElicitationPrompt, outcome: Any = None, *, answered: bool = False) -> Markdown:
+    head = Markdown("📝 **The agent asks:** {}").format(markdown(prompt.message))
+    fields = Markdown(", ").join(
+        text(name) + Markdown("*" if name in prompt.required else "") for name in prompt.fields
     )
     if not answered:
-        return f"{head}\n\nFields: {fields}" if fields else head
+        return head + Markdown("\n\nFields: ") + fields if fields else head
     if not isinstance(outcome, dict):
-        return f"{head} → *cancelled*"
+        return head + Markdown(" → *cancelled*")
     action = outcome.get("action")
     if action == "accept":
         body, _ = truncate_tail(json.dumps(outcome.get("content", {}), default=repr), 1000)
-        return f"{head} → submitted `{body.replace('`', '')}`"
-    return f"{head} → *{inline(str(action))}*"
+        return head + Markdown(" → submitted ") + code(body)
+    return head + Markdown(" → *{}*").format(str(action))
 
 
-def file_written_markdown(ev: se.FileWritten) -> str:
+def file_written_markdown(ev: se.FileWritten) -> Markdown:
     verb = "created" if ev.created else "wrote"
-    return f"📝 {verb} `{ev.path.replace('`', '')}` ({ev.bytes:,} bytes)"
+    return Markdown("📝 {} {} ({} bytes)").format(verb, code(ev.path), f"{ev.bytes:,}")
+
+
+def file_written_plain(ev: se.FileWritten) -> str:
+    return f"{'created' if ev.created else 'wrote'} {ev.path} ({ev.bytes:,} bytes)"
+
+
+def auth_markdown(methods: list[dict[str, Any]], program: list[str] | None = None) -> Markdown:
+    """An agent's ``authMethods`` as a list (names, descriptions and commands
+    are the agent's: escaped)."""
+    if not methods:
+        return Markdown("The agent requires authentication but lists no methods; see its documentation.")
+    lines = [Markdown("The agent needs you to log in. Ways it offers:\n")]
+    for m in methods:
+        if not isinstance(m, dict):
+            continue
+        head = Markdown("- **{}**").format(str(m.get("name") or m.get("id")))
+        if m.get("description"):
+            head += Markdown(" ({})").format(str(m["description"]))
+        kind = m.get("type") or "agent"
+        if kind == "env_var":
+            names = Markdown(", ").join(code(v.get("name", "?")) for v in m.get("vars") or [] if isinstance(v, dict))
+            link = Markdown("; get one at {}").format(code(m["link"])) if m.get("link") else Markdown("")
+            lines.append(head + Markdown(": set {} in the environment and restart{}").format(names, link))
+        elif kind == "terminal":
+            command = " ".join([*(program or ["<agent>"]), *(str(a) for a in m.get("args") or [])])
+            lines.append(head + Markdown(": run {} in a terminal and follow it").format(code(command)))
+        else:
+            lines.append(head + Markdown(": let the agent do it ({})").format(code(f"%auth {m.get('id')}")))
+    return Markdown("\n").join(lines)
 
 
 # -- the status line ------------------------------------------------------------
@@ -306,8 +343,8 @@ def status_line(turn: tm.Turn, session: Any = None, *, files_read: int = 0) -> s
     return " · ".join(parts)
 
 
-def status_markdown(line: str) -> str:
-    return f"<sub>{escape_html(line)}</sub>"
+def status_markdown(line: str) -> Markdown:
+    return Markdown("<sub>{}</sub>").format(Markdown(html(line)))
 
 
 # -- the whole turn ---------------------------------------------------------------
@@ -331,13 +368,13 @@ def _prompt_outcome(prompt: Any) -> tuple[bool, Any]:
     return True, fut.result()
 
 
-def render_markdown(turn: tm.Turn, session: Any = None) -> str:
+def render_markdown(turn: tm.Turn, session: Any = None) -> Markdown:
     """The whole turn as markdown, in event order (final state of each tool
     call and of the plan at the place it first appeared)."""
     terminals = {ev.terminal_id: ev for ev in turn.events if type(ev) is se.TerminalStarted}
     snaps = {tid: snapshot(ev) for tid, ev in terminals.items()}
     asked = {prompt_tool_call_id(ev) for ev in turn.events if type(ev) is se.PermissionPrompt}
-    parts: list[str] = []
+    parts: list[Markdown] = []
     run_role: str | None = None
     run: list[str] = []
     plan_done = False
@@ -353,7 +390,7 @@ def render_markdown(turn: tm.Turn, session: Any = None) -> str:
                 splitter.feed(text)
                 piece = splitter.cut()
                 if piece:
-                    parts.append(sanitize_markdown(piece))
+                    parts.append(markdown(piece))
             elif run_role == "thought":
                 parts.append(thought_markdown(text))
             else:
@@ -369,7 +406,7 @@ def render_markdown(turn: tm.Turn, session: Any = None) -> str:
                 run_role = ev.role
             run.append(ev.text)
             continue
-        piece = ""
+        piece = Markdown("")
         if t is tm.ToolCallEvent:
             if ev.new:
                 piece = tool_call_markdown(ev.call, snaps)
@@ -403,4 +440,4 @@ def render_markdown(turn: tm.Turn, session: Any = None) -> str:
     end_run()
     if turn.done:
         parts.append(status_markdown(status_line(turn, session, files_read=files_read)))
-    return "\n\n".join(parts)
+    return Markdown("\n\n").join(parts)

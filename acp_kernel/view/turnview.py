@@ -32,17 +32,19 @@ from .. import service_events as se
 from .. import turn as tm
 from .coalesce import Coalescer
 from .markdown import BlockSplitter
-from .sanitize import sanitize_markdown
+from ..safe import Plain, bundle, markdown, plain
 from .sink import DisplaySink
 from .toolcall import ToolCallGroup, ToolCallRow, prewarm, widgets_loaded
 from .transcript import (
     command_of,
     file_written_markdown,
+    file_written_plain,
     notice_markdown,
     plan_markdown,
     plan_text,
     prompt_tool_call_id,
     resolved_markdown,
+    resolved_plain,
     status_line,
     status_markdown,
     thought_html,
@@ -111,8 +113,8 @@ class _OtherRun:
     def bundle(self) -> dict[str, Any]:
         text = "".join(self.parts)
         if self.role == "thought":
-            return {"text/markdown": thought_markdown(text), "text/html": thought_html(text), "text/plain": "Thinking: " + text}
-        return {"text/markdown": user_markdown(text), "text/plain": "You: " + text}
+            return bundle(thought_markdown(text), "Thinking: " + text, thought_html(text))
+        return bundle(user_markdown(text), "You: " + text)
 
     def flush(self, sink: DisplaySink) -> None:
         if self.size == self.sent_size or not self.parts:
@@ -129,7 +131,7 @@ def _md_bundle(md: str) -> dict[str, Any]:
     """Message text goes out as markdown only: a ``text/plain`` copy would
     double the traffic of every block and every tail refresh, and every
     notebook frontend renders markdown (the saved transcript is markdown)."""
-    return {"text/markdown": sanitize_markdown(md)}
+    return {"text/markdown": markdown(md)}
 
 
 class TurnView:
@@ -218,7 +220,7 @@ class TurnView:
             log.exception("turn view failed on %r", type(event).__name__)
             if self.errors <= 3:
                 try:
-                    self._append({"text/plain": f"(renderer error: {type(exc).__name__}: {exc})"})
+                    self._append(bundle(plain_text=f"(renderer error: {type(exc).__name__}: {exc})"))
                 except Exception:
                     log.debug("could not show the renderer error", exc_info=True)
 
@@ -293,7 +295,7 @@ class TurnView:
         elif t is tm.StateEvent:
             pass  # mode/usage go into the status line at the end
         elif t is tm.UnknownUpdate:
-            self._append({"text/markdown": unknown_markdown(ev.kind, ev.raw), "text/plain": f"(unknown update {ev.kind})"})
+            self._append(bundle(unknown_markdown(ev.kind, ev.raw), f"(unknown update {ev.kind})"))
         elif t is tm.Notice or t is se.Notice:
             self._notice_event(ev)
         elif t is se.TerminalStarted:
@@ -306,17 +308,15 @@ class TurnView:
             self._permission(ev)
         elif t is se.PermissionResolved:
             if not (ev.by in ("user", "cancelled") and ev.tool_call_id in self._asked):
-                md = resolved_markdown(ev)
-                self._append({"text/markdown": md, "text/plain": md.replace("**", "").replace("*", "")})
+                self._append(bundle(resolved_markdown(ev), resolved_plain(ev)))
         elif t is se.ElicitationPrompt:
             self._elicitation(ev)
         elif t is se.FileWritten:
-            md = file_written_markdown(ev)
-            self._append({"text/markdown": md, "text/plain": md.replace("`", "")})
+            self._append(bundle(file_written_markdown(ev), file_written_plain(ev)))
         elif t is se.FileRead:
             self._files_read += 1
         else:
-            self._append({"text/plain": f"({type(ev).__name__}: {ev!r:.300})"})
+            self._append(bundle(plain_text=f"({type(ev).__name__}: {ev!r:.300})"))
 
     def _notice(self, level: str, text: str) -> None:
         self._append(self._notice_bundle(level, text))
@@ -324,7 +324,7 @@ class TurnView:
     @staticmethod
     def _notice_bundle(level: str, text: str) -> dict[str, Any]:
         icon = {"error": "[error] ", "warning": "[warning] "}.get(level, "")
-        return {"text/markdown": notice_markdown(level, text), "text/plain": icon + str(text)}
+        return bundle(notice_markdown(level, text), icon + str(text))
 
     def _notice_event(self, ev: Any) -> None:
         """A summary of repeated warnings (``key`` set) is one display,
@@ -384,7 +384,7 @@ class TurnView:
 
     def _plan(self) -> None:
         entries = self.turn.plan
-        data = {"text/markdown": plan_markdown(entries), "text/plain": plan_text(entries)}
+        data = bundle(plan_markdown(entries), plan_text(entries))
         if self._plan_id is None:
             self._plan_id = _new_id("plan")
             self._append(data, display_id=self._plan_id)
@@ -463,7 +463,7 @@ class TurnView:
                 self._settled(form, None if fut.cancelled() or fut.exception() else fut.result())
         if self.turn.done:
             line = status_line(self.turn, self.session, files_read=self._files_read)
-            self.sink.display({"text/markdown": status_markdown(line), "text/plain": line})
+            self.sink.display(bundle(status_markdown(line), line))
         self._prewarm_widgets()
 
     def _prewarm_widgets(self) -> None:

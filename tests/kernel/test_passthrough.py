@@ -94,7 +94,7 @@ async def test_off_goes_back_to_acp_and_list_stop(acp_kernel):
     k, front = acp_kernel, TerminalFrontend(acp_kernel.kc)
     await open_demo(k, front)
     res = await k.execute("%passthrough list")
-    pid = int(re.search(r"\| running \| (\d+) \|", res.text()).group(1))
+    pid = int(re.search(r"running · pid (\d+)", res.text()).group(1))
     assert proctree.alive(pid)
     res = await k.execute("%passthrough off\nhello")
     assert res.status == "ok"
@@ -133,7 +133,7 @@ async def test_shutdown_ends_the_terminal(kernel_env, tmp_path):
         front = TerminalFrontend(kc)
         await open_demo(k, front)
         res = await k.execute("%passthrough list")
-        pid = int(re.search(r"\| running \| (\d+) \|", res.text()).group(1))
+        pid = int(re.search(r"running · pid (\d+)", res.text()).group(1))
     finally:
         kc.stop_channels()
         await km.shutdown_kernel(now=False)
@@ -162,7 +162,7 @@ async def test_terminal_login_runs_the_agent_in_a_terminal_then_reconnects(acp_k
     res = await k.execute(f"%agent --command {scripted_command(login_scenario(tmp_path))}")
     assert res.status == "ok"
     res = await k.execute("hello")
-    assert "Log in: run `" in res.text() and "--login` in a terminal" in res.text()
+    assert "**Log in**: run `" in res.text() and "--login` in a terminal" in res.text()
     assert "`%auth METHOD` logs in with one of them here" in res.text()
 
     front = TerminalFrontend(k.kc)

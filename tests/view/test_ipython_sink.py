@@ -7,6 +7,8 @@ import textwrap
 
 import pytest
 
+from tests.hostile.render import live, render_html
+
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 
@@ -45,7 +47,7 @@ def test_a_notebook_run_keeps_markdown_fallbacks_and_widget_views():
     assert all(o.output_type == "display_data" for o in outputs), outputs
     md = [o.data.get("text/markdown", "") for o in outputs]
     # Updates were applied in place by display id: the first output holds the final text.
-    assert md[0].startswith("Hello &lt;script>alert(1)&lt;/script> from the agent.")
+    assert live(md[0]) == [] and "Hello &lt;script&gt;alert(1)&lt;/script&gt; from the agent." in render_html(md[0])
     assert "application/vnd.jupyter.widget-view+json" in outputs[1].data
     assert "Run tests" in md[1] and "✓ done" in md[1]
     assert md[2] == "All green."

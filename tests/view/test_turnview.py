@@ -9,6 +9,7 @@ import time
 from acp_kernel import service_events as se
 from acp_kernel.turn import Notice, Turn
 from acp_kernel.view import RecordingSink, TurnView, render_markdown
+from tests.hostile.render import live, render_html
 
 from .helpers import (
     FakeTerminal,
@@ -117,7 +118,7 @@ async def test_thoughts_are_one_collapsed_display_updated_in_place():
     outs = sink.outputs()
     assert outs[0]["text/markdown"].startswith("<details><summary>Thinking</summary>")
     assert "hmm 499" in outs[0]["text/markdown"]
-    assert "<script" not in outs[0]["text/markdown"] and "<script" not in outs[0]["text/html"]
+    assert live(outs[0]["text/markdown"]) == [] and "<script" not in outs[0]["text/html"]
     assert outs[1]["text/markdown"] == "Answer."
     thought_ids = {m.display_id for m in sink.messages if (m.display_id or "").startswith("acp-thought")}
     assert len(thought_ids) == 1
@@ -234,9 +235,8 @@ async def test_tool_call_widget_state_after_completion_with_diff():
     assert out[WIDGET]["model_id"] == w.model_id and out[WIDGET]["version_major"] == 2
     md = out["text/markdown"]
     assert "✓ done" in md and "```diff" in md and f"+{SCRIPT}" in md
-    head, _, rest = md.partition("```diff")
-    assert "<img" not in head and "<script" not in head
-    assert "ok &lt;img src=x onerror=alert(1)>" in rest
+    assert live(md) == []
+    assert "ok &lt;img src=x onerror=alert(1)&gt;" in render_html(md)
 
 
 async def test_terminal_output_is_live_as_deltas_and_final_in_the_row_state(frontend: Frontend):
@@ -476,7 +476,7 @@ async def test_permission_buttons_answer_with_the_option_id():
     await asyncio.sleep(0)  # the future's done-callbacks run on the next loop pass
     assert "Always allow" in form.status.value
     md = sink.outputs()[0]["text/markdown"]
-    assert "chose **Always allow**" in md and "<script" not in md
+    assert "chose **Always allow**" in md and live(md) == []
     # The broker's own record of the user's answer adds no second line.
     turn.add(se.PermissionResolved("s1", "t1", prompt.title, "approve_for_session", "allow_always", "user"))
     assert len(sink.outputs()) == 1
@@ -508,7 +508,10 @@ async def test_permission_resolved_by_policy_is_one_line():
     TurnView(turn, sink)
     turn.add(se.PermissionResolved("s1", "t9", f"Read {IMG}", "allow", "allow_once", "policy"))
     (out,) = sink.outputs()
-    assert out["text/markdown"] == "🔐 Permission for Read &lt;img src=x onerror=alert(1)>: **allow_once** (policy)"
+    md = out["text/markdown"]
+    assert live(md) == []
+    assert render_html(md).strip() == (
+        "<p>🔐 Permission for Read &lt;img src=x onerror=alert(1)&gt;: <strong>allow_once</strong> (policy)</p>")
 
 
 async def test_a_reopened_widget_view_gets_the_output_kept_so_far(frontend: Frontend):
@@ -597,7 +600,7 @@ async def test_transcript_has_text_tools_plan_and_status():
     assert "- [x] read" in md and "**edit** *(in progress)*" in md
     assert "<details><summary>Thinking</summary>" in md
     assert "end_turn · 1,234/200,000 tokens · $0.02 · mode: code" in md
-    assert "<script" not in md and "onerror=alert" not in md.replace("&lt;", "")
+    assert live(md) == []
     status = sink.outputs()[-1]["text/plain"]
     assert status.startswith("end_turn · 1,234/200,000 tokens · $0.02 · mode: code")
 
@@ -620,9 +623,7 @@ async def test_payloads_stay_escaped_everywhere():
     turn.add(Notice("warning", SCRIPT))
     turn.finish("end_turn")
     for o in sink.outputs():
-        for mime in ("text/markdown", "text/html"):
-            body = o.get(mime, "")
-            assert "<script" not in body and "<img" not in body, (mime, body)
-            assert "javascript:" not in body
-    md = render_markdown(turn)
-    assert "<script" not in md and "<img" not in md and "javascript:" not in md
+        assert live(o.get("text/markdown", "")) == [], o
+        body = o.get("text/html", "")
+        assert "<script" not in body and "<img" not in body, body
+    assert live(render_markdown(turn)) == []
