@@ -69,6 +69,7 @@ class ElicitationService:
                 f"questions already wait for an answer in this session (limits.pending_prompts = {limit}; "
                 f'change it under "limits" in the config file).',
                 req.session_id,
+                kind="limit",
             ))
             return CANCEL
         loop = asyncio.get_running_loop()

@@ -469,6 +469,14 @@ def _reject_nul(method: str, path: str) -> None:
         raise RpcError(INVALID_PARAMS, f"{method}: path contains a NUL byte: {path!r}")
 
 
+def _real_or_none(path: str) -> str:
+    """``os.path.realpath``, or "" when a component changes under it (a race)."""
+    try:
+        return os.path.realpath(path)
+    except OSError:
+        return ""
+
+
 def too_big_message(exc: TooBig, path: str) -> str:
     """The refusal of an over-limit read: which limit, and how to change it."""
     head = "fs/read_text_file: refused"
@@ -503,7 +511,11 @@ class FileService:
         ``path``, else an RpcError."""
         if not os.path.isabs(path):
             raise RpcError(INVALID_PARAMS, f"fs: path must be absolute, got {path!r}")
-        real = os.path.realpath(path)
+        try:
+            real = os.path.realpath(path)
+        except OSError as exc:  # a component changed between its lstat and readlink
+            raise self._refuse(ctx, f"fs: {op} of {path} refused: the path changed while it was being "
+                                    f"resolved ({exc.strerror or exc})") from None
         roots = resolve_roots(ctx.cwd, ctx.settings.extra_roots)
         root = root_of(real, roots)
         inside = root is not None
@@ -535,14 +547,14 @@ class FileService:
                 why = "the user refused or the question was cancelled"
             err = RpcError(INVALID_PARAMS, f"fs: {op} of {shown} was not allowed ({where}; {why})")
             if verdict.by not in ("headless", "limit"):  # those already said so
-                ctx.emit(Notice("warning", err.message, ctx.id))
+                ctx.emit(Notice("warning", err.message, ctx.id, kind="fs"))
             raise err
         raise self._refuse(ctx, f"fs: {op} of {shown} refused: permission policy {ctx.settings.permissions!r} ({where})")
 
     @staticmethod
     def _refuse(ctx: Any, message: str) -> RpcError:
         """A refusal: the agent gets the error, the person a notice."""
-        ctx.emit(Notice("warning", message, ctx.id))
+        ctx.emit(Notice("warning", message, ctx.id, kind="fs"))
         return RpcError(INVALID_PARAMS, message)
 
     def _os_error(self, ctx: Any, method: str, path: str, exc: OSError) -> RpcError:
@@ -598,7 +610,7 @@ class FileService:
         req = WriteTextFileRequest.model_validate(params)
         _reject_nul("fs/write_text_file", req.path)
         ctx = self.host.session_context(req.session_id)
-        if req.path.lower().endswith(".ipynb") or os.path.realpath(req.path).lower().endswith(".ipynb"):
+        if req.path.lower().endswith(".ipynb") or _real_or_none(req.path).lower().endswith(".ipynb"):
             problem = await asyncio.to_thread(notebook_problem, req.content)
             if problem:
                 raise RpcError(

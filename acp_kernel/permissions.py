@@ -296,6 +296,7 @@ class PermissionBroker:
                 f"for an answer in this session (limits.pending_prompts = {limit}; change it under "
                 f'"limits" in the config file).',
                 sid,
+                kind="limit",
             ))
             return done(None, "limit")
 

@@ -487,7 +487,7 @@ class TerminalService:
                 f"(limits.terminals_per_session = {limits.terminals_per_session}); release one "
                 f'(terminal/release) first, or raise the limit under "limits" in the config file'
             )
-            ctx.emit(Notice("error", msg, sid))
+            ctx.emit(Notice("error", msg, sid, kind="terminal"))
             raise RpcError(INVALID_PARAMS, msg)
 
         self._reserved[sid] = self._reserved.get(sid, 0) + 1
@@ -518,7 +518,7 @@ class TerminalService:
         if not verdict.allowed:
             msg = refusal(verdict.by, text, cwd, settings.permissions)
             if verdict.by not in ("headless", "limit"):  # those already said so, naming the command
-                ctx.emit(Notice("warning", msg, sid))
+                ctx.emit(Notice("warning", msg, sid, kind="terminal"))
             raise RpcError(INVALID_PARAMS, msg)
 
         cap = settings.limits.max_output_byte_limit
