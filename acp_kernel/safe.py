@@ -34,6 +34,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from . import termsafe
+
 __all__ = [
     "Html",
     "Markdown",
@@ -132,47 +134,20 @@ class Plain(_Safe):
 
 # -- control characters ----------------------------------------------------------
 
-# C0 (but \t and \n), DEL, C1, and bidi overrides/isolates that make text read
-# differently than it is.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-_ESCAPE_SEQ = re.compile(
-    r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI
-    r"|\x1b[\]PX^_][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC, DCS, SOS, PM, APC strings
-    r"|\x1b[ -/]*[0-~]"  # other ESC sequences
-    r"|\x9b[0-?]*[ -/]*[@-~]"  # 8-bit CSI
-    r"|[\x90\x9d\x98\x9e\x9f][^\x07\x1b\x9c]*(?:\x07|\x9c|\x1b\\)?"  # 8-bit strings
-)
-
-
-def _visible(ch: str) -> str:
-    code = ord(ch)
-    if ch == "\r":
-        return "\\r"
-    if code < 0x100:
-        return f"\\x{code:02x}"
-    return f"\\u{code:04x}"
-
 
 def visible_controls(value: str, *, keep_newlines: bool = True) -> str:
-    """Escape sequences removed, other controls shown as ``\\xNN`` (honest:
-    a ``\\r`` that would hide text shows as ``\\r``). ``\\r\\n`` is a newline."""
-    if "\x1b" in value or "\x9b" in value or "\x9d" in value:
-        value = _ESCAPE_SEQ.sub("", value)
-    if "\r\n" in value:
-        value = value.replace("\r\n", "\n")
-    if not keep_newlines and ("\n" in value or "\t" in value):
-        value = value.replace("\n", "\\n").replace("\t", " ")
-    return _CONTROL.sub(lambda m: _visible(m.group(0)), value)
+    """Escape sequences removed, other controls shown as control pictures
+    (honest: a ``\r`` that would hide text shows as ``␍``); one line unless
+    ``keep_newlines``. The rules are :mod:`acp_kernel.termsafe`'s, shared
+    with the CLI's terminal output."""
+    return termsafe.clean(value, oneline=not keep_newlines)
 
 
 def plain(value: Any) -> Plain:
-    """Agent text for ``text/plain`` and terminals: lines kept, controls visible."""
+    """Agent text for ``text/plain`` and terminals: lines kept, controls neutralised."""
     if isinstance(value, Plain):
         return value
-    s = str(value)
-    if _CONTROL.search(s) is None:
-        return Plain(s)
-    return Plain(visible_controls(s))
+    return Plain(termsafe.clean(str(value)))
 
 
 def _short(s: str, limit: int) -> str:
@@ -353,9 +328,7 @@ def markdown(value: Any) -> Markdown:
     is returned as is (the common case, and the fast one)."""
     if isinstance(value, Markdown):
         return value
-    s = str(value)
-    if _CONTROL.search(s) is not None:
-        s = visible_controls(s)
+    s = visible_controls(str(value))
     if "<" not in s and "[" not in s:
         return Markdown(s)
     writer, _ = _parsers()

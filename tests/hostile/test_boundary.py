@@ -1,0 +1,182 @@
+"""The escaping boundary, against adversarial markdown, titles and paths.
+
+Every output is rendered with a real CommonMark parser (raw HTML on, as
+JupyterLab renders trusted output) and must have nothing live in it.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from acp_kernel import safe
+from acp_kernel import service_events as se
+from acp_kernel.turn import Notice, Turn
+from acp_kernel.view import RecordingSink, TurnView, render_markdown
+from acp_kernel.view.transcript import auth_markdown, notice_markdown, permission_markdown, plan_markdown
+from tests.hostile.render import live, render_html
+
+IMG = "<img src=x onerror=alert(1)>"
+PAYLOADS = [
+    IMG,
+    "<script>alert(2)</script>",
+    f"`a\nb` {IMG}",  # a code span across a line break, then HTML
+    f"``a\n`b``{IMG}",
+    f"\\`{IMG}`",
+    f"<div>\n{IMG}\n</div>",
+    f"- item\n  ```\n  code\n{IMG}\n",
+    f'~~~ "><img src=x onerror=alert(1)>\ncode\n~~~\n{IMG}',
+    "[x](javascript:alert(1))",
+    "[x](JaVaScRiPt:alert(1))",
+    "[x](java\tscript:alert(1))",
+    "[x](<javascript:alert(1)>)",
+    "<javascript:alert(1)>",
+    "[r]: javascript:alert(1)\n\n[r]",
+    "[r]\n\n[r]: javascript:alert(1)",
+    "![leak](http://127.0.0.1:9/x.png?secret=1)",
+    "![leak][r]\n\n[r]: http://127.0.0.1:9/x.png",
+    "[![i](http://h/i.png)](http://ok)",
+    '<a href="javascript:alert(1)">x</a>',
+    "<details open ontoggle=alert(1)>",
+    "<!-- comment --><img src=x onerror=alert(1)>",
+    "<![CDATA[<img src=x onerror=alert(1)>]]>",
+    "<?php x ?><svg onload=alert(1)>",
+    "| a | b |\n|---|---|\n| <img src=x onerror=alert(1)> | `c|d` |",
+    "> quote <img src=x onerror=alert(1)>\n> ```\n> x",
+    "    indented <img src=x onerror=alert(1)>\n\n<b onclick=x>",
+    "&lt;img src=x onerror=alert(1)&gt; &#60;script&#62;",
+    "\\<b onmouseover=alert(1)>",
+    "a\x1b]8;;javascript:alert(1)\x07link\x1b]8;;\x07 <img src=x onerror=alert(1)>",
+    "```\n```" + IMG,
+    "<iframe srcdoc='<script>alert(1)</script>'>",
+    "*<img src=x onerror=alert(1)>*",
+    "[a <img src=x onerror=alert(1)>](http://ok \"t<script>\")",
+]
+
+PIECES = [
+    "`", "``", "```", "~~~", "\n", "\n\n", " ", "    ", "> ", "- ", "1. ", "|", "---", "\\", "*", "_",
+    "[", "]", "(", ")", "!", "<", ">", "&", ";", ":", '"', "'", "=", "#", "$",
+    "<img src=x onerror=alert(1)>", "<script>", "</script>", "<div>", "</div>", "<!--", "-->",
+    "javascript:alert(1)", "http://ok/", "[x]", "](", "<a href=", "onerror=", "<details ontoggle=x>",
+    "[r]: ", "\x1b[31m", "\r", "\u202e", "<http://ok>", "<b", "a", "text",
+]
+adversarial = st.lists(st.sampled_from(PIECES), max_size=40).map("".join)
+
+
+@pytest.mark.parametrize("payload", PAYLOADS)
+def test_agent_markdown_has_nothing_live(payload):
+    out = safe.markdown(payload)
+    assert isinstance(out, safe.Markdown)
+    assert live(out) == [], out
+
+
+@pytest.mark.parametrize("payload", PAYLOADS)
+def test_text_code_and_block_show_the_payload_literally(payload):
+    for out in (safe.text(payload), safe.code(payload), safe.block(payload, 'x"><img')):
+        assert live(out) == [], out
+    # Text is shown, not dropped: the words of the payload are in the rendered page.
+    assert "onerror" in render_html(safe.text(IMG)) and "&lt;img" in render_html(safe.code(IMG))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(adversarial)
+def test_property_agent_markdown(md):
+    assert live(safe.markdown(md)) == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(adversarial, adversarial)
+def test_property_inline_pieces_in_our_templates(a, b):
+    for out in (
+        safe.Markdown("**{}** at {} ({})").format(a, safe.code(b), b),
+        safe.Markdown("- {}\n- {}").format(safe.text(a), safe.code(b)),
+        safe.Markdown("{}\n\n{}").format(safe.block(a, b), safe.markdown(b)),
+        notice_markdown("warning", a + "\n" + b),
+        plan_markdown([{"content": a, "status": "in_progress"}, {"content": b}]),
+        auth_markdown([{"id": a, "name": b, "description": a, "type": "terminal", "args": [b]}], [a]),
+    ):
+        assert live(out) == [], out
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(adversarial, adversarial, adversarial)
+def test_property_a_whole_hostile_turn(text, title, path):
+    """Every output of a live view and the saved transcript of a turn whose
+    text, tool title, paths and plan are adversarial."""
+    turn, sink = Turn("s1"), RecordingSink()
+    TurnView(turn, sink)
+    turn.apply_update({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}})
+    turn.apply_update({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": title}})
+    turn.apply_update({
+        "sessionUpdate": "tool_call", "toolCallId": path, "title": title, "kind": "edit", "status": "completed",
+        "locations": [{"path": path, "line": 3}],
+        "rawInput": {"command": title},
+        "content": [
+            {"type": "content", "content": {"type": "text", "text": text}},
+            {"type": "diff", "path": path, "oldText": title, "newText": text},
+        ],
+    })
+    turn.apply_update({"sessionUpdate": "plan", "entries": [{"content": title, "status": "pending", "priority": "low"}]})
+    turn.add(Notice("warning", text))
+    turn.add(se.PermissionResolved("s1", path, title, path, title, "policy"))
+    turn.finish("end_turn")
+    for data in sink.outputs():
+        assert live(data.get("text/markdown", "")) == [], data
+        assert "<img" not in data.get("text/html", "")
+        assert "\x1b" not in data.get("text/plain", "")
+    assert live(render_markdown(turn)) == []
+
+
+def test_a_permission_question_shows_hostile_titles_and_option_names_as_text():
+    prompt = se.PermissionPrompt.__new__(se.PermissionPrompt)  # only the fields the renderer reads
+    prompt.title, prompt.kind = f"Read README.md\n{IMG}", "execute<script>"
+    prompt.options = [{"optionId": "a", "name": f"Allow {IMG}", "kind": "allow_once"}]
+    md = permission_markdown(prompt)
+    assert live(md) == [] and "Allow &lt;img" in render_html(md)
+
+
+def test_sinks_refuse_text_that_did_not_cross_the_boundary():
+    sink = RecordingSink()
+    for data in ({"text/markdown": IMG}, {"text/html": IMG}, {"text/plain": "x"}):
+        with pytest.raises(safe.UnsafeOutput):
+            sink.display(data)
+    sink.display(safe.bundle(safe.Markdown("ok")))
+
+
+def test_interpolation_escapes_unless_already_safe():
+    m = safe.Markdown("**{}**").format(IMG)
+    assert isinstance(m, safe.Markdown) and live(m) == []
+    assert isinstance(safe.Markdown("a") + IMG, safe.Markdown) and live(safe.Markdown("a") + IMG) == []
+    assert isinstance(IMG + safe.Markdown("a"), safe.Markdown) and live(IMG + safe.Markdown("a")) == []
+    assert live(safe.Markdown(", ").join([IMG, safe.code(IMG)])) == []
+    assert safe.Html("<b>{}</b>").format(IMG) == "<b>&lt;img src=x onerror=alert(1)&gt;</b>"
+    with pytest.raises(TypeError):
+        safe.Markdown("%s") % IMG
+
+
+def test_agent_markdown_keeps_rendering_as_markdown():
+    md = "# Title\n\nSome **bold**, a [link](https://example.com/a?b=1), `code`.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n"
+    html = render_html(safe.markdown(md))
+    assert "<h1>Title</h1>" in html and "<strong>bold</strong>" in html
+    assert '<a href="https://example.com/a?b=1">link</a>' in html and "<code>code</code>" in html
+    assert "<table>" in html and "<td>1</td>" in html
+    plain = "Plain text with no brackets: the fast path returns it as is."
+    assert safe.markdown(plain) == plain
+
+
+def test_images_become_links_that_load_nothing():
+    html = render_html(safe.markdown("see ![chart](https://example.com/c.png) here"))
+    assert "<img" not in html and 'href="https://example.com/c.png"' in html and "chart" in html
+
+
+def test_paths_with_newlines_stay_on_their_line():
+    path = "/w/evil\n# heading\n<img src=x onerror=alert(1)>.py"
+    html = render_html(safe.Markdown("- 📍 {}").format(safe.code(path)))
+    assert "<h1>" not in html and html.count("<li>") == 1 and live(html) == []
+
+
+def test_plain_text_has_no_escape_sequences():
+    out = safe.plain("ok\x1b]52;c;ZXZpbA==\x07 \x1b[2J\x1b[8mhidden\x1b[0m \x9b31m \u202egnp.exe\r\n")
+    assert "\x1b" not in out and "\x9b" not in out and "\u202e" not in out and "\x07" not in out
+    assert out.endswith("\n") and "hidden" in out
