@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from itertools import accumulate
+from itertools import accumulate, islice
 from typing import Any, Union
 
 DEFAULT_MAX_LINE = 64 * 1024 * 1024
@@ -136,28 +136,51 @@ class TooDeep:
     method: str | None = None
 
     def describe(self) -> str:
-        return f"message nested {self.depth} levels deep (the limit is {self.limit}, limits.json_depth)"
+        # The scan stops early on huge lines: the depth is then "at least".
+        at_least = "at least " if len(self.line) > _SCAN_CHUNK else ""
+        return f"message nested {at_least}{self.depth:,} levels deep (the limit is {self.limit}, limits.json_depth)"
 
 
 # A JSON string (the unrolled form: linear, no backtracking), or a bracket.
 _STRING = rb'"[^"\\]*(?:\\.[^"\\]*)*"'
-_STRINGS = re.compile(_STRING, re.S)
 _TOKENS = re.compile(_STRING + rb"|[\[\]{}]", re.S)
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 _STEP = [0] * 256
 _STEP[ord("[")] = _STEP[ord("{")] = 1
 _STEP[ord("]")] = _STEP[ord("}")] = -1
+_WALK_TOKENS = 4096
 _SCALAR = re.compile(rb'\s*:\s*(-?\d+(?![.eE\d])|"[^"\\]*(?:\\.[^"\\]*)*"|null)')
 
 
-def nesting_depth(line: bytes) -> int:
+def _outside_strings(line: bytes) -> bytes:
+    """The bytes of ``line`` outside JSON strings. Escapes go first (``\\\\``
+    then ``\\"``: a backslash only occurs inside strings), then every other
+    piece between quotes is a string. 3x faster than a string regex. On
+    invalid JSON it agrees with the decoder up to where the decoder fails."""
+    if b"\\" in line:
+        line = line.replace(b"\\\\", b"").replace(b'\\"', b"")
+    return b"".join(line.split(b'"')[::2])
+
+
+_SCAN_CHUNK = 1 << 16
+
+
+def nesting_depth(line: bytes, stop_above: int | None = None) -> int:
     """The deepest nesting of arrays and objects, brackets inside strings
     not counted. No recursion and no Python loop per byte: strings are cut
-    out by a regex, the brackets left are summed by ``accumulate``."""
-    brackets = _STRINGS.sub(b"", line).translate(None, _NOT_BRACKETS)
-    if not brackets:
-        return 0
-    return max(0, max(accumulate(map(_STEP.__getitem__, brackets))))
+    out, the brackets left are summed by ``accumulate`` in chunks. With
+    ``stop_above``, the scan ends at the first chunk that goes deeper (a
+    64 MiB bomb costs one chunk): the result is then a lower bound."""
+    brackets = _outside_strings(line).translate(None, _NOT_BRACKETS)
+    deepest = level = 0
+    step = _STEP.__getitem__
+    for start in range(0, len(brackets), _SCAN_CHUNK):
+        sums = list(accumulate(map(step, brackets[start:start + _SCAN_CHUNK]), initial=level))
+        deepest = max(deepest, max(sums))
+        level = sums[-1]
+        if stop_above is not None and deepest > stop_above:
+            break
+    return deepest
 
 
 def _too_deep(line: bytes, depth: int, limit: int) -> TooDeep:
@@ -165,7 +188,9 @@ def _too_deep(line: bytes, depth: int, limit: int) -> TooDeep:
     walk (no decoding), so a request can still be answered."""
     level = 0
     has_id, rid, method = False, None, None
-    for m in _TOKENS.finditer(line):
+    # Members are looked for among the first _WALK_TOKENS tokens only: a
+    # request whose id comes later goes unanswered (it is still reported).
+    for m in islice(_TOKENS.finditer(line), _WALK_TOKENS):
         tok = m.group()
         c = tok[0]
         if c == 0x22:  # a string: a key at depth 1?
@@ -202,7 +227,7 @@ def classify(line: bytes, max_depth: int = DEFAULT_MAX_DEPTH) -> tuple[int, dict
     (two C-level counts): ordinary lines pay nothing more.
     """
     if line.count(b"[") + line.count(b"{") > max_depth:
-        depth = nesting_depth(line)
+        depth = nesting_depth(line, stop_above=max_depth)
         if depth > max_depth:
             return _too_deep(line, depth, max_depth)
     try:

@@ -132,3 +132,12 @@ def test_a_recursion_bomb_is_refused_with_its_id_and_method_read_without_decodin
 def test_many_brackets_but_shallow_is_a_message():
     wide = json.dumps({"jsonrpc": "2.0", "method": "m", "params": [[i] for i in range(500)]}).encode()
     assert classify(wide)[0] == NOTIFICATION
+
+
+def test_a_huge_bomb_is_refused_after_one_scan_chunk_as_at_least_that_deep():
+    n = 4 * framing._SCAN_CHUNK
+    bomb = b'{"jsonrpc":"2.0","id":5,"method":"m","params":' + b"[" * n + b"]" * n + b"}"
+    refused = classify(bomb)
+    assert isinstance(refused, framing.TooDeep) and refused.id == 5
+    assert framing._SCAN_CHUNK <= refused.depth < n  # stopped early: a lower bound
+    assert "nested at least " in refused.describe()
