@@ -56,6 +56,8 @@ Actions (one key each):
 Scenario keys for hangs:
   never_answer    list of methods never answered (e.g. ["initialize"])
   answer_delay    {"method": seconds}: answer that method after a delay
+  responses       {"method": result}: answer any other method with this
+                  result ($SID replaced), e.g. session/list or set_mode
 """
 
 from __future__ import annotations
@@ -313,6 +315,9 @@ class Agent:
                 self.run(self.s.get("after_prompt", []))
 
             threading.Thread(target=play, daemon=True).start()
+        elif method in self.s.get("responses", {}):
+            result = json.loads(json.dumps(self.s["responses"][method]).replace("$SID", self.sid or ""))
+            send({"jsonrpc": "2.0", "id": rid, "result": result})
         else:
             send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": f"no {method}"}})
 

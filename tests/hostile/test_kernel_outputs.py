@@ -1,0 +1,124 @@
+"""A hostile agent against the real ACP kernel (jupyter_client) and the magics:
+every route an agent string takes into a cell's outputs.
+
+Text, thoughts, tool titles, paths, plans, stderr, error messages, session
+titles, mode and model names, login method names and replayed history all
+carry payloads; each output's markdown is rendered by a CommonMark parser
+with raw HTML on and must have nothing live; plain text has no escapes.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.hostile.render import live, render_html
+from tests.kernel.conftest import acp_kernel, kernel_env, kernelspec_path, scripted_command  # noqa: F401
+
+PAY = (
+    "`a\nb` <img src=x onerror=alert(1)> <script>alert(2)</script> [x](javascript:alert(3)) "
+    "![leak](http://127.0.0.1:9/leak.png?secret=1) <details open ontoggle=alert(4)> "
+    "\x1b]52;c;ZXZpbA==\x07\x1b[2J"
+)
+LINE = "<img src=x onerror=alert(5)> `x"  # for one-line fields
+PATH = "/tmp/evil\n# heading\n<img src=x onerror=alert(6)>.py"
+
+
+def chunk(kind: str, text: str) -> dict:
+    return {"update": {"sessionUpdate": kind, "content": {"type": "text", "text": text}}}
+
+
+SCENARIO = {
+    "init": {"agentInfo": {"name": LINE, "title": LINE, "version": LINE}},
+    "load": True,
+    "new_session": {
+        "modes": {"currentModeId": LINE, "availableModes": [{"id": LINE, "name": LINE}, {"id": "ok", "name": "ok"}]},
+        "configOptions": [{"id": "model", "name": LINE, "category": "model", "type": "select",
+                           "currentValue": LINE, "options": [{"value": LINE, "name": LINE}]}],
+    },
+    "responses": {
+        "session/list": {"sessions": [{"sessionId": LINE, "cwd": "/tmp", "title": PAY, "updatedAt": LINE}]},
+        "session/set_mode": {},
+    },
+    "history": [
+        {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": PAY}},
+        {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": PAY}},
+    ],
+    "prompts": {
+        "fail": [{"reply_prompt": {"error": {"code": -32603, "message": PAY, "data": {"detail": PAY}}}}],
+    },
+    "prompt": [
+        chunk("agent_message_chunk", PAY + "\n\n"),
+        chunk("agent_thought_chunk", PAY),
+        {"update": {"sessionUpdate": "tool_call", "toolCallId": LINE, "title": PAY, "kind": "edit",
+                    "status": "completed", "locations": [{"path": PATH, "line": 1}],
+                    "rawInput": {"command": PAY},
+                    "content": [{"type": "content", "content": {"type": "text", "text": PAY}},
+                                {"type": "diff", "path": PATH, "oldText": PAY, "newText": "x"}]}},
+        {"update": {"sessionUpdate": "plan", "entries": [{"content": PAY, "status": "in_progress", "priority": "high"}]}},
+        {"update": {"sessionUpdate": "session_info_update", "title": PAY}},
+        {"update": {"sessionUpdate": "x_unknown<img src=x onerror=alert(7)>", "value": PAY}},
+        {"stderr": PAY},
+        {"raw": PAY},
+        chunk("agent_message_chunk", "done"),
+    ],
+}
+
+
+def assert_inert(result) -> None:
+    """Every display in the cell: markdown with nothing live, html escaped, plain without escapes."""
+    seen = 0
+    for msg in result.outputs:
+        content = msg["content"]
+        if msg["msg_type"] == "stream":
+            assert "\x1b]52" not in content["text"]
+            continue
+        data = content.get("data", {})
+        if "text/markdown" in data:
+            seen += 1
+            assert live(data["text/markdown"]) == [], data["text/markdown"]
+        html = data.get("text/html", "")
+        assert "<img" not in html and "<script" not in html
+        assert "\x1b" not in data.get("text/plain", "")
+    assert seen, "the cell showed no markdown at all"
+
+
+@pytest.mark.slow
+async def test_every_kernel_output_route_is_inert(acp_kernel):  # noqa: F811
+    k = acp_kernel
+    assert (await k.execute(f"%agent --command {scripted_command(SCENARIO)}")).status == "ok"
+    assert (await k.execute("%permissions allow-all")).status == "ok"
+    res = await k.execute("hello")
+    assert res.status == "ok"
+    assert_inert(res)
+    page = render_html("\n\n".join(
+        m["content"]["data"]["text/markdown"] for m in res.outputs if "text/markdown" in m["content"].get("data", {})))
+    assert "onerror=alert(1)" in page and "done" in page  # shown as text, not dropped
+
+    for cell in ("%status", "%mode", "%model", "%sessions", f"%mode {LINE}", "fail"):
+        res = await k.execute(cell)
+        assert_inert(res)
+    res = await k.execute("%load " + json.dumps("sess-1"))
+    assert_inert(res)
+    assert "earlier prompts" in res.text() or "Resumed" in res.text()
+
+
+@pytest.mark.slow
+async def test_login_methods_and_start_errors_are_inert(acp_kernel, tmp_path):  # noqa: F811
+    k = acp_kernel
+    scenario = {
+        "init": {"authMethods": [{"id": LINE, "name": PAY, "description": PAY},
+                                 {"id": "t", "name": LINE, "type": "terminal", "args": [PAY]},
+                                 {"id": "e", "name": LINE, "type": "env_var", "vars": [{"name": LINE}], "link": PAY}]},
+        "new_session": {"error": {"code": -32000, "message": PAY}},
+    }
+    await k.execute(f"%agent --command {scripted_command(scenario)}")
+    res = await k.execute("hello")
+    assert res.status == "error"
+    assert_inert(res)
+    crash = {"init_actions": [{"stderr": PAY}, {"exit": 3}]}
+    await k.execute(f"%agent --command {scripted_command(crash)}")
+    res = await k.execute("hello")
+    assert res.status == "error"
+    assert_inert(res)
