@@ -75,13 +75,20 @@ class AgentStalled(ConnectionClosed):
 
 class RequestTimeout(AcpError, TimeoutError):
     """A request (not ``session/prompt``) got no answer within its limit.
-    Also a ``TimeoutError``, which ``Connection.request`` raised before."""
+    Also a ``TimeoutError``, which ``Connection.request`` raised before.
+
+    The message itself carries the agent's stderr tail (front-ends that
+    show only ``str(exc)`` still show why the agent was stuck)."""
 
     def __init__(self, peer: str, method: str, seconds: float, setting: str, stderr: str = "") -> None:
-        super().__init__(
+        text = (
             f"{peer} did not answer {method!r} within {seconds:g} s "
             f"(limits.{setting}; raise it under \"limits\" in the config file if the agent is just slow)"
         )
+        tail = "\n".join(stderr.rstrip().splitlines()[-20:])
+        if tail.strip():
+            text += "\n--- agent stderr (last lines) ---\n" + tail
+        super().__init__(text)
         self.peer = peer
         self.method = method
         self.seconds = seconds
@@ -89,10 +96,7 @@ class RequestTimeout(AcpError, TimeoutError):
         self.stderr = stderr
 
     def explain(self) -> str:
-        text = str(self)
-        if self.stderr.strip():
-            text += "\n--- agent stderr (last lines) ---\n" + self.stderr.rstrip()
-        return text
+        return str(self)
 
 
 class PassthroughError(AcpError):
