@@ -216,5 +216,10 @@ async def test_finished_turns_past_the_detailed_limit_are_compacted_and_still_re
         assert [type(e).__name__ for e in first.events] == ["Chunk", "ToolCallEvent", "PlanEvent", "Chunk"]
         assert "".join(e.text for e in first.events if type(e) is Chunk) == full_text
         assert session.tool_call_kind("t1") == "edit"
+        from acp_kernel.view.transcript import render_markdown, status_line
+
+        md = render_markdown(first, session)  # what a saved transcript of the old turn shows
+        assert "Answer" in md and "Write big" in md and "199" in md
+        assert status_line(first, session).startswith("end_turn")
     finally:
         await client.close()
