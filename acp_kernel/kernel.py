@@ -15,6 +15,7 @@ import atexit
 import os
 import signal
 import traceback
+import uuid
 from typing import Any
 
 from ipykernel.kernelbase import Kernel
@@ -112,6 +113,7 @@ class AcpKernel(Kernel):
         )
         self._loop: asyncio.AbstractEventLoop | None = None
         self._running: Any = None  # the turn or terminal an interrupt should stop
+        self._cell: asyncio.Task | None = None  # the running cell: an interrupt elsewhere cancels it
         self._sink: KernelSink | None = None
         self.ptys = ptycell.Terminals()
         self.pty_target: str | None = None  # while set, prompts are typed into this terminal
@@ -145,12 +147,18 @@ class AcpKernel(Kernel):
 
     def _on_sigint(self, signum: int, frame: Any) -> None:
         loop = self._loop
-        if loop is not None and self._running is not None:
+        if loop is not None and (self._running is not None or self._cell is not None):
             loop.call_soon_threadsafe(self._interrupt)
 
     def _interrupt(self) -> None:
+        """Stop what the cell is doing: a turn is cancelled per the spec, a
+        terminal gets its key; anything else (an agent starting, a login, a
+        %command waiting on the agent) is cancelled outright."""
         running = self._running
-        if isinstance(running, Session):
+        if running is None:
+            if self._cell is not None and not self._cell.done():
+                self._cell.cancel()
+        elif isinstance(running, Session):
             asyncio.ensure_future(running.cancel(grace=CANCEL_GRACE))
         elif hasattr(running, "interrupt"):  # a passthrough terminal: Ctrl-C
             running.interrupt()
@@ -170,6 +178,15 @@ class AcpKernel(Kernel):
         if self._sink is not None:
             self._sink.display(bundle(md, plain))
 
+    def _progress(self, md: Markdown) -> Any:
+        """A line shown while something slow runs; the returned callable blanks it."""
+        sink = self._sink
+        if sink is None:
+            return lambda: None
+        display_id = f"acp-progress-{uuid.uuid4().hex[:12]}"
+        sink.display(bundle(md), display_id=display_id)
+        return lambda: sink.update(bundle(Markdown(""), ""), display_id=display_id)
+
     def _stream(self, text: str, name: str = "stdout") -> None:
         if self._sink is not None:
             self._sink.stream(text, name)
@@ -181,11 +198,14 @@ class AcpKernel(Kernel):
                          *, cell_meta: Any = None, cell_id: Any = None) -> dict[str, Any]:
         self._loop = asyncio.get_running_loop()
         self._sink = KernelSink(self, self.get_parent("shell"))
+        # The cell runs as a task of its own, so an interrupt can cancel it
+        # wherever it waits without cancelling ipykernel's handler.
+        self._cell = asyncio.ensure_future(self._execute(code, allow_stdin))
         try:
-            return await self._execute(code, allow_stdin)
+            return await self._cell
         except BaseException as exc:  # noqa: BLE001 - nothing may escape do_execute
             if isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError)):
-                self._markdown(Markdown("*interrupted*"))
+                self._markdown(Markdown("*Interrupted.*"))
                 return self._error("Interrupted", "the cell was interrupted")
             tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
             self.log.error("cell failed: %s", "".join(tb))
@@ -193,6 +213,7 @@ class AcpKernel(Kernel):
             return self._error(type(exc).__name__, str(exc))
         finally:
             self._running = None
+            self._cell = None
 
     def _ok(self) -> dict[str, Any]:
         return {"status": "ok", "execution_count": self.execution_count, "payload": [], "user_expressions": {}}
@@ -268,6 +289,9 @@ class AcpKernel(Kernel):
         if client is not None and (not client.alive or client.needs_restart):
             await self._restart_client(keep_session=True, quiet=not client.needs_restart)
         if self.agent is None:
+            first_run = os.path.basename(self.spec.command[0]) in ("npx", "uvx", "pnpx", "bunx") if self.spec.command else False
+            done = self._progress(Markdown("*Starting {}…{}*").format(
+                self.spec.title, Markdown(" (the first start downloads it)") if first_run else Markdown("")))
             try:
                 self.agent = await self._new_client().start()
             except CommandNotFound as exc:
@@ -279,6 +303,8 @@ class AcpKernel(Kernel):
             except (AcpError, OSError) as exc:
                 self._markdown(Markdown("**Cannot start {}:** {}").format(self.spec.title, str(exc)))
                 return None
+            finally:
+                done()
         if self.acp_session is None:
             self.acp_session = await self._open_session(self.agent)
         return self.acp_session
