@@ -401,6 +401,10 @@ class PermissionBroker:
         """Answer every pending request of the session ``cancelled``."""
         return self.prompts.cancel_all(session_id, PermissionPrompt)
 
+    def drop_grants(self, session_id: str) -> None:
+        """A cancelled turn: allows given in it no longer let a terminal run unasked."""
+        self._grants.pop(session_id, None)
+
     def forget(self, session_id: str) -> None:
         """Drop the session's remembered answers and grants (session closed)."""
         self._memory.pop(session_id, None)

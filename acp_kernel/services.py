@@ -42,7 +42,10 @@ class Services:
         """Answer every pending question of the session ``cancelled`` (turn cancelled).
 
         Terminals keep running: agents release them themselves on cancel.
+        A person's allows from the cancelled turn no longer stand for a
+        terminal's question.
         """
+        self.permissions.drop_grants(session_id)
         n = self.permissions.cancel_all(session_id)
         if self.elicitation is not None:
             n += self.elicitation.cancel_all(session_id)

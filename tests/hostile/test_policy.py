@@ -294,6 +294,28 @@ async def test_deny_beats_a_remembered_allow_for_terminals(host_ctx):
     await svc.shutdown()
 
 
+async def test_a_cancelled_turn_drops_the_allows_given_in_it(host_ctx):
+    from acp_kernel.services import Services
+    from acp_kernel.terminals import TerminalService
+
+    host, ctx = host_ctx
+    broker = PermissionBroker(host)
+    terms = TerminalService(host, broker)
+    services = Services(terms, FileService(host, broker), broker, None)
+    ctx.on_prompt = lambda p: p.allow()
+    options = [{"optionId": "y", "name": "Yes", "kind": "allow_once"}, {"optionId": "n", "name": "No", "kind": "reject_once"}]
+    for tcid in ("kept", "dropped"):
+        await broker.request_permission({"sessionId": "s1", "options": options, "toolCall": {
+            "toolCallId": tcid, "title": "t", "kind": "execute", "rawInput": {"command": f"true {tcid}"}}})
+    ctx.interactive = False  # from here on nobody answers: only a grant lets a terminal run
+    tid = (await terms.create({"sessionId": "s1", "command": "true kept"}))["terminalId"]
+    await terms.wait_for_exit({"sessionId": "s1", "terminalId": tid})
+    services.cancel_pending("s1")
+    with pytest.raises(RpcError, match="nobody can answer"):
+        await terms.create({"sessionId": "s1", "command": "true dropped"})
+    await terms.shutdown()
+
+
 # -- 3. the client's own files ---------------------------------------------------------------
 
 
