@@ -290,8 +290,10 @@ class AcpKernel(Kernel):
             await self._restart_client(keep_session=True, quiet=not client.needs_restart)
         if self.agent is None:
             first_run = os.path.basename(self.spec.command[0]) in ("npx", "uvx", "pnpx", "bunx") if self.spec.command else False
+            # An agent given by command line is titled by its whole command: name the program only.
+            name = os.path.basename(self.spec.command[0]) if self.spec.source == "command line" and self.spec.command else self.spec.title
             done = self._progress(Markdown("*Starting {}…{}*").format(
-                self.spec.title, Markdown(" (the first start downloads it)") if first_run else Markdown("")))
+                name, Markdown(" (the first start downloads it)") if first_run else Markdown("")))
             try:
                 self.agent = await self._new_client().start()
             except CommandNotFound as exc:

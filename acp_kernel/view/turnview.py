@@ -418,7 +418,8 @@ class TurnView:
             self._asked.add(tid)
         call = self.turn.tool_calls.get(tid) if tid else None
         raw_input = getattr(getattr(prompt.request, "tool_call", None), "raw_input", None)
-        detail = command_of(raw_input if raw_input is not None else (call.raw_input if call else None))
+        # What actually runs or is touched, as the broker identified it (the title is the agent's word).
+        detail = getattr(prompt, "command", "") or command_of(raw_input if raw_input is not None else (call.raw_input if call else None))
         form = PermissionForm(prompt, widgets=self.widgets, detail=detail)
         self.forms.append(form)
         self._append(form.bundle(), display_id=form.display_id)
