@@ -888,6 +888,18 @@ def passthrough(ctx: Ctx) -> list[Section]:
     return [flood, echo]
 
 
+# -- hostile agent (benchmarks/hostile.py) -------------------------------------------------
+
+
+def hostile(ctx: Ctx) -> list[Section]:
+    """Memory under a hostile agent and the cost of the escaping boundary: see hostile.py."""
+    if __package__:
+        from .hostile import bench
+    else:  # python benchmarks/run.py
+        from hostile import bench  # type: ignore[no-redef]
+    return bench(ctx)
+
+
 # -- placeholders -------------------------------------------------
 
 
@@ -909,6 +921,7 @@ BENCHMARKS: dict[str, Callable[[Ctx], Section]] = {
     "kernel": kernel_throughput,
     "iopub": iopub_traffic,
     "passthrough": passthrough,
+    "hostile": hostile,
 }
 
 
