@@ -157,7 +157,7 @@ def _short(s: str, limit: int) -> str:
 # -- markdown pieces -------------------------------------------------------------
 
 # Characters that can start or change inline markdown (and JupyterLab's $math$).
-_MD_PUNCT = re.compile(r"([\\`*_\[\]<>!|~&$])")
+_MD_PUNCT = re.compile(r"([\\`*\[\]<>!|~&$])")
 # Block markers that matter only at the start of a line.
 _MD_LEAD = re.compile(r"^(\s*)([#+\-=]|\d+[.)])")
 

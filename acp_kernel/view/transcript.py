@@ -344,7 +344,8 @@ def status_line(turn: tm.Turn, session: Any = None, *, files_read: int = 0) -> s
 
 
 def status_markdown(line: str) -> Markdown:
-    return Markdown("<sub>{}</sub>").format(Markdown(html(line)))
+    # Markdown is parsed inside <sub>: escape for markdown (which also covers HTML), one line.
+    return Markdown("<sub>{}</sub>").format(text(line))
 
 
 # -- the whole turn ---------------------------------------------------------------

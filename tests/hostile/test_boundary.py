@@ -118,6 +118,8 @@ def test_property_a_whole_hostile_turn(text, title, path):
         ],
     })
     turn.apply_update({"sessionUpdate": "plan", "entries": [{"content": title, "status": "pending", "priority": "low"}]})
+    turn.apply_update({"sessionUpdate": "current_mode_update", "currentModeId": title})
+    turn.apply_update({"sessionUpdate": "usage_update", "used": 1, "size": 2, "cost": {"amount": 1, "currency": text}})
     turn.add(Notice("warning", text))
     turn.add(se.PermissionResolved("s1", path, title, path, title, "policy"))
     turn.finish("end_turn")

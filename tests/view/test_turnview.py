@@ -599,7 +599,7 @@ async def test_transcript_has_text_tools_plan_and_status():
     assert "Edit app.py" in md and "-a\n+b" in md
     assert "- [x] read" in md and "**edit** *(in progress)*" in md
     assert "<details><summary>Thinking</summary>" in md
-    assert "end_turn · 1,234/200,000 tokens · $0.02 · mode: code" in md
+    assert "end_turn · 1,234/200,000 tokens · \\$0.02 · mode: code" in md  # "$" escaped: no math from agent text
     assert live(md) == []
     status = sink.outputs()[-1]["text/plain"]
     assert status.startswith("end_turn · 1,234/200,000 tokens · $0.02 · mode: code")
