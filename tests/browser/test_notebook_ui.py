@@ -218,7 +218,8 @@ def test_shell_output_live_inside_the_execute_row(nb: Notebook) -> None:
           }).observe(document.body, {childList: true, subtree: true, characterData: true});
         }"""
     )
-    out = nb.run(0, "shell")
+    # terminal/create asks under the default policy; this test is about the live output.
+    out = nb.run(0, "%permissions allow-all\nshell")
     row = tool_row(out, "Run a short bash script")
     term = row.locator(".acp-tc-term")
     expect(term).to_contain_text("line 1 from")
