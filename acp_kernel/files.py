@@ -174,6 +174,17 @@ class TooBig(Exception):
         self.limit = limit
 
 
+def _require_regular(st: os.stat_result, name: str) -> None:
+    """An ``lstat`` result at a directory fd: a symlink means the path changed
+    under us; only a regular file may be opened."""
+    if stat.S_ISLNK(st.st_mode):
+        raise PathChanged(name)
+    if stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(errno.EISDIR, "is a directory")
+    if not stat.S_ISREG(st.st_mode):
+        raise NotRegularFile(_kind_name(st.st_mode))
+
+
 def _kind_name(mode: int) -> str:
     if stat.S_ISFIFO(mode):
         return "a FIFO"
@@ -247,13 +258,7 @@ def open_regular(dfd: int, name: str) -> int:
     ``O_NONBLOCK`` (a FIFO swapped in after the check does not block) and
     checked again with ``fstat``, then made blocking again.
     """
-    st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
-    if stat.S_ISLNK(st.st_mode):
-        raise PathChanged(name)
-    if stat.S_ISDIR(st.st_mode):
-        raise IsADirectoryError(errno.EISDIR, "is a directory")
-    if not stat.S_ISREG(st.st_mode):
-        raise NotRegularFile(_kind_name(st.st_mode))
+    _require_regular(os.stat(name, dir_fd=dfd, follow_symlinks=False), name)
     flags = os.O_RDONLY | _NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | _CLOEXEC
     try:
         fd = os.open(name, flags, dir_fd=dfd)
@@ -373,12 +378,7 @@ def write_at(dfd: int, name: str, data: bytes, *, chunk_size: int = 1 << 20) -> 
     except FileNotFoundError:
         st = None
     if st is not None:
-        if stat.S_ISLNK(st.st_mode):
-            raise PathChanged(name)
-        if stat.S_ISDIR(st.st_mode):
-            raise IsADirectoryError(errno.EISDIR, "is a directory")
-        if not stat.S_ISREG(st.st_mode):
-            raise NotRegularFile(_kind_name(st.st_mode))
+        _require_regular(st, name)
     tmp = f".{name[:200]}.{os.getpid()}.{next(_tmp_ids)}.tmp"
     # 0o666 lets the umask decide for a new file, like open(..., "w").
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o666, dir_fd=dfd)

@@ -196,6 +196,10 @@ class Agent:
             msg["params"] = json.loads(json.dumps(value["params"]).replace("$SID", self.sid or ""))
         send(msg)
         done.wait()
+        self.report_reply(rid)
+
+    def report_reply(self, rid):
+        """The client's answer to request ``rid``, as a chunk the test can read."""
         reply = self.pending.pop(json.dumps(rid))[1]
         if "error" in reply:
             self.chunk("ERROR " + json.dumps(reply["error"]))
@@ -222,11 +226,7 @@ class Agent:
                     % (json.dumps(rid), json.dumps(value.get("method", "_test/deep")), sid, "[" * n, "]" * n))
             write_raw(line.encode() + b"\n")
             done.wait()
-            reply = self.pending.pop(json.dumps(rid))[1]
-            if "error" in reply:
-                self.chunk("ERROR " + json.dumps(reply["error"]))
-            else:
-                self.chunk("RESULT " + json.dumps(reply.get("result")))
+            self.report_reply(rid)
         else:  # the prompt's answer
             n = depth - 3
             self.turn_answered.set()
