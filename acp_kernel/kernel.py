@@ -609,9 +609,7 @@ class AcpKernel(Kernel):
         found = inspect(code, cursor_pos, kernel=self)
         if not found:
             return {"status": "ok", "found": False, "data": {}, "metadata": {}}
-        data = bundle(found)
-        check_data(data)
-        return {"status": "ok", "found": True, "data": data, "metadata": {}}
+        return {"status": "ok", "found": True, "data": bundle(found), "metadata": {}}
 
     async def do_shutdown(self, restart: bool) -> dict[str, Any]:
         # This runs on the control thread's loop; the agent and terminals live on the shell's.

@@ -165,7 +165,7 @@ _MD_LEAD = re.compile(r"^(\s*)([#+\-=]|\d+[.)])")
 def text(value: Any, limit: int = INLINE_LIMIT) -> Markdown:
     """Agent text shown literally in markdown, on one line (a title, a name, a
     message): markdown characters are backslash-escaped, newlines become
-    spaces, controls are shown as escapes."""
+    spaces, controls are shown as control pictures (:func:`visible_controls`)."""
     if isinstance(value, Markdown):
         return value
     s = _short(" ".join(visible_controls(str(value)).split("\n")), limit)
@@ -178,8 +178,8 @@ def text(value: Any, limit: int = INLINE_LIMIT) -> Markdown:
 
 def code(value: Any, limit: int = INLINE_LIMIT) -> Markdown:
     """Agent text (a path, an id, a command) as an inline code span: newlines
-    and other controls shown as ``\\n``-style escapes, so the span cannot end
-    a line (a code span across a line break can let block syntax through)."""
+    shown as ``␊`` and other controls as control pictures, so the span cannot
+    end a line (a code span across a line break can let block syntax through)."""
     s = _short(visible_controls(str(value), keep_newlines=False), limit)
     if not s:
         return Markdown("` `")

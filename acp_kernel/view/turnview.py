@@ -30,9 +30,9 @@ from typing import Any
 
 from .. import service_events as se
 from .. import turn as tm
+from ..safe import bundle, markdown
 from .coalesce import Coalescer
 from .markdown import BlockSplitter
-from ..safe import Plain, bundle, markdown, plain
 from .sink import DisplaySink
 from .toolcall import ToolCallGroup, ToolCallRow, prewarm, widgets_loaded
 from .transcript import (
