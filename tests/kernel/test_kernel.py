@@ -43,7 +43,8 @@ async def test_interrupt_cancels_within_two_seconds_and_next_cell_works(acp_kern
     async def on_output(msg):
         data = msg["content"].get("data", {})
         if (not started.done() and msg["msg_type"] in ("display_data", "update_display_data")
-                and not data.get("text/markdown", "").startswith("*Starting")):  # the turn, not the start-up line
+                and data.get("text/markdown") and not data["text/markdown"].startswith("*Starting")):
+            # the turn's first text, not the start-up line (shown, then blanked)
             started.set_result(None)
 
     cell = asyncio.ensure_future(acp_kernel.execute("slow", on_output=on_output))
