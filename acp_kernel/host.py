@@ -39,6 +39,9 @@ class Limits:
     unknown_session_updates: int = 1000
     #: Deepest JSON nesting accepted in one message from the agent.
     json_depth: int = 64
+    #: Characters of a tool call's command output kept (``_meta.terminal_output``,
+    #: ``rawOutput``): the last ones; the count of the rest is kept.
+    tool_output_chars: int = 256 * 1024
     #: Finished turns whose every event is kept; older turns keep only their
     #: final text and tool-call state.
     detailed_turns: int = 4

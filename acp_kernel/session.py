@@ -98,7 +98,10 @@ class Session:
     _prompt_future: Optional[asyncio.Future[Any]] = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
-        self.background = Turn(self.id)
+        self.background = self._new_turn()
+
+    def _new_turn(self, prompt: Any = None) -> Turn:
+        return Turn(self.id, prompt=prompt, tool_output_limit=self.settings.limits.tool_output_chars)
 
     # -- SessionContext -----------------------------------------------------
 
@@ -174,7 +177,7 @@ class Session:
             raise AcpError("a turn is already running in this session; cancel it or wait")
         blocks = [text_block(prompt)] if isinstance(prompt, str) else list(prompt)
         self._compact_history(self.settings.limits.detailed_turns)
-        turn = Turn(self.id, prompt=blocks)
+        turn = self._new_turn(blocks)
         self._active = turn
         self.turns.append(turn)
         try:

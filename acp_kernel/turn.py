@@ -48,6 +48,16 @@ COMPACT_TOOL_TEXT = 2000
 #: Locations of a tool call, and warning notices of a turn, kept once compacted.
 COMPACT_ITEMS = 20
 STOP_REASONS = frozenset({"end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"})
+#: Characters of a tool call's command output kept (the end: it matters most);
+#: ``Limits.tool_output_chars`` overrides it per client.
+TOOL_OUTPUT_CHARS = 256 * 1024
+#: ``_meta`` keys under which adapters stream command output ``{terminal_id, data}``:
+#: codex-acp, claude-agent-acp and pi-acp use ``terminal_output`` (chunks, or the
+#: whole output once), a TypeScript Codex adapter ``terminal_output_delta``.
+_OUTPUT_META_KEYS = ("terminal_output", "terminal_output_delta")
+#: Keys of a command result in ``rawOutput`` whose text is the command's output,
+#: best first (Codex's ExecCommandEndEvent; pi's bash result details).
+_RAW_OUTPUT_KEYS = ("aggregated_output", "formatted_output", "output")
 
 
 def update_model(raw: dict[str, Any]) -> Any:
@@ -120,6 +130,19 @@ class ToolCall:
     raw_output: Any = None
     announced: bool = True  # False when first seen as an update for an unknown id
     updates: int = 0
+    #: Command output sent outside ``content`` (``_meta.terminal_output`` and
+    #: its deltas, appended; else the text of a command result in
+    #: ``rawOutput``), '' if none. Only the last ``output_limit`` characters
+    #: are kept; ``output_dropped`` counts the ones cut from the front.
+    output: str = ""
+    output_dropped: int = 0
+    output_limit: int = TOOL_OUTPUT_CHARS
+    #: The command's exit code (``_meta.terminal_exit`` or ``rawOutput``), if sent.
+    exit_code: Optional[int] = None
+    #: True once the agent sent ``_meta.terminal_*`` for this call: a
+    #: ``terminal`` content item then names a display-only terminal of the
+    #: agent's (its output is :attr:`output`), not one this client created.
+    agent_terminal: bool = False
 
     def merge(self, raw: dict[str, Any]) -> None:
         self.updates += 1
@@ -141,8 +164,66 @@ class ToolCall:
             self.locations = locations if type(locations) is list else []
         if "rawInput" in raw:
             self.raw_input = raw["rawInput"]
+        # Streamed output first: a command result in rawOutput fills in only
+        # what was not streamed.
+        meta = raw.get("_meta")
+        if type(meta) is dict:
+            self._take_meta(meta)
         if "rawOutput" in raw:
             self.raw_output = raw["rawOutput"]
+            self._take_raw_output(raw["rawOutput"])
+
+    def _append_output(self, data: str) -> None:
+        if not data:
+            return
+        out = self.output + data
+        limit = max(0, self.output_limit)
+        if len(out) > limit:
+            self.output_dropped += len(out) - limit
+            out = out[len(out) - limit:] if limit else ""
+        self.output = out
+
+    def _take_exit(self, code: Any) -> None:
+        if type(code) is int:
+            self.exit_code = code
+
+    def _take_meta(self, meta: dict[str, Any]) -> None:
+        """``_meta.terminal_info`` / ``terminal_output`` / ``terminal_output_delta``
+        / ``terminal_exit`` (codex-acp, claude-agent-acp, pi-acp): a display-only
+        terminal that lives in the agent, reported through metadata."""
+        for key in _OUTPUT_META_KEYS:
+            chunk = meta.get(key)
+            if type(chunk) is dict:
+                self.agent_terminal = True
+                data = chunk.get("data")
+                if type(data) is str:
+                    self._append_output(data)
+        exit_ = meta.get("terminal_exit")
+        if type(exit_) is dict:
+            self.agent_terminal = True
+            self._take_exit(exit_.get("exit_code"))
+        if type(meta.get("terminal_info")) is dict:
+            self.agent_terminal = True
+
+    def _take_raw_output(self, raw_output: Any) -> None:
+        """A command result in ``rawOutput`` (Codex's ExecCommandEndEvent:
+        ``aggregated_output``, ``exit_code``; pi: ``details.stdout``, ``exitCode``):
+        its exit code always, its text only when nothing was streamed."""
+        if type(raw_output) is not dict:
+            return
+        for where in (raw_output, raw_output.get("details")):
+            if type(where) is not dict:
+                continue
+            if self.exit_code is None:
+                self._take_exit(where.get("exit_code", where.get("exitCode")))
+            if self.output:
+                continue
+            text = next((where[k] for k in _RAW_OUTPUT_KEYS if type(where.get(k)) is str and where[k]), None)
+            if text is None:
+                parts = [where[k] for k in ("stdout", "stderr") if type(where.get(k)) is str and where[k]]
+                text = "\n".join(p.rstrip("\n") for p in parts) + "\n" if parts else None
+            if text:
+                self._append_output(text)
 
     @property
     def terminal_ids(self) -> list[str]:
@@ -188,6 +269,9 @@ class ToolCall:
         self.locations = self.locations[:COMPACT_ITEMS]
         self.raw_input = None
         self.raw_output = None
+        if len(self.output) > limit:
+            self.output_dropped += len(self.output) - limit
+            self.output = self.output[len(self.output) - limit:]
 
 
 @dataclass(slots=True)
@@ -281,6 +365,8 @@ class Turn:
     late_events: int = 0
     #: True once :meth:`compact` dropped what only a live view needs.
     compacted: bool = False
+    #: Characters of command output kept per tool call (:attr:`ToolCall.output`).
+    tool_output_limit: int = TOOL_OUTPUT_CHARS
     _message: list[str] = field(default_factory=list, repr=False)
     _thought: list[str] = field(default_factory=list, repr=False)
     _listeners: list[Callable[[Any], None]] = field(default_factory=list, repr=False)
@@ -412,7 +498,7 @@ class Turn:
             call = self.tool_calls.get(tid)
             new = call is None
             if new:
-                call = ToolCall(tid, announced=kind == "tool_call")
+                call = ToolCall(tid, announced=kind == "tool_call", output_limit=self.tool_output_limit)
                 self.tool_calls[tid] = call
             call.merge(update)  # type: ignore[union-attr]
             return ToolCallEvent(call, new, update)  # type: ignore[arg-type]

@@ -107,3 +107,142 @@ def test_compact_keeps_text_tool_state_plan_and_drops_thoughts():
     call = t.tool_calls["1"]
     assert call.status == "cancelled" and call.raw_output is None and call.raw_input is None
     assert t.prompt == [{"type": "text", "text": "hi"}, {"type": "resource_link", "uri": "file:///a/b.txt", "name": "b.txt"}]
+
+
+# -- command output outside ``content`` (real adapters' payloads) -------------
+
+import json  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+PAYLOADS = Path(__file__).parent / "fixtures" / "payloads"
+HOSTILE_OUTPUT = "<img src=x onerror=alert(1)>\n`code span\nacross a line` </pre>\n/tmp/a\nb.txt\n"
+
+
+def _payloads():
+    return sorted(PAYLOADS.glob("*.json"))
+
+
+@pytest.mark.parametrize("path", _payloads(), ids=lambda p: p.stem)
+def test_real_payloads_fill_output_and_exit_code(path):
+    from acp_kernel.turn import update_model
+
+    fixture = json.loads(path.read_text())
+    t = Turn("s")
+    for update in fixture["updates"]:
+        update_model(update)  # the fixture is a valid ACP update (the SDK's model)
+        t.apply_update(update)
+    (call,) = t.tool_calls.values()
+    expect = fixture["expect"]
+    assert call.output == expect["output"]
+    assert call.exit_code == expect["exit_code"]
+    assert call.status == expect["status"]
+    assert call.output_dropped == 0
+    # A terminal the agent only reports through _meta is flagged as the agent's.
+    uses_meta = any("terminal_" in k for u in fixture["updates"] for k in (u.get("_meta") or {}))
+    assert call.agent_terminal == uses_meta
+
+
+def test_there_are_payloads_of_each_adapter():
+    stems = {p.stem.split("_")[0] for p in _payloads()}
+    assert {"codex", "claude", "pi"} <= stems
+
+
+def test_streamed_output_is_not_doubled_by_the_final_raw_output():
+    fixture = json.loads((PAYLOADS / "codex_acp_terminal_meta.json").read_text())
+    t = Turn("s")
+    for update in fixture["updates"]:
+        t.apply_update(update)
+    call = t.tool_calls["call_9x"]
+    assert call.output == "ok 1\nwarning: slow\nok 2\n"  # once, though rawOutput has it too
+
+
+def test_output_and_exit_in_one_update_with_raw_output_counts_the_output_once():
+    t = Turn("s")
+    t.apply_update({"sessionUpdate": "tool_call_update", "toolCallId": "1", "status": "completed",
+                    "_meta": {"terminal_output": {"terminal_id": "1", "data": "done\n"},
+                              "terminal_exit": {"terminal_id": "1", "exit_code": 0, "signal": None}},
+                    "rawOutput": {"aggregated_output": "done\n", "exit_code": 0}})
+    assert t.tool_calls["1"].output == "done\n" and t.tool_calls["1"].exit_code == 0
+
+
+def test_raw_output_stdout_and_stderr_and_pi_details():
+    t = Turn("s")
+    t.apply_update({"sessionUpdate": "tool_call_update", "toolCallId": "a",
+                    "rawOutput": {"stdout": "out", "stderr": "err\n", "exit_code": 3}})
+    assert t.tool_calls["a"].output == "out\nerr\n" and t.tool_calls["a"].exit_code == 3
+    t.apply_update({"sessionUpdate": "tool_call_update", "toolCallId": "b",
+                    "rawOutput": {"content": [{"type": "text", "text": "x"}],
+                                  "details": {"stdout": "x\n", "exitCode": 0}}})
+    assert t.tool_calls["b"].output == "x\n" and t.tool_calls["b"].exit_code == 0
+    # The demo agent's shape: an exit code, no output.
+    t.apply_update({"sessionUpdate": "tool_call_update", "toolCallId": "c",
+                    "rawOutput": {"exitCode": 1, "signal": None}})
+    assert t.tool_calls["c"].output == "" and t.tool_calls["c"].exit_code == 1
+
+
+def test_tool_results_that_are_not_command_results_make_no_output():
+    t = Turn("s")
+    for raw in ["file1.txt", ["a"], {"result": "42"}, None, 7]:
+        t.apply_update({"sessionUpdate": "tool_call_update", "toolCallId": "r", "rawOutput": raw})
+    call = t.tool_calls["r"]
+    assert call.output == "" and call.exit_code is None and not call.agent_terminal
+    assert call.raw_output == 7
+
+
+def test_hostile_output_is_kept_verbatim_and_wrong_types_are_ignored():
+    t = Turn("s")
+    t.apply_update({"sessionUpdate": "tool_call", "toolCallId": "h", "title": "<b>x</b>",
+                    "_meta": {"terminal_info": {"terminal_id": "h\n<img>", "cwd": "/tmp/a\nb"}}})
+    t.apply_update({"sessionUpdate": "tool_call_update", "toolCallId": "h",
+                    "_meta": {"terminal_output": {"terminal_id": "h", "data": HOSTILE_OUTPUT}}})
+    for bad in [{"data": 5}, {"data": None}, {"data": ["x"]}, "text", ["x"], None]:
+        t.apply_update({"sessionUpdate": "tool_call_update", "toolCallId": "h",
+                        "_meta": {"terminal_output": bad, "terminal_output_delta": bad}})
+    for code in [True, "1", 1.5, None, {"x": 1}]:
+        t.apply_update({"sessionUpdate": "tool_call_update", "toolCallId": "h",
+                        "_meta": {"terminal_exit": {"exit_code": code}}})
+    t.apply_update({"sessionUpdate": "tool_call_update", "toolCallId": "h", "_meta": "not an object"})
+    call = t.tool_calls["h"]
+    # The turn keeps agent text as sent: escaping is the view's job (safe.py).
+    assert call.output == HOSTILE_OUTPUT
+    assert call.exit_code is None and call.agent_terminal
+    t.apply_update({"sessionUpdate": "tool_call_update", "toolCallId": "h",
+                    "_meta": {"terminal_exit": {"exit_code": -9, "signal": "SIGKILL"}}})
+    assert call.exit_code == -9
+
+
+def test_output_deltas_are_bounded_to_the_last_characters():
+    t = Turn("s", tool_output_limit=100)
+    for i in range(1000):
+        t.apply_update({"sessionUpdate": "tool_call_update", "toolCallId": "n",
+                        "_meta": {"terminal_output_delta": {"data": f"{i:04d}\n"}}})
+    call = t.tool_calls["n"]
+    assert len(call.output) == 100 and call.output.endswith("0999\n")
+    assert call.output_dropped == 5000 - 100
+    assert (call.output_dropped + len(call.output)) == 5 * 1000
+
+
+def test_session_takes_the_output_limit_from_its_limits():
+    from acp_kernel.host import ClientSettings, Limits
+    from acp_kernel.session import Session
+
+    session = Session(None, "s", "/", ClientSettings(limits=Limits(tool_output_chars=10)))  # type: ignore[arg-type]
+    session.apply({"sessionUpdate": "tool_call", "toolCallId": "1",
+                   "_meta": {"terminal_output": {"terminal_id": "1", "data": "0123456789abc"}}})
+    assert session.background.tool_calls["1"].output == "3456789abc"
+
+
+def test_compaction_keeps_a_bounded_tail_of_the_output():
+    from acp_kernel.turn import COMPACT_TOOL_TEXT
+
+    t = Turn("s")
+    t.apply_update({"sessionUpdate": "tool_call", "toolCallId": "1", "status": "completed",
+                    "_meta": {"terminal_output": {"terminal_id": "1", "data": "x" * 5000 + "END"},
+                              "terminal_exit": {"terminal_id": "1", "exit_code": 0}}})
+    t.finish("end_turn")
+    t.compact()
+    call = t.tool_calls["1"]
+    assert len(call.output) == COMPACT_TOOL_TEXT and call.output.endswith("END")
+    assert call.output_dropped == 5003 - COMPACT_TOOL_TEXT and call.exit_code == 0
