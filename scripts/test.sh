@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
-# Install everything the tests need (the package, its test extra, JupyterLab,
-# Playwright and Debian's Chromium) and run the whole suite. Extra arguments
-# go to pytest.
+# Install everything the tests need into the project's .venv (made on first
+# run: the package with its test and lab extras, Playwright), Debian's
+# Chromium with apt-get (root or sudo; skipped when already there), and run
+# the whole suite. Extra arguments go to pytest, e.g. `-m "not slow"`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python3 -m pip install -q -e ".[test,lab]"
-bash scripts/install-browser-deps.sh
+source scripts/project-venv.sh
+ensure_venv "$PWD"
+
+step "installing acp-kernel with its test and lab extras into .venv (first run: about 2 min; later: seconds)"
+python -m pip install --progress-bar on -e ".[test,lab]"
+step "checking the browser tests' dependencies (Chromium, fonts, Playwright, JupyterLab extensions)"
+PYTHON="$VENV_PYTHON" bash scripts/install-browser-deps.sh
 # The browser deps are installed above, so the browser tests must run, not skip.
 export ACP_REQUIRE_BROWSER=1
-exec python3 -m pytest -q "$@"
+step "running the tests (the whole suite: about N min; one line per test file, with a count)"
+exec python -m pytest -o console_output_style=count "$@"
