@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 PARSE_ERROR = -32700
@@ -23,7 +24,8 @@ class RpcError(AcpError):
     :meth:`Connection.request` when the peer answered with one."""
 
     def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(f"{message} (code {code})")
+        short = short_data(data)
+        super().__init__(f"{message} (code {code})" + (f": {short}" if short else ""))
         self.code = code
         self.message = message
         self.data = data
@@ -38,6 +40,31 @@ class RpcError(AcpError):
             str(err.get("message", "")),
             err.get("data"),
         )
+
+
+def short_data(data: Any, limit: int = 200) -> str:
+    """An error's ``data`` on one bounded line: a string as is, the one
+    string of ``{"details": "..."}`` (and the like), else compact JSON."""
+    if data is None or data == "" or data == {} or data == []:
+        return ""
+    if isinstance(data, dict):
+        texts = [v for v in data.values() if isinstance(v, str)]
+        for key in ("details", "detail", "message", "error", "reason"):
+            if isinstance(data.get(key), str):
+                data = data[key]
+                break
+        else:
+            if len(data) == 1 and len(texts) == 1:
+                data = texts[0]
+    if isinstance(data, str):
+        text = data
+    else:
+        try:
+            text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=repr)
+        except (TypeError, ValueError, RecursionError):
+            text = repr(data)
+    text = " ".join(text[: limit * 4].split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 class ConnectionClosed(AcpError):

@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import shlex
 import shutil
 import sys
@@ -51,26 +52,129 @@ class AgentSpec:
     title: str
     command: tuple[str, ...]
     env: dict[str, str] = field(default_factory=dict)
+    #: How to get the program (a command or an instruction), shown when it is missing.
     install: str = ""
     passthrough: Optional[Passthrough] = None
     source: str = "built-in"
+    #: Environment variables holding an API key the agent accepts instead of a login.
+    env_keys: tuple[str, ...] = ()
+    #: The command a person runs once to sign the agent in (its own CLI).
+    login: str = ""
 
     def program(self) -> str:
         return self.command[0] if self.command else ""
 
+    def display_name(self) -> str:
+        """What a person calls this agent: its title, or for a command given
+        on the command line the program (a launcher's package), not the whole line."""
+        if self.source != "command line" or not self.command:
+            return self.title
+        launched = launched_package(self.command)
+        return launched.name if launched else os.path.basename(self.program())
+
     def available(self) -> bool:
-        """Whether the launch program resolves on this machine."""
+        """Whether the launch program resolves on this machine (see
+        :mod:`acp_kernel.discovery` for installed / downloadable / missing)."""
         program = self.program()
         if os.sep in program:
             return os.path.exists(program)
         return shutil.which(program) is not None
 
 
+# -- launchers: programs that fetch the agent's package on first use ------------
+
+
+@dataclass(frozen=True)
+class Launcher:
+    """A program that downloads a package (once, into its cache) and runs it.
+
+    The package is the value of one of ``package_options`` if given, else the
+    first argument that is not an option (nor the value of one of
+    ``value_options``)."""
+
+    name: str
+    #: Whose cache holds the package ("npm", "uv"), or "" when it cannot be checked.
+    cache: str = ""
+    package_options: frozenset[str] = frozenset()
+    value_options: frozenset[str] = frozenset()
+
+
+LAUNCHERS: dict[str, Launcher] = {
+    launcher.name: launcher
+    for launcher in [
+        Launcher("npx", "npm", frozenset({"-p", "--package"}),
+                 frozenset({"-c", "--call", "--cache", "--registry", "--userconfig", "-w", "--workspace"})),
+        Launcher("pnpx", "", frozenset({"--package"}), frozenset({"--dir", "-C"})),
+        Launcher("bunx", "", frozenset({"-p", "--package"}), frozenset()),
+        Launcher("uvx", "uv", frozenset({"--from"}),
+                 frozenset({"--with", "--with-editable", "--with-requirements", "-p", "--python", "--index",
+                            "--default-index", "-i", "--index-url", "--extra-index-url", "--cache-dir",
+                            "-c", "--constraints", "--overrides", "--directory", "--project", "--config-file"})),
+    ]
+}
+
+
+@dataclass(frozen=True)
+class LaunchedPackage:
+    launcher: Launcher
+    #: As given on the command line (may carry a version: ``pkg@1.2``, ``pkg==1.2``).
+    spec: str
+    #: The package's name alone (``@scope/name``, ``name``).
+    name: str
+
+
+def _package_name(spec: str, cache: str) -> str:
+    if cache == "uv" or "==" in spec or ">=" in spec:
+        return re.split(r"[=<>!~\[;@ ]", spec, maxsplit=1)[0] or spec
+    at = spec.find("@", 1)  # "@scope/name@1.2": the scope's "@" is the first character
+    return spec[:at] if at > 0 else spec
+
+
+def launched_package(command: tuple[str, ...] | list[str]) -> LaunchedPackage | None:
+    """The package a launcher command (``npx --yes pkg``, ``uvx --from pkg cmd``) runs, or None."""
+    if not command:
+        return None
+    launcher = LAUNCHERS.get(os.path.basename(command[0]))
+    if launcher is None:
+        return None
+    args = list(command[1:])
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            i += 1
+            break
+        opt, eq, value = arg.partition("=")
+        if opt in launcher.package_options:
+            spec = value if eq else (args[i + 1] if i + 1 < len(args) else "")
+            return LaunchedPackage(launcher, spec, _package_name(spec, launcher.cache)) if spec else None
+        if arg.startswith("-"):
+            i += 1 if eq or opt not in launcher.value_options else 2
+            continue
+        break
+    if i >= len(args):
+        return None
+    spec = args[i]
+    return LaunchedPackage(launcher, spec, _package_name(spec, launcher.cache))
+
+
+def first_start_download(spec: AgentSpec) -> str | None:
+    """The package the agent's launcher will download before it first
+    starts, or None (not a launcher, or the package is already in the
+    launcher's cache: checked on disk, no network). For "Starting X…" lines."""
+    launched = launched_package(spec.command)
+    if launched is None:
+        return None
+    from .discovery import package_cached
+
+    return None if package_cached(launched, spec.env) else launched.spec
+
+
 def _npx(package: str) -> tuple[str, ...]:
     return ("npx", "--yes", "--prefer-offline", package)
 
 
-NODE_HINT = "Install Node.js (which provides npx)"
+NODE_HINT = "install Node.js (which provides npx)"
 
 BUILTIN: dict[str, AgentSpec] = {
     spec.name: spec
@@ -86,15 +190,19 @@ BUILTIN: dict[str, AgentSpec] = {
             "claude",
             "Claude Code",
             _npx("@agentclientprotocol/claude-agent-acp"),
-            install=NODE_HINT + "; log in with `claude` once",
+            install=NODE_HINT,
             passthrough=Passthrough(("claude",)),
+            env_keys=("ANTHROPIC_API_KEY",),
+            login="claude",
         ),
         AgentSpec(
             "codex",
             "Codex",
             _npx("@zed-industries/codex-acp"),
-            install=NODE_HINT + "; log in with `codex login` or set OPENAI_API_KEY",
+            install=NODE_HINT,
             passthrough=Passthrough(("codex",)),
+            env_keys=("OPENAI_API_KEY",),
+            login="codex login",
         ),
         AgentSpec(
             "gemini",
@@ -102,6 +210,8 @@ BUILTIN: dict[str, AgentSpec] = {
             ("gemini", "--acp"),
             install="npm install -g @google/gemini-cli",
             passthrough=Passthrough(("gemini",)),
+            env_keys=("GEMINI_API_KEY",),
+            login="gemini",
         ),
         AgentSpec(
             "kimi",
@@ -116,6 +226,7 @@ BUILTIN: dict[str, AgentSpec] = {
             ("goose", "acp"),
             install="see Goose's install guide",
             passthrough=Passthrough(("goose", "session")),
+            login="goose configure",
         ),
         AgentSpec(
             "opencode",
@@ -123,6 +234,7 @@ BUILTIN: dict[str, AgentSpec] = {
             ("opencode", "acp"),
             install="npm install -g opencode-ai",
             passthrough=Passthrough(("opencode",)),
+            login="opencode auth login",
         ),
         AgentSpec(
             "qwen",
@@ -130,6 +242,7 @@ BUILTIN: dict[str, AgentSpec] = {
             ("qwen", "--acp"),
             install="npm install -g @qwen-code/qwen-code",
             passthrough=Passthrough(("qwen",)),
+            login="qwen",
         ),
         AgentSpec(
             "copilot",
@@ -144,12 +257,14 @@ BUILTIN: dict[str, AgentSpec] = {
             ("cursor-agent", "acp"),
             install="install Cursor's CLI (cursor-agent)",
             passthrough=Passthrough(("cursor-agent",)),
+            env_keys=("CURSOR_API_KEY",),
+            login="cursor-agent login",
         ),
         AgentSpec(
             "pi",
             "Pi",
             _npx("pi-acp"),
-            install=NODE_HINT + "; npm install -g --ignore-scripts @earendil-works/pi-coding-agent",
+            install=NODE_HINT + "; for its own CLI: npm install -g --ignore-scripts @earendil-works/pi-coding-agent",
             passthrough=Passthrough(("pi",)),
         ),
     ]
@@ -177,6 +292,8 @@ class AgentConfig(_Strict):
     env: dict[str, str] = Field(default_factory=dict)
     install: Optional[str] = None
     passthrough: Optional[PassthroughConfig] = None
+    env_keys: Optional[list[str]] = None
+    login: Optional[str] = None
 
 
 class ConfigFile(_Strict):
@@ -201,6 +318,10 @@ def config_path() -> Path:
     explicit = os.environ.get("ACP_KERNEL_CONFIG")
     if explicit:
         return Path(explicit)
+    return _default_config_path()
+
+
+def _default_config_path() -> Path:
     try:
         from jupyter_core.paths import jupyter_config_dir
 
@@ -271,12 +392,25 @@ class Config:
             ) from None
 
 
-def load_config(path: Path | None = None) -> Config:
+def load_config(path: Path | None = None, *, missing_ok: bool = True) -> Config:
+    """The built-in agents merged with the config file (absent: none).
+
+    ``missing_ok=False`` (the command line) makes a ``$ACP_KERNEL_CONFIG``
+    that names no file an error: a mistyped path must not silently mean
+    "no settings". An empty file is a file with no settings (``/dev/null`` works).
+    """
+    from_env = path is None and bool(os.environ.get("ACP_KERNEL_CONFIG"))
     path = path or config_path()
     data: dict[str, Any] = {}
+    if from_env and not missing_ok and not path.exists():
+        raise ConfigError(
+            f"ACP_KERNEL_CONFIG={str(path)!r}: no such file -> fix: create it (an empty file means no "
+            f"settings), or unset ACP_KERNEL_CONFIG to use {_default_config_path()}"
+        )
     if path.exists():
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            raw = path.read_text(encoding="utf-8")
+            data = json.loads(raw) if raw.strip() else {}
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{path}: cannot read ({exc})") from exc
         except json.JSONDecodeError as exc:
@@ -307,8 +441,16 @@ def load_config(path: Path | None = None) -> Config:
             install=over.install or (base.install if base else ""),
             passthrough=passthrough,
             source=str(path) if base is None else f"built-in, overridden in {path}",
+            env_keys=tuple(over.env_keys) if over.env_keys is not None else (base.env_keys if base else ()),
+            login=over.login if over.login is not None else (base.login if base else ""),
         )
-    default = os.environ.get("ACP_KERNEL_AGENT") or cfg.default_agent or "demo"
+    chosen = os.environ.get("ACP_KERNEL_AGENT")
+    if chosen and chosen not in agents:
+        raise ConfigError(
+            f"ACP_KERNEL_AGENT={chosen!r} is not a known agent -> fix: use one of "
+            + ", ".join(sorted(agents)) + f" (or add it under \"agents\" in {path}), or unset ACP_KERNEL_AGENT"
+        )
+    default = chosen or cfg.default_agent or "demo"
     if default not in agents:
         raise ConfigError(
             f"{path}: default_agent {default!r} is not a known agent -> fix: use one of "
@@ -359,8 +501,11 @@ def _refresh_hz(configured: float | None, path: Path) -> float:
 
 def adhoc_agent(command: str | list[str], name: str = "custom") -> AgentSpec:
     """An agent from a command line given by the user (``--agent-command``)."""
-    argv = shlex.split(command) if isinstance(command, str) else list(command)
-    if not argv:
-        raise AcpError("empty agent command")
+    try:
+        argv = shlex.split(command) if isinstance(command, str) else list(command)
+    except ValueError as exc:  # "No closing quotation", "No escaped character"
+        raise AcpError(f"cannot read the agent command {command!r}: {str(exc).lower()}") from None
+    if not argv or not argv[0]:
+        raise AcpError("empty agent command: give a program and its arguments, e.g. 'my-agent --acp'")
     return AgentSpec(name=name, title=" ".join(argv), command=tuple(argv), source="command line")
 
