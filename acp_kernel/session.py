@@ -52,6 +52,91 @@ def embedded_resource(uri: str, text: str, mime_type: str | None = None) -> dict
     return {"type": "resource", "resource": resource}
 
 
+@dataclass(frozen=True)
+class Choice:
+    """One mode or model the agent offers, whichever way it offers it.
+
+    ``config_id`` names the session config option it is a value of
+    (``session/set_config_option``), or is None when it comes from the
+    session's ``modes`` / ``models`` state (``session/set_mode`` /
+    ``session/set_model``). All strings are the agent's: escape them to show.
+    """
+
+    id: str
+    name: str
+    description: Optional[str] = None
+    current: bool = False
+    config_id: Optional[str] = None
+    #: The option group's name, for a config option with grouped values.
+    group: Optional[str] = None
+
+
+def _opt_str(value: Any) -> Optional[str]:
+    return value if type(value) is str else None
+
+
+def config_choices(option: dict[str, Any]) -> list[Choice]:
+    """The values of a ``select`` config option (flat or grouped) as choices."""
+    config_id = option.get("id")
+    values = option.get("options")
+    if type(config_id) is not str or type(values) is not list:
+        return []
+    current = option.get("currentValue")
+    out: list[Choice] = []
+
+    def add(value: Any, group: Optional[str]) -> None:
+        if type(value) is dict and type(value.get("value")) is str:
+            vid = value["value"]
+            out.append(Choice(vid, _opt_str(value.get("name")) or vid, _opt_str(value.get("description")),
+                              vid == current, config_id, group))
+
+    for item in values:
+        if type(item) is dict and type(item.get("options")) is list and "value" not in item:
+            group = _opt_str(item.get("name")) or _opt_str(item.get("group"))
+            for value in item["options"]:
+                add(value, group)
+        else:
+            add(item, None)
+    return out
+
+
+def state_choices(state: Any, list_key: str, id_key: str, current_key: str) -> list[Choice]:
+    """Choices from a ``modes`` (``availableModes``/``id``) or ``models``
+    (``availableModels``/``modelId``) state object."""
+    if type(state) is not dict or type(state.get(list_key)) is not list:
+        return []
+    current = state.get(current_key)
+    return [
+        Choice(item[id_key], _opt_str(item.get("name")) or item[id_key], _opt_str(item.get("description")),
+               item[id_key] == current)
+        for item in state[list_key]
+        if type(item) is dict and type(item.get(id_key)) is str
+    ]
+
+
+def merge_choices(from_config: list[Choice], from_state: list[Choice]) -> list[Choice]:
+    """Config option values first (the protocol's newer way, which clients
+    should prefer), then state-only ones. The current one is the config
+    option's when there is one."""
+    if not from_config:
+        return from_state
+    ids = {c.id for c in from_config}
+    extra = [Choice(c.id, c.name, c.description, False, None, c.group) for c in from_state if c.id not in ids]
+    return from_config + extra
+
+
+def pick(choices: list[Choice], wanted: str) -> Optional[Choice]:
+    """The choice named ``wanted``: by id, else by id or name ignoring case."""
+    for c in choices:
+        if c.id == wanted:
+            return c
+    folded = wanted.casefold()
+    for c in choices:
+        if c.id.casefold() == folded or c.name.casefold() == folded:
+            return c
+    return None
+
+
 def describe_auth(methods: list[dict[str, Any]], spec: AgentSpec | None = None) -> str:
     """The agent's ``authMethods`` in plain words, one line each."""
     if not methods:
@@ -123,9 +208,70 @@ class Session:
                     return call.kind
         return None
 
+    # -- modes and models, whichever way the agent offers them ------------------
+
+    def option_of(self, category: str) -> dict[str, Any] | None:
+        """The first ``select`` config option of this category ("mode", "model")."""
+        for opt in self.config_options:
+            if opt.get("category") == category and opt.get("type", "select") == "select" and type(opt.get("id")) is str:
+                return opt
+        return None
+
+    def model_option(self) -> dict[str, Any] | None:
+        return self.option_of("model")
+
+    def available_modes(self) -> list[Choice]:
+        """Modes from a config option of category "mode" (OpenCode offers
+        them only so) and from the session's ``modes`` state, merged."""
+        opt = self.option_of("mode")
+        return merge_choices(config_choices(opt) if opt else [],
+                             state_choices(self.modes, "availableModes", "id", "currentModeId"))
+
+    def available_models(self) -> list[Choice]:
+        """Models from a config option of category "model" and from the
+        unstable ``models`` state (``availableModels``), merged."""
+        opt = self.option_of("model")
+        return merge_choices(config_choices(opt) if opt else [],
+                             state_choices(self.models, "availableModels", "modelId", "currentModelId"))
+
     @property
     def current_mode(self) -> str | None:
-        return (self.modes or {}).get("currentModeId")
+        """The current mode's id: the mode config option's value, else ``modes.currentModeId``."""
+        opt = self.option_of("mode")
+        if opt is not None and type(opt.get("currentValue")) is str:
+            return opt["currentValue"]
+        mode = (self.modes or {}).get("currentModeId")
+        return mode if type(mode) is str else None
+
+    @property
+    def current_model(self) -> str | None:
+        """The current model's id: the model config option's value, else ``models.currentModelId``."""
+        opt = self.option_of("model")
+        if opt is not None and type(opt.get("currentValue")) is str:
+            return opt["currentValue"]
+        model = (self.models or {}).get("currentModelId")
+        return model if type(model) is str else None
+
+    def _note_current(self, category: str, value: str, *, config: bool = True) -> None:
+        """Keep both sources in step after a change through either (the
+        config options only when ``config``: an agent's own answer to
+        ``session/set_config_option`` is not overridden)."""
+        if config:
+            opts = []
+            for opt in self.config_options:
+                if opt.get("category") == category and opt.get("currentValue") != value and any(
+                    c.id == value for c in config_choices(opt)
+                ):
+                    opt = {**opt, "currentValue": value}
+                opts.append(opt)
+            self.config_options = opts
+        state, key = (self.modes, "currentModeId") if category == "mode" else (self.models, "currentModelId")
+        if isinstance(state, dict):
+            state = {**state, key: value}
+            if category == "mode":
+                self.modes = state
+            else:
+                self.models = state
 
     # -- updates ------------------------------------------------------------
 
@@ -144,6 +290,7 @@ class Session:
             mode = update.get("currentModeId")
             if isinstance(mode, str):
                 self.modes = {**(self.modes or {}), "currentModeId": mode}
+                self._note_current("mode", mode)
         elif kind == "config_option_update":
             opts = update.get("configOptions")
             if isinstance(opts, list):
@@ -295,34 +442,57 @@ class Session:
 
     # -- session settings ---------------------------------------------------
 
-    async def set_mode(self, mode_id: str) -> None:
-        await self.client.request("session/set_mode", {"sessionId": self.id, "modeId": mode_id})
-        self.modes = {**(self.modes or {}), "currentModeId": mode_id}
+    async def set_mode(self, mode_id: str) -> Choice | None:
+        """Switch mode by id (or name): ``session/set_config_option`` when the
+        mode is a config option's value, else ``session/set_mode``. A mode the
+        agent does not offer is refused here when it lists any."""
+        choice = self._resolve("mode", self.available_modes(), mode_id)
+        wanted = choice.id if choice is not None else mode_id
+        by_config = choice is not None and choice.config_id is not None
+        if by_config:
+            await self.set_config_option(choice.config_id, wanted)  # type: ignore[union-attr,arg-type]
+        else:
+            await self.client.request("session/set_mode", {"sessionId": self.id, "modeId": wanted})
+            self.modes = {**(self.modes or {}), "currentModeId": wanted}
+        self._note_current("mode", wanted, config=not by_config)
+        return choice
+
+    async def set_model(self, model_id: str) -> Choice | None:
+        """Switch model by id (or name): ``session/set_config_option`` for a
+        model config option's value, else the unstable ``session/set_model``."""
+        choice = self._resolve("model", self.available_models(), model_id)
+        wanted = choice.id if choice is not None else model_id
+        by_config = choice is not None and choice.config_id is not None
+        if by_config:
+            await self.set_config_option(choice.config_id, wanted)  # type: ignore[union-attr,arg-type]
+        else:
+            await self.client.request("session/set_model", {"sessionId": self.id, "modelId": wanted})
+        self._note_current("model", wanted, config=not by_config)
+        return choice
+
+    @staticmethod
+    def _resolve(what: str, choices: list[Choice], wanted: str) -> Choice | None:
+        if not choices:
+            return None  # the agent lists none: let it judge
+        choice = pick(choices, wanted)
+        if choice is None:
+            offered = ", ".join(c.id for c in choices[:30]) + (", ..." if len(choices) > 30 else "")
+            raise AcpError(f"the agent offers no {what} {wanted!r}; it offers: {offered}")
+        return choice
 
     async def set_config_option(self, config_id: str, value: Any) -> list[dict[str, Any]]:
-        result = await self.client.request(
-            "session/set_config_option", {"sessionId": self.id, "configId": config_id, "value": value}
-        )
+        params: dict[str, Any] = {"sessionId": self.id, "configId": config_id, "value": value}
+        if type(value) is bool:
+            params["type"] = "boolean"
+        result = await self.client.request("session/set_config_option", params)
         if isinstance(result, dict) and isinstance(result.get("configOptions"), list):
             self.config_options = [o for o in result["configOptions"] if isinstance(o, dict)]
+        else:
+            # No options in the answer: assume the agent took the value.
+            self.config_options = [
+                {**o, "currentValue": value} if o.get("id") == config_id else o for o in self.config_options
+            ]
         return self.config_options
-
-    def model_option(self) -> dict[str, Any] | None:
-        for opt in self.config_options:
-            if opt.get("category") == "model":
-                return opt
-        return None
-
-    async def set_model(self, model_id: str) -> None:
-        """Models are a config option of category "model"; agents that only
-        know the removed ``session/set_model`` still get it."""
-        opt = self.model_option()
-        if opt is not None:
-            await self.set_config_option(opt["id"], model_id)
-            return
-        await self.client.request("session/set_model", {"sessionId": self.id, "modelId": model_id})
-        if self.models is not None:
-            self.models = {**self.models, "currentModelId": model_id}
 
 
 class Client:

@@ -18,6 +18,18 @@ Scenario keys (all optional):
   ignore_eof      true: keep running after stdin closes (like real agents)
   request_ids     "int" (from 0, default) or "uuid"
   load            true: advertise loadSession and replay ``history`` on load
+  resume          true: advertise sessionCapabilities.resume and answer session/resume
+  config_options  list offered as configOptions by session/new, load and resume;
+                  session/set_config_option sets an option's currentValue
+                  (unknown id or value: error -32602), answers the whole list
+                  and sends a config_option_update (OpenCode offers its modes so)
+  modes           {"currentModeId", "availableModes"} offered likewise;
+                  session/set_mode switches (unknown id: error) and sends a
+                  current_mode_update
+  models          {"currentModelId", "availableModels"} (unstable) likewise,
+                  switched by session/set_model
+  record          a path: every message read from stdin is appended to it as
+                  one JSON line (a wire recording for schema checks)
 
 Actions (one key each):
   {"update": {...}}        session/update for the current session
@@ -102,6 +114,9 @@ class Agent:
         self.prompt_id = None
         self.prompt_lock = threading.Lock()
         self.children: list = []
+        self.config = json.loads(json.dumps(scenario.get("config_options") or [])) if "config_options" in scenario else None
+        self.modes = json.loads(json.dumps(scenario["modes"])) if "modes" in scenario else None
+        self.models = json.loads(json.dumps(scenario["models"])) if "models" in scenario else None
 
     # -- outgoing --------------------------------------------------------
 
@@ -249,6 +264,41 @@ class Agent:
             _out.flush()
             os.close(1)
 
+    # -- session state -----------------------------------------------------
+
+    def state(self) -> dict:
+        """What session/new, load and resume report besides the id."""
+        out: dict = {}
+        if self.config is not None:
+            out["configOptions"] = self.config
+        if self.modes is not None:
+            out["modes"] = self.modes
+        if self.models is not None:
+            out["models"] = self.models
+        return out
+
+    def set_config(self, rid, params: dict) -> None:
+        for opt in self.config or []:
+            if opt.get("id") == params.get("configId"):
+                values = [v for item in opt.get("options", [])
+                          for v in (item.get("options") if "options" in item else [item])]
+                if opt.get("type") == "boolean" and isinstance(params.get("value"), bool) \
+                        or any(v.get("value") == params.get("value") for v in values):
+                    opt["currentValue"] = params["value"]
+                    send({"jsonrpc": "2.0", "id": rid, "result": {"configOptions": self.config}})
+                    self.update({"sessionUpdate": "config_option_update", "configOptions": self.config})
+                    return
+        send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32602, "message": "no such config option or value"}})
+
+    def set_state(self, rid, state: dict, list_key: str, id_key: str, current_key: str, wanted) -> None:
+        if not any(item.get(id_key) == wanted for item in state.get(list_key, [])):
+            send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32602, "message": f"no such {id_key}"}})
+            return
+        state[current_key] = wanted
+        send({"jsonrpc": "2.0", "id": rid, "result": {}})
+        if current_key == "currentModeId":
+            self.update({"sessionUpdate": "current_mode_update", "currentModeId": wanted})
+
     # -- incoming --------------------------------------------------------
 
     def handle(self, msg: dict) -> None:
@@ -275,8 +325,24 @@ class Agent:
         delay = self.s.get("answer_delay", {}).get(method)
         if delay:
             time.sleep(delay)
+        if method == "session/set_config_option" and self.config is not None:
+            self.set_config(rid, params)
+            return
+        if method == "session/set_mode" and self.modes is not None:
+            self.set_state(rid, self.modes, "availableModes", "id", "currentModeId", params.get("modeId"))
+            return
+        if method == "session/set_model" and self.models is not None:
+            self.set_state(rid, self.models, "availableModels", "modelId", "currentModelId", params.get("modelId"))
+            return
+        if method == "session/resume" and self.s.get("resume"):
+            self.sid = params.get("sessionId")
+            send({"jsonrpc": "2.0", "id": rid, "result": self.state()})
+            return
         if method == "initialize":
-            result = {"protocolVersion": 1, "agentCapabilities": {"loadSession": bool(self.s.get("load"))},
+            caps = {"loadSession": bool(self.s.get("load"))}
+            if self.s.get("resume"):
+                caps["sessionCapabilities"] = {"resume": {}}
+            result = {"protocolVersion": 1, "agentCapabilities": caps,
                       "agentInfo": {"name": "scripted", "version": "0"}, "authMethods": []}
             result.update(self.s.get("init", {}))
             send({"jsonrpc": "2.0", "id": rid, "result": result})
@@ -291,12 +357,12 @@ class Agent:
                 return
             self.sid = "sess-" + uuid.uuid4().hex[:8]
             self.run(self.s.get("before_new", []))
-            send({"jsonrpc": "2.0", "id": rid, "result": {"sessionId": self.sid, **over}})
+            send({"jsonrpc": "2.0", "id": rid, "result": {"sessionId": self.sid, **self.state(), **over}})
         elif method == "session/load":
             self.sid = params.get("sessionId")
             for update in self.s.get("history", []):
                 self.update(update)
-            send({"jsonrpc": "2.0", "id": rid, "result": {}})
+            send({"jsonrpc": "2.0", "id": rid, "result": self.state()})
         elif method == "session/prompt":
             with self.prompt_lock:
                 self.prompt_id = rid
@@ -342,6 +408,7 @@ def main() -> None:
     if "--login" in sys.argv[2:]:
         sys.exit(login(scenario))
     agent = Agent(scenario)
+    record = open(scenario["record"], "a", encoding="utf-8") if scenario.get("record") else None
     parts: list = []  # pieces of the unterminated line (no quadratic re-joining)
     while True:
         reading.wait()  # "stop_reading" parks here, after at most one more read
@@ -361,6 +428,9 @@ def main() -> None:
                 msg = json.loads(line)
             except ValueError:
                 continue
+            if record is not None:
+                record.write(json.dumps(msg) + "\n")
+                record.flush()
             if isinstance(msg, dict):
                 agent.handle(msg)
     if scenario.get("ignore_eof"):
