@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Optional
 
-from . import proctree
+from . import content, proctree
 from .connection import Connection
+from .content import embedded_resource, resource_link, text_block  # noqa: F401 (re-exported: front-ends build prompts)
 from .errors import AUTH_REQUIRED, INVALID_PARAMS, AcpError, AuthRequired, ConnectionClosed, RpcError
 from .host import ClientSettings
 from .registry import AgentSpec
@@ -34,22 +35,6 @@ CANCEL_GRACE = 1.0
 #: Distinct unknown session ids whose updates are kept (the total count of
 #: updates kept is ``Limits.unknown_session_updates``).
 EARLY_SESSIONS = 8
-
-
-def text_block(text: str) -> dict[str, Any]:
-    return {"type": "text", "text": text}
-
-
-def resource_link(path: str, name: str | None = None) -> dict[str, Any]:
-    path = os.path.abspath(path)
-    return {"type": "resource_link", "uri": "file://" + path, "name": name or os.path.basename(path)}
-
-
-def embedded_resource(uri: str, text: str, mime_type: str | None = None) -> dict[str, Any]:
-    resource: dict[str, Any] = {"uri": uri, "text": text}
-    if mime_type:
-        resource["mimeType"] = mime_type
-    return {"type": "resource", "resource": resource}
 
 
 @dataclass(frozen=True)
@@ -323,8 +308,13 @@ class Session:
         if self._active is not None:
             raise AcpError("a turn is already running in this session; cancel it or wait")
         blocks = [text_block(prompt)] if isinstance(prompt, str) else list(prompt)
+        # What this agent cannot take is rewritten or refused (ContentRefused) before a turn exists.
+        gated = content.gate(blocks, content.prompt_capabilities(self.client.capabilities))
+        blocks = gated.blocks
         self._compact_history(self.settings.limits.detailed_turns)
         turn = self._new_turn(blocks)
+        for note in gated.notes:
+            turn.add(Notice("info", note))
         self._active = turn
         self.turns.append(turn)
         try:
