@@ -39,30 +39,51 @@ def widget_bundle(widget: Any, plain: str, md: Markdown | None = None) -> dict[s
     return bundle(md, plain, extra=extra)
 
 
-class IPythonSink:
-    """For the magics: IPython's own display machinery (lazy import).
+class CellContext:
+    """The context variables of the cell that made a view, to run its work in.
 
-    ipykernel picks the parent cell of an output from context variables. The
-    turn's events arrive in the connection's callbacks, whose context is the
-    one the agent was started in (maybe an earlier cell), so the sink keeps
-    the context of the cell that created it and publishes from there.
+    ipykernel picks the parent header of a message from context variables
+    (``Kernel.get_parent()``): display messages of the IPython machinery and
+    *every widget comm message* (``comm.publish_msg``). A turn's events arrive
+    in the connection's reader task, whose context is the one the agent was
+    started in (an earlier cell): widgets made or synced there would be
+    parented to that cell, and nbclient, which files comm messages under the
+    cell they name, would save their state with the wrong cell or not at all.
+    Running the view's work here keeps them with the cell that shows them.
     """
 
     def __init__(self) -> None:
         import contextvars
 
         self._context = contextvars.copy_context()
-        self._inside = False
+        self._inside: int | None = None  # the thread inside, if any
 
-    def run_in_context(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        """Call ``fn`` inside the creating cell's context (once: nested calls run as they are)."""
-        if self._inside:
+    def run(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """Call ``fn`` inside the context (nested or concurrent calls run as they are)."""
+        import threading
+
+        me = threading.get_ident()
+        if self._inside is not None:
             return fn(*args, **kwargs)
-        self._inside = True
+        self._inside = me
         try:
             return self._context.run(fn, *args, **kwargs)
         finally:
-            self._inside = False
+            self._inside = None
+
+
+class IPythonSink:
+    """For the magics: IPython's own display machinery (lazy import).
+
+    Publishes in the context of the cell that created it (:class:`CellContext`).
+    """
+
+    def __init__(self) -> None:
+        self._cell = CellContext()
+
+    def run_in_context(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """Call ``fn`` inside the creating cell's context (once: nested calls run as they are)."""
+        return self._cell.run(fn, *args, **kwargs)
 
     def display(self, data: dict, metadata: dict | None = None, display_id: str | None = None) -> None:
         from IPython.display import display

@@ -21,6 +21,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from ..compat import add_pty_client
 from ..passthrough import PassthroughTerminal
 from ..pty_input import Flow
 from .sink import widget_bundle
@@ -94,7 +95,7 @@ class TerminalPanel:
         self._thread = threading.get_ident()
         self.widget = widget_class()(title=title or terminal.title, status="running", rows=rows)
         self.widget.on_msg(self._on_msg)
-        terminal.pty.clients.append(self)
+        add_pty_client(terminal.pty, self)
         terminal.exited.add_done_callback(lambda _: self._on_exit())
 
     # -- terminado client ----------------------------------------------------------

@@ -39,15 +39,21 @@ from .sink import DisplaySink, widget_bundle
 from .transcript import (
     STATUS,
     TerminalSnapshot,
+    call_output,
     command_of,
     kind_icon,
     location_text,
+    tool_call_header,
     tool_call_markdown,
     tool_call_plain,
 )
 
 TERM_KEEP = 64 * 1024  # characters of terminal output kept in the final row state
+#: The row's terminal id for command output the agent sent itself (no client terminal).
+AGENT_OUTPUT = "agent-output"
 TEXT_KEEP = 64 * 1024
+#: Widget groups up to this many rows keep their text fallback current while they run.
+LIVE_FALLBACK_ROWS = 50
 DETAIL_LINE = 100  # a tool call's raw input up to this long is shown on one line
 STATIC = Path(__file__).parent / "static"
 
@@ -84,6 +90,7 @@ def prewarm() -> None:
 def _define_widget_class() -> Any:
     import traitlets as t
 
+    from ..compat import send_partial_state
     from .widgetbase import base_class
 
     class ToolCallsWidget(base_class()):  # type: ignore[misc]
@@ -123,7 +130,7 @@ def _define_widget_class() -> Any:
             self._row_states.update(changed)
             state = dict(changed)
             state["count"] = len(self._row_states)
-            self._send({"method": "update", "state": state, "buffer_paths": []})
+            send_partial_state(self, state)
 
     return ToolCallsWidget
 
@@ -224,6 +231,7 @@ class ToolCallRow:
         self._content_seen: Any = None
         self._content_state: tuple[str, list[dict[str, Any]]] = ("", [])
         self._cache: dict[str, tuple[Any, Any]] = {}  # what -> (revision, value)
+        self._agent_sent = 0  # characters of the agent-sent output streamed so far (dropped ones counted)
 
     @property
     def widget(self) -> Any:
@@ -261,6 +269,10 @@ class ToolCallRow:
             text = truncate_tail(call.text, TEXT_KEEP)[0]
             self._content_state = (text, [diff_from_content(d).to_json() for d in call.diffs])
         text, diffs = self._content_state
+        terminals = self._terminals_state()
+        agent = self._agent_output_state()
+        if agent is not None:
+            terminals.append(agent)
         return {
             "id": call.id,
             "title": call.title or f"tool call {call.id}",
@@ -268,15 +280,41 @@ class ToolCallRow:
             "icon": kind_icon(call.kind),
             "status": call.status,
             "status_label": f"{glyph} {label}",
-            "detail": self._detail(),
+            "detail": "" if agent is not None else self._detail(),
             "text": text,
             "diffs": diffs,
             "locations": [location_text(loc) for loc in call.locations],
-            "terminals": self._terminals_state(),
+            "terminals": terminals,
         }
 
+    def _agent_output_live(self) -> bool:
+        return not self.call.final
+
+    def _agent_output_state(self) -> dict[str, Any] | None:
+        """Output the agent sent outside ``content`` (``rawOutput``,
+        ``_meta.terminal_output``) as one more terminal of the row: streamed
+        as deltas while the call runs, in the state once it is final."""
+        output, dropped, exit_code = call_output(self.call)
+        if not output and exit_code is None:
+            return None
+        live = self._agent_output_live()
+        kept, cut = truncate_head(output, TERM_KEEP)
+        return {
+            "id": AGENT_OUTPUT,
+            "command": command_of(self.call.raw_input) or "output",
+            "note": "",
+            "output": "" if live else kept,
+            "truncated": dropped or cut,
+            "exit": f"exit code {exit_code}" if exit_code is not None else "",
+            "live": live,
+        }
+
+    def snapshots(self) -> dict[str, TerminalSnapshot]:
+        """Each attached terminal as the transcript shows it."""
+        return {tid: f.snapshot() for tid, f in self.feeds.items()}
+
     def markdown(self) -> Markdown:
-        return self._cached("md", lambda: tool_call_markdown(self.call, {tid: f.snapshot() for tid, f in self.feeds.items()}))
+        return self._cached("md", lambda: tool_call_markdown(self.call, self.snapshots()))
 
     def plain(self) -> str:
         return self._cached("plain", lambda: tool_call_plain(self.call))
@@ -328,7 +366,20 @@ class ToolCallRow:
             if feed.exit and feed.final_output is None:
                 feed.finish()
                 self.version += 1
+        delta = self._agent_delta()
+        if delta:
+            out.append((AGENT_OUTPUT, delta))
         return out
+
+    def _agent_delta(self) -> str:
+        """The agent-sent output not streamed yet (while the call runs)."""
+        output, _, _ = call_output(self.call)
+        total = int(getattr(self.call, "output_dropped", 0) or 0) + len(output)
+        new = total - self._agent_sent
+        if new <= 0 or not self._agent_output_live():
+            return ""
+        self._agent_sent = total
+        return output[-min(new, TERM_KEEP):]
 
     def live_output(self) -> list[tuple[str, str]]:
         """Each running terminal's output kept so far (for a view opened mid-run)."""
@@ -337,6 +388,10 @@ class ToolCallRow:
             if feed.final_output is None:
                 out.append((tid, feed.text()))
                 feed.pending.clear()
+        output, _, _ = call_output(self.call)
+        if output and self._agent_output_live():
+            self._agent_sent = int(getattr(self.call, "output_dropped", 0) or 0) + len(output)
+            out.append((AGENT_OUTPUT, truncate_head(output, TERM_KEEP)[0]))
         return out
 
     def running_terminals(self) -> bool:
@@ -391,6 +446,7 @@ class ToolCallGroup:
         self._call_soon = call_soon
         self._sent_rows: dict[str, tuple[tuple[int, str], dict[str, Any]]] = {}  # key -> (revision, state)
         self._sent_md = ""
+        self._sent_plain = ""
         self._finished = False
         self.widget: Any = None
         if widgets:
@@ -410,7 +466,8 @@ class ToolCallGroup:
     def bundle(self, md: str | None = None) -> dict[str, Any]:
         md = self.markdown() if md is None else md
         self._sent_md = md
-        return widget_bundle(self.widget, "\n".join(row.plain() for row in self.rows), md)
+        self._sent_plain = self.plain()
+        return widget_bundle(self.widget, self._sent_plain, md)
 
     def _update_fallback(self, sink: DisplaySink) -> None:
         md = self.markdown()
@@ -447,6 +504,25 @@ class ToolCallGroup:
         w.push_rows(changed)
         if changed and self._fallback_due():
             self._update_fallback(sink)
+        elif changed:
+            self._update_live_fallback(sink)
+
+    def plain(self) -> str:
+        return "\n".join(row.plain() for row in self.rows)
+
+    def _update_live_fallback(self, sink: DisplaySink) -> None:
+        """While rows run: the text fallback follows their states (title and
+        state per row; the markdown has the row headers only until the end),
+        for groups small enough that resending it stays cheap."""
+        if len(self.rows) > LIVE_FALLBACK_ROWS:
+            return
+        plain = self.plain()
+        if plain == self._sent_plain:
+            return
+        md = Markdown("\n\n").join(tool_call_header(row.call) for row in self.rows)
+        self._sent_md = md
+        self._sent_plain = plain
+        sink.update(widget_bundle(self.widget, plain, md), display_id=self.display_id)
 
     def _collect(self, row: ToolCallRow, changed: dict[str, dict[str, Any]]) -> None:
         rev = row.revision()

@@ -45,6 +45,7 @@ STATUS = {  # ACP status -> (glyph, label)
 }
 NOTICE_ICONS = {"info": "ℹ️", "warning": "⚠️", "error": "❌"}
 MD_TEXT_LIMIT = 4000  # per text/terminal part in markdown fallbacks
+PLAIN_OUTPUT_LIMIT = 2000  # characters of output in a tool call's final text line
 
 
 def kind_icon(kind: str | None) -> str:
@@ -111,12 +112,78 @@ def tool_call_plain(call: tm.ToolCall) -> str:
     return f"{kind_icon(call.kind)} {title} · {status_text(call.status)}"
 
 
+def call_output(call: Any) -> tuple[str, bool, int | None]:
+    """Command output an agent sent outside ``content`` (``rawOutput``,
+    ``_meta.terminal_output``), whether its start was dropped, and the exit
+    code: ``ToolCall.output`` / ``output_dropped`` / ``exit_code``."""
+    output = getattr(call, "output", "") or ""
+    dropped = bool(getattr(call, "output_dropped", 0))
+    code_ = getattr(call, "exit_code", None)
+    return (output if isinstance(output, str) else str(output)), dropped, (code_ if isinstance(code_, int) else None)
+
+
+def output_markdown(call: Any, limit: int = MD_TEXT_LIMIT) -> Markdown:
+    """The agent-sent command output as a fenced block (its fence longer than
+    any backtick run inside) and the exit code; empty when there is neither."""
+    output, dropped, exit_code = call_output(call)
+    parts = []
+    if output:
+        out, cut = truncate_head(output, limit)
+        parts.append(block(("...\n" if cut or dropped else "") + out, "console"))
+    if exit_code is not None:
+        parts.append(Markdown("*exit code {}*").format(str(exit_code)))
+    return Markdown("\n\n").join(parts)
+
+
+def _indented(text: str, limit: int) -> list[str]:
+    out, cut = truncate_head(text, limit)
+    lines = out.rstrip("\n").split("\n")
+    return (["    ..."] if cut else []) + ["    " + ln for ln in lines]
+
+
+def tool_call_final_plain(call: Any, terminals: Mapping[str, TerminalSnapshot] | None = None,
+                          limit: int = PLAIN_OUTPUT_LIMIT) -> str:
+    """A tool call in its final state as text (a terminal frontend's last
+    word on it): the header line, the command, then the end of its output
+    (a client terminal's, or what the agent sent) and the exit code."""
+    lines = [tool_call_plain(call)]
+    cmd = command_of(call.raw_input)
+    if cmd and not call.terminal_ids:
+        lines.append("    $ " + " ".join(truncate_tail(cmd, 500)[0].split("\n")))
+    shown_terminal = False
+    for tid in call.terminal_ids:
+        snap = (terminals or {}).get(tid)
+        if snap is None:
+            continue
+        shown_terminal = True
+        if snap.command:
+            lines.append("    $ " + snap.command)
+        if snap.output:
+            lines.extend(_indented(snap.output, limit))
+        if snap.exit:
+            lines.append(f"    ({snap.exit})")
+    output, dropped, exit_code = call_output(call)
+    if output and not shown_terminal:
+        lines.extend((["    ..."] if dropped else []) + _indented(output, limit))
+    if exit_code is not None and not shown_terminal:
+        lines.append(f"    (exit code {exit_code})")
+    text = call.text if isinstance(getattr(call, "text", None), str) else ""
+    if text and not output and not shown_terminal:
+        lines.extend(_indented(text, limit))
+    return "\n".join(lines)
+
+
 def tool_call_markdown(call: tm.ToolCall, terminals: Mapping[str, TerminalSnapshot] | None = None) -> Markdown:
-    """Header line, then content: text, diffs, terminal output, locations."""
+    """Header line, then content: text, diffs, terminal output, locations.
+
+    A ``terminal`` item this client has no terminal for (the agent's own,
+    reported through ``_meta``) shows the output the agent sent instead."""
     parts = [tool_call_header(call)]
     cmd = command_of(call.raw_input)
     if cmd and not call.terminal_ids:
         parts.append(block("$ " + truncate_tail(cmd, 500)[0], "sh"))
+    agent_output = output_markdown(call)
+    output_shown = False
     for item in call.content:
         if not isinstance(item, dict):
             continue
@@ -134,7 +201,14 @@ def tool_call_markdown(call: tm.ToolCall, terminals: Mapping[str, TerminalSnapsh
         elif kind == "terminal":
             tid = item.get("terminalId")
             snap = (terminals or {}).get(tid) if isinstance(tid, str) else None
+            if snap is None and agent_output:
+                if not output_shown:
+                    parts.append(agent_output)
+                    output_shown = True
+                continue
             parts.append(terminal_markdown(snap, tid))
+    if agent_output and not output_shown:
+        parts.append(agent_output)
     if call.locations:
         parts.append(Markdown("\n").join(Markdown("- 📍 {}").format(code(location_text(loc))) for loc in call.locations))
     return Markdown("\n\n").join(parts)

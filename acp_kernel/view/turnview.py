@@ -25,15 +25,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from .. import service_events as se
 from .. import turn as tm
 from ..safe import bundle, markdown
 from .coalesce import Coalescer
+from .frontend import Frontend
 from .markdown import BlockSplitter
-from .sink import DisplaySink
+from .sink import CellContext, DisplaySink
 from .toolcall import ToolCallGroup, ToolCallRow, prewarm, widgets_loaded
 from .transcript import (
     command_of,
@@ -48,6 +49,7 @@ from .transcript import (
     status_line,
     status_markdown,
     thought_html,
+    tool_call_final_plain,
     thought_markdown,
     unknown_markdown,
     user_markdown,
@@ -64,10 +66,17 @@ def _new_id(prefix: str) -> str:
 
 
 class _TextRun:
-    """The open run of agent message text: completed blocks go out once, the tail is updated."""
+    """The open run of agent message text: completed blocks go out once, the tail is updated.
 
-    def __init__(self, splitter: BlockSplitter) -> None:
+    Completed blocks carry markdown and text (terminal frontends print the
+    text); the interim tail carries markdown only, since only notebooks,
+    which render the markdown, apply its updates. ``updates=False`` (a
+    terminal frontend) never shows a tail: blocks appear as they complete.
+    """
+
+    def __init__(self, splitter: BlockSplitter, updates: bool = True) -> None:
         self.splitter = splitter
+        self.updates = updates
         self.tail_id: str | None = None
         self.tail_sent = ""
 
@@ -77,19 +86,19 @@ class _TextRun:
         else:
             done, tail = self.splitter.take_done(), self.splitter.tail()
         if done:
-            data = _md_bundle(done)
+            data = _text_bundle(done)
             if self.tail_id is not None:
                 sink.update(data, display_id=self.tail_id)  # the tail display becomes these blocks
                 self.tail_id = None
                 self.tail_sent = ""
             else:
                 sink.display(data)
-        if tail and tail != self.tail_sent:
+        if tail and tail != self.tail_sent and self.updates:
             if self.tail_id is None:
                 self.tail_id = _new_id("text")
-                sink.display(_md_bundle(tail), display_id=self.tail_id)
+                sink.display(_tail_bundle(tail), display_id=self.tail_id)
             else:
-                sink.update(_md_bundle(tail), display_id=self.tail_id)
+                sink.update(_tail_bundle(tail), display_id=self.tail_id)
             self.tail_sent = tail
         if final:
             self.tail_id = None
@@ -116,8 +125,8 @@ class _OtherRun:
             return bundle(thought_markdown(text), "Thinking: " + text, thought_html(text))
         return bundle(user_markdown(text), "You: " + text)
 
-    def flush(self, sink: DisplaySink) -> None:
-        if self.size == self.sent_size or not self.parts:
+    def flush(self, sink: DisplaySink, *, final: bool = True, updates: bool = True) -> None:
+        if self.size == self.sent_size or not self.parts or (not updates and not final):
             return
         if self.display_id is None:
             self.display_id = _new_id(self.role)
@@ -127,10 +136,15 @@ class _OtherRun:
         self.sent_size = self.size
 
 
-def _md_bundle(md: str) -> dict[str, Any]:
-    """Message text goes out as markdown only: a ``text/plain`` copy would
-    double the traffic of every block and every tail refresh, and every
-    notebook frontend renders markdown (the saved transcript is markdown)."""
+def _text_bundle(md: str) -> dict[str, Any]:
+    """Final message text: markdown, and the same text for ``text/plain``."""
+    return bundle(markdown(md), md)
+
+
+def _tail_bundle(md: str) -> dict[str, Any]:
+    """The open tail, refreshed often: markdown only. A ``text/plain`` copy
+    would double the traffic of every refresh, and only notebooks (which
+    render the markdown) apply the refreshes; the final content has both."""
     return {"text/markdown": markdown(md)}
 
 
@@ -139,7 +153,12 @@ class TurnView:
 
     Subscribes on construction and replays events already in the turn.
     ``close()`` flushes the final state (idempotent); it also runs when the
-    turn ends. ``widgets=False`` renders markdown only (no comms needed).
+    turn ends. ``frontend`` says what the cell's frontend can show
+    (:mod:`.frontend`): without widgets rows are markdown (``widgets=False``
+    alone means the same); without updates (a terminal frontend) every
+    output is appended once, final, with ``text/plain`` a console prints.
+    ``asker`` (``asker(prompt, tool_call)``) takes the questions when the
+    frontend answers through stdin (``frontend.ask == "stdin"``).
     """
 
     def __init__(
@@ -150,11 +169,16 @@ class TurnView:
         session: Any = None,
         rate_hz: float = 10.0,
         widgets: bool = True,
+        frontend: Frontend | None = None,
+        asker: Callable[[Any, Any], None] | None = None,
     ) -> None:
         self.turn = turn
         self.sink = sink
         self.session = session
-        self.widgets = widgets
+        self.frontend = frontend if frontend is not None else Frontend(widgets=widgets)
+        self.widgets = self.frontend.widgets
+        self.updates = self.frontend.updates
+        self.asker = asker if self.frontend.ask == "stdin" else None
         try:
             self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
@@ -169,22 +193,29 @@ class TurnView:
         self._dirty_rows: set[str] = set()
         self._notice_ids: dict[str, str] = {}  # summary notice key -> display id
         self._dirty_notices: dict[str, Any] = {}  # summaries changed since the last flush
+        self._notice_sent: dict[str, str] = {}  # summary key -> text shown (append-only mode)
+        self._last_notice: dict[str, Any] = {}  # summary key -> its latest event (append-only mode)
         self._terminals: dict[str, se.TerminalStarted] = {}
         self._plan_id: str | None = None
+        self._plan_sent = ""  # the plan's text as last shown (append-only mode)
+        self._plan_dirty = False
+        self._final_shown: set[str] = set()  # tool calls whose final line was appended (append-only mode)
+        self._order: dict[str, int] = {}  # tool call id -> order of appearance
+        self._shown_forms: set[str] = set()  # display ids of forms shown as updatable displays
         self.forms: list[Any] = []  # PermissionForm / ElicitationForm, in order
         self._asked: set[str] = set()
         self._files_read = 0
         self.closed = False
         self.errors = 0
         self._unsubscribe: Callable[[], None] | None = None
+        # The view's work runs in the context of the cell that made it: widget
+        # comm messages (and IPython's displays) take their parent from there
+        # (see CellContext). A sink that has its own (IPythonSink) is used.
+        run = getattr(sink, "run_in_context", None) or CellContext().run
+        self._run = run
         for event in list(turn.events):
-            self._on_event(event)
-        # A sink that publishes in a cell's context (IPythonSink) wants the
-        # whole view there too: widgets created for later events are then
-        # parented to the cell that shows them.
-        run = getattr(sink, "run_in_context", None)
-        listener = self._on_event if run is None else (lambda event: run(self._on_event, event))
-        self._unsubscribe = turn.subscribe(listener)
+            run(self._on_event, event)
+        self._unsubscribe = turn.subscribe(lambda event: run(self._on_event, event))
         if turn.done:
             self.close()
 
@@ -203,7 +234,7 @@ class TurnView:
         if running is loop:
             fn(*args)
         else:
-            loop.call_soon_threadsafe(fn, *args)
+            loop.call_soon_threadsafe(self._run, fn, *args)
 
     def _on_event(self, event: Any) -> None:
         if self.closed:
@@ -234,7 +265,7 @@ class TurnView:
             self._text.flush(self.sink, final=True)
             self._text = None
         if self._other is not None:
-            self._other.flush(self.sink)
+            self._other.flush(self.sink, updates=self.updates)
             self._other = None
         if self._group is not None:
             self._group.close(self.sink)
@@ -242,15 +273,25 @@ class TurnView:
 
     def _flush(self) -> None:
         """The coalesced work: text tail, thought run, dirty tool call rows."""
+        self._run(self._flush_now)
+
+    def _flush_now(self) -> None:
         if self._text is not None:
             self._text.flush(self.sink)
         if self._other is not None:
-            self._other.flush(self.sink)
-            if self._other.size > RUN_LIMIT:
+            full = self._other.size > RUN_LIMIT
+            self._other.flush(self.sink, final=full, updates=self.updates)
+            if full:
                 self._other = None
         if self._dirty_rows:
             ids, self._dirty_rows = self._dirty_rows, set()
-            self._sync_rows(ids)
+            if self.updates:
+                self._sync_rows(ids)
+            else:
+                self._append_settled_rows(ids)
+        if self._plan_dirty:
+            self._plan_dirty = False
+            self._append_plan()
         if self._dirty_notices:
             dirty, self._dirty_notices = self._dirty_notices, {}
             for key, ev in dirty.items():
@@ -275,7 +316,7 @@ class TurnView:
         if ev.role == "agent":
             if self._text is None:
                 self._close_run()
-                self._text = _TextRun(self._splitter)
+                self._text = _TextRun(self._splitter, self.updates)
             self._splitter.feed(ev.text)
         else:
             if self._other is None or self._other.role != ev.role:
@@ -328,13 +369,17 @@ class TurnView:
 
     def _notice_event(self, ev: Any) -> None:
         """A summary of repeated warnings (``key`` set) is one display,
-        updated in place at the view's rate as the turn re-emits it."""
+        updated in place at the view's rate as the turn re-emits it (append
+        only: shown once, and its last wording again at the end)."""
         key = getattr(ev, "key", None)
         if key is None:
             self._notice(ev.level, ev.text)
         elif key not in self._notice_ids:
             self._notice_ids[key] = _new_id("notice")
+            self._notice_sent[key] = str(ev.text)
             self._append(self._notice_bundle(ev.level, ev.text), display_id=self._notice_ids[key])
+        elif not self.updates:
+            self._last_notice[key] = ev
         else:
             self._dirty_notices[key] = ev
             self._ticker.poke()
@@ -356,10 +401,19 @@ class TurnView:
 
     def _new_row(self, call: tm.ToolCall) -> ToolCallRow:
         """A row in the open group; the first of a run (or, without widgets,
-        every row) starts a new group: a new display at the end."""
+        every row) starts a new group: a new display at the end. Append
+        only: a line now (title and state), another once it settles."""
         def on_dirty(cid: str = call.id) -> None:
             self._dirty(cid)
 
+        self._order[call.id] = len(self._order)
+
+        if not self.updates:
+            group = ToolCallGroup(widgets=False, call_soon=self._call_soon)
+            row = group.add(call, on_dirty)
+            self.rows[call.id] = row
+            self._append(bundle(row.markdown(), row.plain()))
+            return row
         group = self._group
         if group is not None:
             row = group.add(call, on_dirty)
@@ -374,6 +428,20 @@ class TurnView:
         self.rows[call.id] = row
         return row
 
+    def _append_settled_rows(self, ids: Iterable[str], *, final: bool = False) -> None:
+        """Append only: each row that settled (or every row, at the end) shows its final line once."""
+        for tid in sorted(ids, key=lambda i: self._order.get(i, -1)):
+            row = self.rows.get(tid)
+            if row is None or tid in self._final_shown:
+                continue
+            row.take_output()
+            if final:
+                row.finish()
+            elif not row.settled():
+                continue
+            self._final_shown.add(tid)
+            self._append(bundle(row.markdown(), tool_call_final_plain(row.call, row.snapshots())))
+
     def _terminal_started(self, ev: se.TerminalStarted) -> None:
         self._terminals[ev.terminal_id] = ev
         if ev.note:
@@ -383,6 +451,10 @@ class TurnView:
                 row.attach(ev)
 
     def _plan(self) -> None:
+        if not self.updates:
+            self._plan_dirty = True
+            self._ticker.poke()
+            return
         entries = self.turn.plan
         data = bundle(plan_markdown(entries), plan_text(entries))
         if self._plan_id is None:
@@ -391,13 +463,21 @@ class TurnView:
         else:
             self.sink.update(data, display_id=self._plan_id)
 
+    def _append_plan(self) -> None:
+        """Append only: the plan again, when its text changed since it was last shown."""
+        entries = self.turn.plan
+        plain = plan_text(entries)
+        if entries and plain != self._plan_sent:
+            self._plan_sent = plain
+            self._append(bundle(plan_markdown(entries), plain))
+
     def _watch(self, form: Any) -> None:
         """Update the form (and its fallback) when its prompt settles, on the loop."""
         fut = form.prompt.future
 
         def settled(f: asyncio.Future[Any]) -> None:
             outcome = None if f.cancelled() or f.exception() is not None else f.result()
-            self._settled(form, outcome)
+            self._run(self._settled, form, outcome)
 
         if fut.done():
             settled(fut)
@@ -408,7 +488,23 @@ class TurnView:
         if form.answered:
             return
         form.resolved(outcome)
-        self.sink.update(form.bundle(), display_id=form.display_id)
+        if self.updates and form.display_id in self._shown_forms:
+            self.sink.update(form.bundle(), display_id=form.display_id)
+        else:
+            self._append(form.bundle())
+
+    def _show_form(self, form: Any, call: Any) -> None:
+        self.forms.append(form)
+        if self.asker is not None:
+            # Asked through stdin: the question is the input prompt; the cell
+            # gets the outcome once it is answered.
+            self.asker(form.prompt, call)
+        elif self.updates:
+            self._shown_forms.add(form.display_id)
+            self._append(form.bundle(), display_id=form.display_id)
+        else:
+            self._append(form.bundle())
+        self._watch(form)
 
     def _permission(self, prompt: se.PermissionPrompt) -> None:
         from .prompts import PermissionForm
@@ -421,17 +517,13 @@ class TurnView:
         # What actually runs or is touched, as the broker identified it (the title is the agent's word).
         detail = getattr(prompt, "command", "") or command_of(raw_input if raw_input is not None else (call.raw_input if call else None))
         form = PermissionForm(prompt, widgets=self.widgets, detail=detail)
-        self.forms.append(form)
-        self._append(form.bundle(), display_id=form.display_id)
-        self._watch(form)
+        self._show_form(form, call)
 
     def _elicitation(self, prompt: se.ElicitationPrompt) -> None:
         from .prompts import ElicitationForm
 
         form = ElicitationForm(prompt, widgets=self.widgets)
-        self.forms.append(form)
-        self._append(form.bundle(), display_id=form.display_id)
-        self._watch(form)
+        self._show_form(form, None)
 
     def flush(self) -> None:
         """Send what the rate limit is holding back, now (e.g. before the
@@ -447,17 +539,29 @@ class TurnView:
         Idempotent."""
         if self.closed:
             return
+        self._run(self._close)
+
+    def _close(self) -> None:
+        if self.closed:
+            return
         self.closed = True
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
         self._close_run()  # before the ticker's last flush, so the tail is not sent twice
         self._ticker.close()
-        for group in self.groups:
-            try:
-                group.finish(self.sink)
-            except Exception:
-                log.exception("finishing tool call rows failed")
+        if self.updates:
+            for group in self.groups:
+                try:
+                    group.finish(self.sink)
+                except Exception:
+                    log.exception("finishing tool call rows failed")
+        else:
+            self._append_settled_rows(list(self.rows), final=True)
+            self._append_plan()
+            for key, ev in self._last_notice.items():
+                if str(ev.text) != self._notice_sent.get(key):
+                    self._append(self._notice_bundle(ev.level, ev.text))
         for form in self.forms:
             if not form.answered and form.prompt.done:
                 fut = form.prompt.future
@@ -477,4 +581,3 @@ class TurnView:
     @property
     def status(self) -> str:
         return status_line(self.turn, self.session, files_read=self._files_read)
-

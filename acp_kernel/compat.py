@@ -1,0 +1,186 @@
+"""Every use of another project's private API, in one place, with version gates.
+
+acp-kernel leans on a few things ipykernel, ipywidgets, anywidget and
+terminado do not promise: when one of them changes, this is the file to
+read. :data:`TESTED` lists the ranges the test suite ran against;
+:func:`untested` names installed versions outside them (the kernel can log
+it at start-up), so a break shows up as a clear line, not a strange
+traceback deep in a turn.
+
+Uses that still live elsewhere (in files this module's author did not own at
+the time) are listed in :data:`ELSEWHERE`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from importlib import metadata
+from typing import Any
+
+#: Package -> (lowest, first untested) major.minor versions this file was written against.
+TESTED: dict[str, tuple[tuple[int, int], tuple[int, int]]] = {
+    "ipykernel": ((7, 4), (8, 0)),
+    "ipywidgets": ((8, 0), (9, 0)),
+    "anywidget": ((0, 9), (0, 12)),
+    "terminado": ((0, 18), (0, 19)),
+}
+
+#: Private API used outside this module (file: what), to move here when those files allow.
+ELSEWHERE: tuple[str, ...] = (
+    "acp_kernel/kernel.py KernelSink._send: Kernel._topic(msg_type) for the iopub topic",
+    "acp_kernel/kernel.py main(): swaps ipykernel.kernelapp.IOPubThread while IPKernelApp.init_iopub runs",
+    "acp_kernel/kernel.py _install_comms: ipykernel.comm.comm.BaseComm / ipykernel.comm.manager.CommManager, "
+    "and replaces comm.create_comm / comm.get_comm_manager",
+    "acp_kernel/passthrough.py: terminado PtyWithClients.ptyproc (ptyprocess) .fd, .pid, .decoder, "
+    ".delayafterclose, .exitstatus, .setwinsize/.getwinsize",
+)
+
+
+def _major_minor(version: str) -> tuple[int, int]:
+    parts = []
+    for piece in version.split(".")[:2]:
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        parts.append(int(digits or 0))
+    while len(parts) < 2:
+        parts.append(0)
+    return parts[0], parts[1]
+
+
+def untested() -> list[str]:
+    """Installed packages whose version is outside :data:`TESTED`, as sentences."""
+    out = []
+    for name, (low, high) in TESTED.items():
+        try:
+            have = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+        if not (low <= _major_minor(have) < high):
+            out.append(f"{name} {have} is outside the tested range "
+                       f"{low[0]}.{low[1]} to before {high[0]}.{high[1]}: acp_kernel.compat may need a look")
+    return out
+
+
+# -- ipywidgets ------------------------------------------------------------------
+
+
+def send_partial_state(widget: Any, state: dict[str, Any]) -> None:
+    """Send some keys of a widget's state (the widget protocol's partial
+    ``update``), keys that are not traits included. ipywidgets 8 has no
+    public call for it: ``Widget._send`` is what ``send_state`` uses."""
+    widget._send({"method": "update", "state": state, "buffer_paths": []})
+
+
+def register_widget_control(manager: Any) -> bool:
+    """Give a comm manager ipywidgets' targets (what ``ipywidgets`` does on
+    import inside IPython): a reloaded page then gets every widget's state
+    through ``jupyter.widget.control``. False when ipywidgets is missing."""
+    try:
+        from ipywidgets import Widget
+    except ImportError:
+        return False
+    manager.register_target("jupyter.widget", Widget.handle_comm_opened)
+    manager.register_target("jupyter.widget.control", Widget.handle_control_comm_opened)
+    return True
+
+
+# -- anywidget -------------------------------------------------------------------
+
+_class_traits_base: Any = None
+
+
+def class_traits_anywidget() -> Any:
+    """An ``anywidget.AnyWidget`` whose ``_esm``/``_css``/``_anywidget_id`` may be
+    class traits: anywidget (0.9 to 0.11) adds them per instance with
+    ``add_traits``, which makes a new class per widget; this base adds only
+    the ones a subclass did not declare."""
+    global _class_traits_base
+    if _class_traits_base is None:
+        import anywidget
+
+        class ClassTraitsWidget(anywidget.AnyWidget):
+            def add_traits(self, **traits: Any) -> None:
+                missing = {k: v for k, v in traits.items() if not self.has_trait(k)}
+                if missing:
+                    super().add_traits(**missing)
+
+        _class_traits_base = ClassTraitsWidget
+    return _class_traits_base
+
+
+# -- terminado -------------------------------------------------------------------
+
+
+def add_pty_client(pty: Any, client: Any) -> None:
+    """Make ``client`` a reader of a terminado ``PtyWithClients`` (its
+    ``clients`` list is what terminado's read loop calls ``on_pty_read`` on)."""
+    pty.clients.append(client)
+
+
+# -- ipykernel --------------------------------------------------------------------
+
+
+def watch_shell_messages(kernel: Any, msg_types: tuple[str, ...], watcher: Callable[[dict[str, Any]], Any]) -> None:
+    """Call ``watcher(msg)`` on each shell message of these types before its
+    handler (``Kernel.shell_handlers`` maps a type to ``handler(stream, idents, msg)``)."""
+    for msg_type in msg_types:
+        handler = kernel.shell_handlers.get(msg_type)
+        if handler is None:
+            continue
+
+        def watched(stream: Any, idents: Any, msg: dict[str, Any], _handler: Any = handler) -> Any:
+            try:
+                watcher(msg)
+            except Exception:  # noqa: BLE001 - watching must never break the handler
+                pass
+            return _handler(stream, idents, msg)
+
+        kernel.shell_handlers[msg_type] = watched
+
+
+class StdinClosed(EOFError):
+    """The frontend cannot answer input requests (``allow_stdin`` False)."""
+
+
+def stdin_reader(kernel: Any, *, poll: float = 0.05) -> Callable[[str, threading.Event], str]:
+    """``read(prompt, stop)`` for :class:`acp_kernel.ask.StdinQuestions`: an
+    ``input_request`` to the frontend of the current cell, whose answer is
+    awaited (in a worker thread) until it comes or ``stop`` is set.
+
+    ipykernel's ``Kernel.raw_input`` waits forever; a question the agent
+    withdrew (a cancelled turn) must stop waiting. This is its loop with a
+    stop event; it uses the cell's parent identity, which ipykernel keeps in
+    the private ``_parent_ident``. Call it in the cell's context (the
+    parent header is read then)."""
+    import zmq
+
+    from .ask import Abandoned
+
+    parent = kernel.get_parent("shell")
+    ident = kernel._parent_ident["shell"]
+    lock = threading.Lock()  # one question on the stdin socket at a time
+
+    def read(prompt: str, stop: threading.Event) -> str:
+        if not getattr(kernel, "_allow_stdin", True):
+            raise StdinClosed("this frontend does not answer input requests")
+        with lock:
+            sock = kernel.stdin_socket
+            while True:  # drop stale replies
+                try:
+                    sock.recv_multipart(zmq.NOBLOCK)
+                except zmq.ZMQError:
+                    break
+            kernel.session.send(sock, "input_request", {"prompt": str(prompt), "password": False}, parent, ident=ident)
+            while not stop.is_set():
+                rlist, _, xlist = zmq.select([sock], [], [sock], poll)
+                if not (rlist or xlist):
+                    continue
+                _ident, reply = kernel.session.recv(sock)
+                if reply is None:
+                    continue
+                value = reply.get("content", {}).get("value", "")
+                if value == "\x04":
+                    raise EOFError
+                return str(value)
+            raise Abandoned
+    return read
