@@ -698,16 +698,27 @@ async def run_prompt(args: argparse.Namespace, out: TextIO = sys.stdout, err: Te
     stopper = _Stopper(err_)
     stopper.install()
     try:
-        config = load_config()
-        spec = adhoc_agent(args.agent_command) if args.agent_command else config.agent(args.agent or config.default_agent)
+        config = load_config(missing_ok=False)
+        if args.agent_command is not None:
+            try:
+                spec = adhoc_agent(args.agent_command)
+            except AcpError as exc:
+                raise AcpError(f"--agent-command: {exc}") from None
+        else:
+            spec = config.agent(args.agent or config.default_agent)
     except (ConfigError, AcpError) as exc:
         err_.write(f"acp-kernel: {_block(exc)}\n")
         return EXIT_USAGE
-    text = " ".join(args.prompt) if args.prompt else ""
-    if not text and not sys.stdin.isatty():
+    if args.prompt:
+        text = " ".join(args.prompt)
+    else:
         text = getattr(args, "stdin_text", None)
         if text is None:
-            text = sys.stdin.read()
+            text = "" if _isatty(sys.stdin) else _read_stdin()
+    text, replaced = prompt_text(text)
+    if replaced:
+        err_.write(f"acp-kernel: the prompt held {replaced} byte(s) that are not valid "
+                   f"{_input_encoding()}; each was replaced with U+FFFD (\ufffd)\n")
     if not text.strip():
         err_.write("acp-kernel: no prompt given (pass it as arguments or on stdin)\n")
         return EXIT_USAGE
@@ -747,17 +758,33 @@ async def _converse(client: Any, text: str, args: argparse.Namespace, printer: _
     """Start the agent, open a session, run one turn; the exit code."""
     from .errors import AcpError, AuthRequired
 
+    from .registry import first_start_download
+    from .startup import explain_failure, starting_line
+
     err = printer.err
+    spec = client.spec
+    download = first_start_download(spec)
+    starting = starting_line(spec, download)
+    if args.format == "json":
+        printer._emit(json_safe(_encode({"type": "starting", "agent": spec.name, "text": starting,
+                                         "download": download})) + "\n")
+        printer.flush()
+    elif err.isatty():  # progress for a person; a log or a script reading stderr gets no noise
+        err.write(f"acp-kernel: {line(starting)}\n")
     try:
         await client.start()
         session = await client.new_session()
-    except AuthRequired as exc:
-        err.write(f"acp-kernel: {_block(exc)}\n")
-        return EXIT_AUTH
     except (AcpError, OSError) as exc:
-        message = exc.explain() if hasattr(exc, "explain") else str(exc)
-        err.write(f"acp-kernel: {_block(message)}\n")
-        return EXIT_AGENT
+        await client.close()  # its stderr read to the end, its process tree gone
+        transport = getattr(client, "transport", None)
+        status, stderr = transport.exit_info() if transport is not None else (None, "")
+        failure = explain_failure(spec, exc, stderr=stderr, returncode=status)
+        if args.format == "json":
+            printer._emit(json_safe(_encode({"type": "error", "stage": "start", **failure.as_json()})) + "\n")
+            printer._emit(json_safe(_encode({"type": "end", "stopReason": None, "error": failure.headline})) + "\n")
+            printer.flush()
+        err.write(f"acp-kernel: {_block(failure.plain())}\n")
+        return EXIT_AUTH if isinstance(exc, AuthRequired) else EXIT_AGENT
     turn = session.begin(text)
     turn.subscribe(printer)
     if asker is not None:
@@ -782,6 +809,29 @@ async def _converse(client: Any, text: str, args: argparse.Namespace, printer: _
     return STOP_EXIT.get(turn.stop_reason or "", EXIT_AGENT)
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def prompt_text(text: str) -> tuple[str, int]:
+    """The prompt as valid Unicode: bytes that did not decode (Python keeps
+    them as lone surrogates, which JSON would carry and agents choke on)
+    become U+FFFD. Returns the text and how many were replaced."""
+    return _SURROGATE.subn("\ufffd", text)
+
+
+def _input_encoding() -> str:
+    return (getattr(sys.stdin, "encoding", None) or "utf-8").upper().replace("UTF8", "UTF-8")
+
+
+def _read_stdin() -> str:
+    """All of stdin, decoded as the locale says, undecodable bytes kept as
+    surrogates (:func:`prompt_text` replaces them): never a traceback."""
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:
+        return sys.stdin.read()
+    return stream.read().decode(getattr(sys.stdin, "encoding", None) or "utf-8", "surrogateescape")
+
+
 def _isatty(stream: Any) -> bool:
     try:
         return bool(stream.isatty())
@@ -804,8 +854,8 @@ def prompt_main(args: argparse.Namespace) -> int:
         except (AttributeError, ValueError):
             pass
     try:
-        if not args.prompt and not sys.stdin.isatty():
-            args.stdin_text = sys.stdin.read()
+        if not args.prompt and not _isatty(sys.stdin):
+            args.stdin_text = _read_stdin()
         code = _run(run_prompt(args))
     except (_Signalled, KeyboardInterrupt) as exc:
         signum = exc.signum if isinstance(exc, _Signalled) else signal.SIGINT
@@ -855,38 +905,63 @@ def _exit_now_if_stuck(code: int, grace: float = 1.0) -> None:
         os._exit(code)
 
 
-def _on_path(program: str) -> bool:
-    import shutil
-
-    return os.path.exists(program) if os.sep in program else shutil.which(program) is not None
+#: How ``acp-kernel agents`` shows each state.
+STATE_WORDS = {"installed": "installed", "downloadable": "downloadable", "missing": "missing", "broken": "broken"}
 
 
-def run_agents(out: TextIO = sys.stdout) -> int:
+def run_agents(out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+    """The agents, each installed / downloadable (a launcher fetches it on
+    first use) / missing (with how to install it) / broken (the program is
+    there but ``--version`` fails), and its own CLI for passthrough terminals."""
+    from . import discovery
     from .registry import ConfigError, load_config
 
     try:
-        config = load_config()
+        config = load_config(missing_ok=False)
     except ConfigError as exc:
-        print(f"acp-kernel: {exc}", file=sys.stderr)
+        err.write(f"acp-kernel: {_block(exc)}\n")
         return EXIT_USAGE
+    names = sorted(config.agents, key=lambda n: (n != "demo", n))
+    specs = [config.agents[n] for n in names]
+    programs = [discovery.which(s.program(), {**os.environ, **s.env}) for s in specs]
+    programs += [discovery.which(s.passthrough.command[0]) for s in specs if s.passthrough is not None]
+    probes = discovery.probe_all(p for p in programs if p)
     rows = []
-    for name in sorted(config.agents, key=lambda n: (n != "demo", n)):
-        spec = config.agents[name]
-        mark = "yes" if spec.available() else "no"
-        default = " (default)" if name == config.default_agent else ""
-        rows.append((name + default, spec.title, mark, " ".join(spec.command), spec.install, spec.passthrough))
-    widths = [max(len(r[i]) for r in rows + [("agent", "title", "available", "", "", None)]) for i in range(3)]
-    out.write(f"{'agent':<{widths[0]}}  {'title':<{widths[1]}}  {'available':<{widths[2]}}  command\n")
-    for r in rows:
-        out.write(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:<{widths[2]}}  {r[3]}\n")
-        pad = f"{'':<{widths[0]}}  {'':<{widths[1]}}  {'':<{widths[2]}}  "
-        if r[2] == "no" and r[4]:
-            out.write(f"{pad}install: {r[4]}\n")
-        if r[5] is not None:
-            found = "" if _on_path(r[5].command[0]) else " (not installed)"
-            out.write(f"{pad}passthrough: {' '.join(r[5].command)}{found}\n")
+    for spec in specs:
+        state = discovery.availability(spec, probe_version=True, probes=probes)
+        default = " (default)" if spec.name == config.default_agent else ""
+        rows.append((spec, spec.name + default, line(spec.title), STATE_WORDS[state.state], state))
+    widths = [max(len(r[i]) for r in rows + [(None, "agent", "title", "status", None)]) for i in (1, 2, 3)]
+    pad = " " * (sum(widths) + 6)
+    out.write(f"{'agent':<{widths[0]}}  {'title':<{widths[1]}}  {'status':<{widths[2]}}  command\n")
+    for spec, name, title, word, state in rows:
+        out.write(f"{name:<{widths[0]}}  {title:<{widths[1]}}  {word:<{widths[2]}}  {line(shlex.join(spec.command))}\n")
+        for note in _agent_notes(spec, state):
+            out.write(f"{pad}{line(note)}\n")
+        if spec.passthrough is not None:
+            cli = discovery.program_availability(spec.passthrough.command, spec.env, probe_version=True, probes=probes)
+            found = {"installed": "", "missing": " (not installed)"}.get(cli.state, f" (broken: {cli.detail})")
+            out.write(f"{pad}passthrough: {line(' '.join(spec.passthrough.command))}{line(found)}\n")
     out.write(f"\nconfig file: {config.path}\n")
     return EXIT_OK
+
+
+def _agent_notes(spec: Any, state: Any) -> list[str]:
+    """The lines under an agent: what the first start downloads, what to install, how to sign in."""
+    notes = []
+    if state.state == "downloadable":
+        notes.append(state.detail)
+    elif state.state == "broken":
+        notes.append(f"broken: {state.detail}")
+    elif state.state == "missing":
+        notes.append(f"missing: {state.detail}")
+        if spec.install:
+            notes.append(f"install: {spec.install}")
+    if state.state != "missing" and (spec.env_keys or spec.login):
+        ways = [f"set {' or '.join(spec.env_keys)}"] if spec.env_keys else []
+        ways += [f"run `{spec.login}` once"] if spec.login else []
+        notes.append("sign in: " + ", or ".join(ways))
+    return notes
 
 
 def run_install(args: argparse.Namespace) -> int:
@@ -896,7 +971,7 @@ def run_install(args: argparse.Namespace) -> int:
     spec = None
     if args.agent:
         try:
-            spec = load_config().agent(args.agent)
+            spec = load_config(missing_ok=False).agent(args.agent)
         except Exception as exc:  # ConfigError or unknown agent
             print(f"acp-kernel: {exc}", file=sys.stderr)
             return EXIT_USAGE
@@ -906,11 +981,45 @@ def run_install(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="acp-kernel", description="Work with ACP coding agents from Jupyter.")
-    sub = parser.add_subparsers(dest="command", required=True)
+EXIT_CODES_HELP = """\
+exit codes:
+  0    the turn ended (end_turn)
+  1    the agent failed: it could not start, exited, or answered with an error
+  2    usage or configuration error (nothing was sent)
+  3    the agent requires authentication (log in, or set its API key)
+  4    the agent refused (refusal)
+  5    the turn was cancelled (by the agent)
+  6    a limit was reached (max_tokens or max_turn_requests)
+  130  SIGINT (Ctrl-C), 143 SIGTERM, 129 SIGHUP: the turn was cancelled and the agent ended
 
-    p = sub.add_parser("prompt", help="send one prompt to an agent and print the turn")
+The prompt is read from stdin when none is given. Bytes in it that are not
+valid in the locale's encoding are replaced with U+FFFD (with a warning).
+In --format json every event is one JSON object per line on stdout, starting
+with {"type": "starting", ...} and ending with {"type": "end", ...}.
+"""
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("acp-kernel")
+    except PackageNotFoundError:  # pragma: no cover - run from a checkout without installing
+        return "unknown (not installed)"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="acp-kernel", description="Work with ACP coding agents from Jupyter and the shell.",
+        epilog="Run `acp-kernel COMMAND --help` for a command's options. With no command, this help "
+               "is printed and the exit status is 2 (a usage error).")
+    parser.add_argument("--version", action="version", version=f"acp-kernel {_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("prompt", help="send one prompt to an agent and print the turn",
+                       description="Send one prompt to an agent and print the turn: the answer on stdout, "
+                       "tool calls, plans and questions on stderr.",
+                       epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     who = p.add_mutually_exclusive_group()
     who.add_argument("--agent", help="a known or configured agent (see `acp-kernel agents`)")
     who.add_argument("--agent-command", help="any ACP agent command line, e.g. 'my-agent --acp'")
@@ -921,7 +1030,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=["text", "json"], default="text")
     p.add_argument("prompt", nargs="*", help="the prompt (default: read stdin)")
 
-    sub.add_parser("agents", help="list known and configured agents and whether each is installed")
+    sub.add_parser("agents", help="list known and configured agents: installed, downloadable on first use, "
+                   "missing or broken")
 
     i = sub.add_parser("install", help="install the ACP Agent kernelspec (or one bound to an agent)")
     where = i.add_mutually_exclusive_group()
@@ -939,7 +1049,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .demo_agent import main as demo_main
 
         return demo_main(argv[1:]) or 0
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:  # like `pip`: the help, not argparse's one-line error
+        parser.print_help()
+        return EXIT_USAGE
     if args.command == "agents":
         try:
             return run_agents()

@@ -448,7 +448,8 @@ def load_config(path: Path | None = None, *, missing_ok: bool = True) -> Config:
     if chosen and chosen not in agents:
         raise ConfigError(
             f"ACP_KERNEL_AGENT={chosen!r} is not a known agent -> fix: use one of "
-            + ", ".join(sorted(agents)) + f" (or add it under \"agents\" in {path}), or unset ACP_KERNEL_AGENT"
+            + ", ".join(sorted(agents))
+            + (f" (or add it under \"agents\" in {path})" if path.exists() else "") + ", or unset ACP_KERNEL_AGENT"
         )
     default = chosen or cfg.default_agent or "demo"
     if default not in agents:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -106,12 +107,16 @@ class Failure:
         return {"headline": self.headline, "detail": self.detail, "stderrTail": self.stderr_tail, "hint": self.hint}
 
 
-def explain_failure(spec: AgentSpec, exc: BaseException, *, stderr: str = "",
+def explain_failure(spec: AgentSpec, exc: BaseException, *, stderr: str = "", returncode: int | None = None,
                     environ: Mapping[str, str] | None = None) -> Failure:
     """A :class:`Failure` for an exception raised while ``spec`` started or
-    opened its first session. ``stderr`` is the agent's stderr so far when
-    the exception does not carry it (an ``RpcError``); ``environ`` is where
-    API keys are looked for (default: this process's environment)."""
+    opened its first session.
+
+    ``stderr`` and ``returncode`` are what the front-end knows of the agent
+    process (``client.transport.exit_info()`` after closing it) when the
+    exception does not carry them (an ``RpcError``; a write that found the
+    agent gone before it exited); ``environ`` is where API keys are looked
+    for (default: this process's environment)."""
     from .transport import CommandNotFound
 
     env = os.environ if environ is None else environ
@@ -128,7 +133,7 @@ def explain_failure(spec: AgentSpec, exc: BaseException, *, stderr: str = "",
         head = str(exc).split("\n", 1)[0]
         return _failure(f"{name} did not answer in time", head, tail, _timeout_hint(spec, exc))
     if isinstance(exc, ConnectionClosed):
-        return _failure(f"{name} exited during start-up", _exit_text(exc), tail, _sign_in_hint(spec, env))
+        return _failure(f"{name} exited during start-up", _exit_text(exc, returncode), tail, _sign_in_hint(spec, env))
     if isinstance(exc, RpcError):
         detail = f"{exc.message or 'error'} (code {exc.code})"
         data = _data_text(exc.data)
@@ -201,7 +206,7 @@ def _sign_in_hint(spec: AgentSpec, env: Mapping[str, str], always: bool = False)
     if ways:
         hint.add(("" if always else "if it is not signed in: ") + ", or ".join(ways), *values)
     else:
-        hint.add("run {} in a terminal to see its own messages", " ".join(spec.command))
+        hint.add("run {} in a terminal to see its own messages", _cut(shlex.join(spec.command), LINE_CHARS))
     return hint
 
 
@@ -219,8 +224,8 @@ def _not_acp_hint(spec: AgentSpec) -> _Hint:
     return _Hint().add("this program may not speak ACP on stdio: check its command ({})", " ".join(spec.command))
 
 
-def _exit_text(exc: ConnectionClosed) -> str:
-    code = exc.returncode
+def _exit_text(exc: ConnectionClosed, returncode: int | None) -> str:
+    code = exc.returncode if exc.returncode is not None else returncode
     if code is None:
         return str(exc)
     if code < 0:  # asyncio reports death by signal N as -N

@@ -249,7 +249,8 @@ def _argv(scenario: dict, *extra: str, prompt: str = "go") -> list[str]:
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
-    return {**os.environ, "ACP_KERNEL_CONFIG": str(tmp_path / "none.json"), "PYTHONUNBUFFERED": "1"}
+    # An empty file: no settings (a path that names no file is an error for the CLI).
+    return {**os.environ, "ACP_KERNEL_CONFIG": os.devnull, "PYTHONUNBUFFERED": "1"}
 
 
 def _assert_clean_bytes(data: bytes) -> None:
