@@ -7,8 +7,10 @@ is checked before anything is extracted; only the files the widget loads
 needed. Runs for wheel and editable builds; ``python hatch_build.py`` does the
 same by hand in a source checkout.
 
-Without network the build still succeeds with a warning: the terminal widget
-then falls back to plain text (and says why).
+Without network a development build still succeeds, with a loud warning on
+stderr naming what is missing (the passthrough terminal then cannot draw and
+falls back to plain text); a release build (``ACP_KERNEL_RELEASE=1``) fails
+instead, so no published wheel lacks xterm.js.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ PACKAGES = [
     ),
 ]
 STAMP = VENDOR / "VERSION"
+#: Set (to anything but "" or "0") for a release build: no xterm.js, no wheel.
+RELEASE_ENV = "ACP_KERNEL_RELEASE"
 
 
 def _stamp_text() -> str:
@@ -85,6 +89,29 @@ def vendor(force: bool = False) -> list[Path]:
     return wanted + [STAMP]
 
 
+def release_build() -> bool:
+    return os.environ.get(RELEASE_ENV, "") not in ("", "0")
+
+
+def missing_bundle_message(exc: BaseException) -> str:
+    """What a build without xterm.js lacks, what that breaks, and how to fix it."""
+    missing = [name for _, _, files in PACKAGES for name in files.values()
+               if not (VENDOR / name).exists()]
+    rule = "=" * 78
+    where = VENDOR.relative_to(ROOT) if VENDOR.is_relative_to(ROOT) else VENDOR
+    return "\n".join([
+        rule,
+        f"acp-kernel build WARNING: xterm.js is NOT bundled into this build ({exc}).",
+        f"  missing from {where}/: {', '.join(missing) or '(the VERSION stamp)'}",
+        "  effect: passthrough terminals (%passthrough, %auth) will not draw; the widget shows",
+        "          plain text instead.",
+        f"  fix: build with access to {REGISTRY} (or set ACP_KERNEL_NPM_REGISTRY to a mirror),",
+        "       or run `python hatch_build.py` once with network, then build again.",
+        f"  A release build ({RELEASE_ENV}=1) stops here instead of making this wheel.",
+        rule,
+    ])
+
+
 try:
     from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 except ImportError:  # run by hand, outside a build
@@ -101,9 +128,11 @@ class VendorHook(BuildHookInterface):  # type: ignore[misc,valid-type]
             return
         try:
             files = vendor()
-        except Exception as exc:  # noqa: BLE001 - a build without network still works
-            print(f"acp-kernel: could not bundle xterm.js ({exc}); "
-                  "passthrough terminals will show plain text", file=sys.stderr)
+        except Exception as exc:  # noqa: BLE001 - a development build without network still works
+            message = missing_bundle_message(exc)
+            if release_build():
+                raise RuntimeError(message) from exc
+            print(message, file=sys.stderr, flush=True)
             return
         build_data.setdefault("artifacts", []).extend(str(p.relative_to(ROOT)) for p in files)
 

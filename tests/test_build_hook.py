@@ -2,7 +2,8 @@
 
 A local registry on 127.0.0.1 stands in for npm: one serving a tampered
 tarball must make the step fail, one serving the right bytes must produce the
-vendored files (and nothing else)."""
+vendored files (and nothing else). One serving nothing stands for a build
+without network: a loud warning, or a failure for a release build."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ import hashlib
 import http.server
 import importlib.util
 import io
+import os
 import tarfile
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -110,3 +113,91 @@ def test_the_real_pins_are_sha512():
     for path, integrity, files in module.PACKAGES:
         assert path.startswith("@xterm/") and integrity.startswith("sha512-")
         assert len(base64.b64decode(integrity[len("sha512-"):])) == 64
+
+
+def run_hook(hook, target: str = "wheel") -> dict:
+    """The hook's ``initialize`` as hatchling calls it for ``target``."""
+    build_data: dict = {}
+    hook.VendorHook.initialize(SimpleNamespace(target_name=target), "0.1.0", build_data)
+    return build_data
+
+
+def test_a_build_without_the_registry_says_loudly_what_is_missing(monkeypatch, tmp_path, registry, capsys):
+    url, routes = registry  # serves nothing: every tarball is a 404
+    monkeypatch.delenv("ACP_KERNEL_RELEASE", raising=False)
+    hook = load_hook(monkeypatch, url, tmp_path / "vendor")
+    build_data = run_hook(hook)
+    assert "artifacts" not in build_data
+    err = capsys.readouterr().err
+    assert "WARNING: xterm.js is NOT bundled" in err
+    assert "404" in err  # the cause, as urllib put it
+    assert "xterm.mjs, xterm.css" in err and "addon-fit.mjs" in err
+    assert "passthrough terminals" in err and "will not draw" in err
+    assert "ACP_KERNEL_RELEASE=1" in err
+
+
+@pytest.mark.parametrize("value", ["1", "yes"])
+def test_a_release_build_without_xterm_fails(monkeypatch, tmp_path, registry, capsys, value):
+    url, _ = registry
+    monkeypatch.setenv("ACP_KERNEL_RELEASE", value)
+    hook = load_hook(monkeypatch, url, tmp_path / "vendor")
+    with pytest.raises(RuntimeError, match="xterm.js is NOT bundled") as err:
+        run_hook(hook)
+    assert "passthrough terminals" in str(err.value)
+
+
+def test_a_release_build_with_xterm_lists_it(monkeypatch, tmp_path, registry):
+    url, routes = registry
+    monkeypatch.setenv("ACP_KERNEL_RELEASE", "1")
+    hook = load_hook(monkeypatch, url, tmp_path / "vendor")
+    fake_packages(hook, routes)
+    hook.ROOT = tmp_path
+    artifacts = run_hook(hook)["artifacts"]
+    assert sorted(artifacts) == sorted(f"vendor/{n}" for n in
+                                       ["xterm.mjs", "xterm.css", "LICENSE.xterm", "addon-fit.mjs",
+                                        "LICENSE.addon-fit", "VERSION"])
+
+
+def test_only_wheel_builds_fetch(monkeypatch, tmp_path, registry, capsys):
+    url, _ = registry
+    monkeypatch.setenv("ACP_KERNEL_RELEASE", "1")
+    hook = load_hook(monkeypatch, url, tmp_path / "vendor")
+    assert run_hook(hook, target="sdist") == {}
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_real_wheel_build_without_the_registry(tmp_path, registry):
+    """`python -m build --wheel` in a clone, with the npm registry swapped
+    for one that has nothing: a development build warns on stderr and makes
+    a wheel without xterm.js; a release build fails and makes none."""
+    import shutil
+    import subprocess
+    import sys
+    import zipfile
+
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("needs git and a git checkout")
+    url, _ = registry
+    checkout = tmp_path / "clone"
+    subprocess.run(["git", "clone", "--quiet", str(ROOT), str(checkout)], check=True, timeout=120)
+    env = {k: v for k, v in os.environ.items() if k != "ACP_KERNEL_RELEASE"}
+    env["ACP_KERNEL_NPM_REGISTRY"] = url
+
+    def build(outdir: str, **extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp_path / outdir)],
+            cwd=checkout, env={**env, **extra}, capture_output=True, text=True, timeout=500,
+            stdin=subprocess.DEVNULL)
+
+    dev = build("dev")
+    assert dev.returncode == 0, dev.stderr[-3000:]
+    assert "xterm.js is NOT bundled" in dev.stderr and "will not draw" in dev.stderr
+    (wheel,) = (tmp_path / "dev").glob("*.whl")
+    assert not [n for n in zipfile.ZipFile(wheel).namelist() if "/vendor/" in n]
+
+    release = build("release", ACP_KERNEL_RELEASE="1")
+    assert release.returncode != 0
+    assert "xterm.js is NOT bundled" in release.stdout + release.stderr
+    assert not list((tmp_path / "release").glob("*.whl"))
