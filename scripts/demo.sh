@@ -12,6 +12,7 @@ ensure_venv "$PWD"
 
 step "installing acp-kernel + JupyterLab into .venv (first run: about 2 min; later: seconds)"
 python -m pip install --progress-bar on -e ".[lab]"
+check_xterm_bundle
 # The kernelspecs of this .venv ("ACP Agent", Python 3) before any a user-wide
 # install may have left in ~/.local/share/jupyter from another Python.
 export JUPYTER_PATH="$VENV/share/jupyter${JUPYTER_PATH:+:$JUPYTER_PATH}"

@@ -64,3 +64,10 @@ ensure_venv() {
     export PATH="$VENV/bin:$PATH"
     hash -r
 }
+
+# pip hides the build hook's own warning, so say it here: without xterm.js
+# (fetched from the npm registry at install time) passthrough terminals do not draw.
+check_xterm_bundle() {
+    [[ -f acp_kernel/view/static/vendor/xterm.mjs ]] && return 0
+    printf 'warning: xterm.js was not fetched from the npm registry during the install, so passthrough terminals will show plain text; with network, run: %s hatch_build.py\n' "$VENV_PYTHON" >&2
+}

@@ -10,6 +10,7 @@ ensure_venv "$PWD"
 
 step "installing acp-kernel with its test and lab extras into .venv (first run: about 2 min; later: seconds)"
 python -m pip install --progress-bar on -e ".[test,lab]"
+check_xterm_bundle
 step "checking the browser tests' dependencies (Chromium, fonts, Playwright, JupyterLab extensions)"
 PYTHON="$VENV_PYTHON" bash scripts/install-browser-deps.sh
 # The browser deps are installed above, so the browser tests must run, not skip.
