@@ -1,0 +1,33 @@
+"""Widget messages are parented to the cell that made them, so a notebook
+run by nbclient saves the widget state of every cell, not only the first."""
+
+from __future__ import annotations
+
+import nbformat
+from nbclient import NotebookClient
+
+from .conftest import tool_call_turn, use_scripted_agent
+
+WIDGET = "application/vnd.jupyter.widget-view+json"
+STATE = "application/vnd.jupyter.widget-state+json"
+
+
+def test_two_agent_cells_both_keep_their_widget_state(headless_env, tmp_path):
+    use_scripted_agent(headless_env, {"prompts": {"First": tool_call_turn("first read"),
+                                                  "Second": tool_call_turn("second read")}})
+    nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "acp", "display_name": "ACP", "language": "markdown"}})
+    nb.cells = [nbformat.v4.new_code_cell("First"), nbformat.v4.new_code_cell("Second")]
+    NotebookClient(nb, timeout=60, kernel_name="acp", store_widget_state=True,
+                   resources={"metadata": {"path": str(tmp_path / "work")}}).execute()
+    path = tmp_path / "saved.ipynb"
+    nbformat.write(nb, path)
+    saved = nbformat.read(path, as_version=4)
+    state = saved.metadata["widgets"][STATE]["state"]
+    for cell, title in zip(saved.cells, ("first read", "second read")):
+        views = [o["data"][WIDGET]["model_id"] for o in cell.outputs if WIDGET in o.get("data", {})]
+        assert len(views) == 1, cell.outputs
+        model = state[views[0]]["state"]
+        assert model["count"] == 1
+        assert model["row:0"]["title"] == title and model["row:0"]["status"] == "completed"
+        text = "\n".join(o.get("data", {}).get("text/plain", "") for o in cell.outputs)
+        assert f"{title} · ✓ done" in text
