@@ -37,6 +37,19 @@ HERE = Path(__file__).resolve().parent
 ARTIFACTS = HERE / "artifacts"
 AGENTS = HERE.parent / "agents"
 
+#: Waits on page state, in ms. A busy 2-core machine (a build, other test
+#: runs) makes a kernel start or a turn take many times its usual second, so
+#: every wait is generous: a limit is only where a wait that never ends stops.
+#: Playwright's own defaults (5 s for expect, 30 s for actions) are replaced
+#: in ``browser_context``. ACP_BROWSER_TIMEOUT_SCALE=2 doubles them all.
+_SCALE = float(os.environ.get("ACP_BROWSER_TIMEOUT_SCALE", "1") or 1)
+WAIT = int(30_000 * _SCALE)
+"""An action (click, type) or an expectation about what is already on its way."""
+TURN = int(90_000 * _SCALE)
+"""Something an agent turn, a kernel or a terminal has to produce first."""
+START = int(120_000 * _SCALE)
+"""A page load and a kernel start."""
+
 
 def _chromium() -> str | None:
     """Debian's chromium: the real binary if present (the /usr/bin wrapper is a shell script)."""
@@ -107,7 +120,7 @@ class Lab:
         self.proc, self.port, self.token, self.root, self.log = proc, port, token, root, log
         self.base = f"http://127.0.0.1:{port}"
 
-    def api(self, method: str, path: str, body: Any = None, timeout: float = 10) -> Any:
+    def api(self, method: str, path: str, body: Any = None, timeout: float = WAIT / 1000) -> Any:
         data = None if body is None else json.dumps(body).encode()
         req = urllib.request.Request(
             self.base + path, data=data, method=method,
@@ -212,7 +225,7 @@ def _serve(base: Path, app: str, extra: list[str]) -> Any:
         )
     server = Lab(proc, port, token, root, log)
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + START / 1000
         while True:  # waiting on a server to come up: poll with a deadline
             if proc.poll() is not None:
                 raise RuntimeError(f"{app} exited with {proc.returncode}:\n{server.log_tail()}")
@@ -221,7 +234,7 @@ def _serve(base: Path, app: str, extra: list[str]) -> Any:
                 break
             except (urllib.error.URLError, ConnectionError, OSError):
                 if time.monotonic() > deadline:
-                    raise RuntimeError(f"{app} did not answer /api/status in 60 s:\n{server.log_tail()}")
+                    raise RuntimeError(f"{app} did not answer /api/status in {START // 1000} s:\n{server.log_tail()}")
                 time.sleep(0.1)
         yield server
     finally:
@@ -246,7 +259,7 @@ def _stop_group(proc: subprocess.Popen) -> None:
 
 @pytest.fixture(scope="package")
 def browser_context(tmp_path_factory) -> Any:
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
     profile = tmp_path_factory.mktemp("chromium-profile")
     with sync_playwright() as pw:
@@ -257,7 +270,9 @@ def browser_context(tmp_path_factory) -> Any:
             args=CHROMIUM_ARGS,
             viewport={"width": 1280, "height": 900},
         )
-        context.set_default_timeout(20_000)
+        context.set_default_timeout(WAIT)
+        context.set_default_navigation_timeout(START)
+        expect.set_options(timeout=WAIT)
         try:
             yield context
         finally:
@@ -380,8 +395,8 @@ def _open_notebook(lab: Lab, browser_context: Any, request: Any, path: str) -> A
     notebook = Notebook(lab, page, name)
     notebook.console_errors = errors  # type: ignore[attr-defined]
     # The kernel is up when the toolbar shows "ACP Agent" and the indicator is idle.
-    expect(notebook.panel.locator(".jp-KernelName")).to_have_text("ACP Agent", timeout=60_000)
-    expect(notebook.panel.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_have_count(1, timeout=60_000)
+    expect(notebook.panel.locator(".jp-KernelName")).to_have_text("ACP Agent", timeout=START)
+    expect(notebook.panel.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_have_count(1, timeout=START)
     try:
         yield notebook
     finally:
@@ -395,14 +410,23 @@ def _open_notebook(lab: Lab, browser_context: Any, request: Any, path: str) -> A
         before = lab.kernel_pids()
         try:
             for sess in lab.api("GET", "/api/sessions"):
-                lab.api("DELETE", f"/api/sessions/{sess['id']}", timeout=30)
+                lab.api("DELETE", f"/api/sessions/{sess['id']}", timeout=TURN / 1000)
             for kernel in lab.api("GET", "/api/kernels"):
-                lab.api("DELETE", f"/api/kernels/{kernel['id']}", timeout=30)
+                lab.api("DELETE", f"/api/kernels/{kernel['id']}", timeout=TURN / 1000)
         finally:
             page.close()
-        left = _wait_gone(before, 15)
+        left = _wait_gone(before, WAIT / 1000)
         assert not left, "processes left behind by the kernel:\n" + "\n".join(_describe(p) for p in sorted(left))
 
+
+
+def pytest_collection_modifyitems(items) -> None:
+    """pytest-timeout's 120 s suits one wait, not a browser test of several
+    generous ones: these get room for their own limits to be the ones that
+    fire (with a screenshot), unless a test says otherwise."""
+    for item in items:
+        if HERE in Path(str(item.fspath)).parents and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(int(12 * TURN / 1000)))
 
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)

@@ -22,7 +22,7 @@ import json
 import re
 import sys
 
-from .conftest import AGENTS, Notebook, skip_unless_browser
+from .conftest import AGENTS, Notebook, TURN, skip_unless_browser
 
 skip_unless_browser()
 
@@ -31,7 +31,6 @@ from playwright.sync_api import expect
 from tests.hostile.render import live
 
 END_TURN = re.compile(r"^end_turn\b")
-LONG = 60_000
 
 
 def _js(tag: str) -> str:
@@ -188,13 +187,13 @@ def test_hostile_agent_strings_stay_text(nb: Notebook) -> None:
     scenario_file.write_text(json.dumps(scenario()))
 
     out0 = nb.run(0, f"%agent --command {sys.executable} {AGENTS / 'scripted_agent.py'} {scenario_file}")
-    expect(out0).to_contain_text("it starts with the next prompt", timeout=LONG)
+    expect(out0).to_contain_text("it starts with the next prompt", timeout=TURN)
 
     # The turn: no permission request in it, so nothing waits for a click.
     out = nb.run(1, "go")
     status = out.locator(".jp-OutputArea-output sub").last
-    expect(status).to_have_text(END_TURN, timeout=LONG)
-    expect(out).to_contain_text("The last words.", timeout=LONG)
+    expect(status).to_have_text(END_TURN, timeout=TURN)
+    expect(out).to_contain_text("The last words.", timeout=TURN)
     _expand_rows(out)
     row = out.locator(".acp-tc")
     expect(row).to_have_count(1)
@@ -202,19 +201,19 @@ def test_hostile_agent_strings_stay_text(nb: Notebook) -> None:
 
     # Kernel commands showing agent-chosen ids and the agent's error.
     out2 = nb.run(2, "%status")
-    expect(out2).to_contain_text("permissions:", timeout=LONG)
+    expect(out2).to_contain_text("permissions:", timeout=TURN)
     out3 = nb.run(3, "%mode")
-    expect(out3).to_contain_text("Available:", timeout=LONG)
+    expect(out3).to_contain_text("Available:", timeout=TURN)
     out4 = nb.run(4, "fail")
-    expect(out4).to_contain_text("agent failed", timeout=LONG)
-    expect(nb.panel.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_have_count(1, timeout=LONG)
+    expect(out4).to_contain_text("agent failed", timeout=TURN)
+    expect(nb.panel.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_have_count(1, timeout=TURN)
 
     # JupyterLab hands $...$ to MathJax (around its markdown parser), which
     # typesets after rendering: the \href payloads must have reached it, or
     # the MathJax half of this test proves nothing. (MathJax makes a live <a>
     # of \href{https://...}; the check below is that it never does so for
     # javascript:.)
-    expect(out.locator("mjx-container").first).to_be_attached(timeout=LONG)
+    expect(out.locator("mjx-container").first).to_be_attached(timeout=TURN)
     nb.screenshot("hostile.png")
 
     # Everything wrong is collected, so one failure names all of it.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from .conftest import Notebook, skip_unless_browser
+from .conftest import Notebook, TURN, skip_unless_browser
 
 skip_unless_browser()
 
@@ -13,13 +13,13 @@ from playwright.sync_api import expect
 
 def test_notebook7_runs_a_turn_tool_rows_and_a_terminal(nb7: Notebook) -> None:
     out = nb7.run(0, "hello")
-    expect(out).to_contain_text("Hello! I am the acp-kernel demo agent", timeout=30_000)
-    expect(out.locator("sub").last).to_have_text(re.compile(r"^end_turn\b"), timeout=30_000)
+    expect(out).to_contain_text("Hello! I am the acp-kernel demo agent", timeout=TURN)
+    expect(out.locator("sub").last).to_have_text(re.compile(r"^end_turn\b"), timeout=TURN)
     tools = nb7.run(1, "tools")
-    expect(tools.locator(".acp-tc")).to_have_count(5, timeout=30_000)
+    expect(tools.locator(".acp-tc")).to_have_count(5, timeout=TURN)
     term = nb7.run(2, "%passthrough demo")
-    expect(term.locator(".acp-pty .xterm-rows")).to_contain_text("Demo CLI (acp-kernel)", timeout=30_000)
+    expect(term.locator(".acp-pty .xterm-rows")).to_contain_text("Demo CLI (acp-kernel)", timeout=TURN)
     reply = nb7.run(3, "hi from Notebook 7")
-    expect(reply.locator(".acp-pty .xterm-rows")).to_contain_text("You said: hi from Notebook 7", timeout=20_000)
+    expect(reply.locator(".acp-pty .xterm-rows")).to_contain_text("You said: hi from Notebook 7", timeout=TURN)
     nb7.screenshot("notebook7.png")
     assert not [e for e in nb7.console_errors if re.search(r"acp|anywidget|xterm", e, re.I)], nb7.console_errors

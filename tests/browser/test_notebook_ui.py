@@ -12,7 +12,7 @@ import json
 import re
 import sys
 
-from .conftest import AGENTS, Notebook, skip_unless_browser
+from .conftest import AGENTS, Notebook, TURN, skip_unless_browser
 
 skip_unless_browser()
 
@@ -51,7 +51,7 @@ def test_tools_render_as_widget_rows(nb: Notebook) -> None:
     failed = tool_row(out, "Delete build/ (simulated failure)")
     expect(failed).to_have_attribute("data-status", "failed")
     expect(failed.locator(".acp-tc-body")).to_contain_text("permission denied")
-    expect(status_line(out)).to_have_text(END_TURN, timeout=30_000)
+    expect(status_line(out)).to_have_text(END_TURN, timeout=TURN)
     # One widget per run of consecutive calls, rows in call order, also after the final re-render;
     # the edit's message sits between the two runs.
     expect(out.locator(".acp-tc-title")).to_have_text(TOOL_TITLES)
@@ -97,7 +97,7 @@ def test_tools_render_as_widget_rows(nb: Notebook) -> None:
 
 def test_saved_notebook_has_markdown_for_frontends_without_widgets(nb: Notebook) -> None:
     out = nb.run(0, "tools")
-    expect(status_line(out)).to_have_text(END_TURN, timeout=30_000)
+    expect(status_line(out)).to_have_text(END_TURN, timeout=TURN)
     nb.save()
     saved = nb.lab.api("GET", f"/api/contents/{nb.name}?content=1")["content"]
     outputs = saved["cells"][0]["outputs"]
@@ -137,7 +137,7 @@ def test_permission_buttons_allow_once(nb: Notebook) -> None:
     # The turn waits for the answer.
     expect(status_line(out)).to_have_count(0)
     form.get_by_role("button", name="Allow once").click()
-    expect(out).to_contain_text("Permission granted", timeout=30_000)
+    expect(out).to_contain_text("Permission granted", timeout=TURN)
     expect(status_line(out)).to_have_text(END_TURN)
     for i in range(4):  # answered: the buttons lock
         expect(buttons.nth(i)).to_be_disabled()
@@ -165,7 +165,7 @@ def test_permission_buttons_keyboard(nb: Notebook) -> None:
     _tab_to(page, allow)
     expect(allow).to_be_focused()
     page.keyboard.press("Enter")
-    expect(out).to_contain_text("Permission granted", timeout=30_000)
+    expect(out).to_contain_text("Permission granted", timeout=TURN)
     expect(status_line(out)).to_have_text(END_TURN)
 
     # Again, answered with Space this time: "Reject".
@@ -176,7 +176,7 @@ def test_permission_buttons_keyboard(nb: Notebook) -> None:
     _tab_to(page, reject)
     expect(reject).to_be_focused()
     page.keyboard.press("Space")
-    expect(out2).to_contain_text("Permission rejected", timeout=30_000)
+    expect(out2).to_contain_text("Permission rejected", timeout=TURN)
     expect(status_line(out2)).to_have_text(END_TURN)
 
 
@@ -187,19 +187,19 @@ def test_interrupt_cancels_and_next_cell_runs(nb: Notebook) -> None:
     expect(out).to_contain_text(re.compile(r"\b3 4 5\b"))  # streaming live
     nb.panel.locator("jp-button[data-command='notebook:interrupt-kernel'], "
                      "button[data-command='notebook:interrupt-kernel']").first.click()
-    expect(status_line(out)).to_have_text(re.compile(r"^cancelled\b"), timeout=15_000)
+    expect(status_line(out)).to_have_text(re.compile(r"^cancelled\b"), timeout=TURN)
     expect(out).not_to_contain_text("Finished without being cancelled")
     nb.screenshot("interrupted.png")
     # The kernel is usable at once: the next cell runs a whole turn.
     out2 = nb.run(1, "hello")
-    expect(status_line(out2)).to_have_text(END_TURN, timeout=30_000)
+    expect(status_line(out2)).to_have_text(END_TURN, timeout=TURN)
     # And with the keyboard: I, I in command mode.
     out3 = nb.run(2, "slow")
     expect(out3).to_contain_text(re.compile(r"\b3 4 5\b"))
     page.keyboard.press("Escape")
     page.keyboard.press("i")
     page.keyboard.press("i")
-    expect(status_line(out3)).to_have_text(re.compile(r"^cancelled\b"), timeout=15_000)
+    expect(status_line(out3)).to_have_text(re.compile(r"^cancelled\b"), timeout=TURN)
 
 
 def test_shell_output_live_inside_the_execute_row(nb: Notebook) -> None:
@@ -223,7 +223,7 @@ def test_shell_output_live_inside_the_execute_row(nb: Notebook) -> None:
     row = tool_row(out, "Run a short bash script")
     term = row.locator(".acp-tc-term")
     expect(term).to_contain_text("line 1 from")
-    expect(status_line(out)).to_have_text(END_TURN, timeout=30_000)
+    expect(status_line(out)).to_have_text(END_TURN, timeout=TURN)
     assert page.evaluate("window.__seen") == "in_progress", "the output did not show while the command ran"
     expect(row).to_have_attribute("data-status", "completed")
     expect(out.locator(".acp-tc")).to_have_count(1)
@@ -277,7 +277,7 @@ def test_a_row_opened_or_folded_by_hand_stays_so_when_the_view_is_rendered_again
     expect(one.locator(".acp-tc-head")).to_have_attribute("aria-expanded", "true")
     expect(two.locator(".acp-tc-head")).to_have_attribute("aria-expanded", "false")
     form.get_by_role("button", name="Allow", exact=True).click()
-    expect(status_line(out)).to_have_text(END_TURN, timeout=30_000)
+    expect(status_line(out)).to_have_text(END_TURN, timeout=TURN)
     expect(out).to_contain_text("after the rows")
     again = tool_row(out, "Read one again")
     expect(again).to_have_count(1)
@@ -327,7 +327,7 @@ def test_agent_html_is_shown_as_text(nb: Notebook) -> None:
     expect(buttons).to_have_text([f"Allow {P_IMG}", "Reject"])
     buttons.first.click()
     expect(form).to_contain_text(f"chose Allow {P_IMG}")
-    expect(status_line(out)).to_have_text(END_TURN, timeout=30_000)
+    expect(status_line(out)).to_have_text(END_TURN, timeout=TURN)
     expect(out).to_contain_text('RESULT {"outcome": {"outcome": "selected", "optionId": "ok"}}')
     row = tool_row(out, "Edit")
     expect(row.locator(".acp-tc-title")).to_have_text(f"Edit {P_IMG}")
