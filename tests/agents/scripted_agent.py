@@ -29,7 +29,8 @@ Scenario keys (all optional):
   models          {"currentModelId", "availableModels"} (unstable) likewise,
                   switched by session/set_model
   record          a path: every message read from stdin is appended to it as
-                  one JSON line (a wire recording for schema checks)
+                  one JSON line (a wire recording for schema checks), and each
+                  request this agent sends as {"agent_request": message}
 
 Actions (one key each):
   {"update": {...}}        session/update for the current session
@@ -39,7 +40,8 @@ Actions (one key each):
   {"big_line": N}          a JSON-RPC notification line of about N bytes
   {"burst": N}             N agent_message_chunk notifications "0 1 2 ..."
   {"request": {method, params}}  ask the client; report the answer as a
-                           chunk "RESULT <json>" or "ERROR <json>"
+                           chunk "RESULT <json>" or "ERROR <json>" ("$TERM" in
+                           params: the terminalId the client last created)
   {"send": {...}}          send this JSON message as is ($SID replaced)
   {"stderr": "text"}       log to stderr
   {"stderr_flood": N}      write N bytes of log lines to stderr
@@ -88,9 +90,20 @@ _write_lock = threading.Lock()
 reading = threading.Event()  # cleared by "stop_reading": the main loop stops reading stdin
 reading.set()
 _out = sys.stdout.buffer
+_record = None  # the "record" file, if any
+_record_lock = threading.Lock()
+
+
+def record(entry) -> None:
+    if _record is not None:
+        with _record_lock:
+            _record.write(json.dumps(entry) + "\n")
+            _record.flush()
 
 
 def send(msg: dict) -> None:
+    if "method" in msg and "id" in msg:
+        record({"agent_request": msg})  # so the client's answer can be matched to its method
     data = (json.dumps(msg) + "\n").encode()
     with _write_lock:
         _out.write(data)
@@ -114,6 +127,7 @@ class Agent:
         self.prompt_id = None
         self.prompt_lock = threading.Lock()
         self.children: list = []
+        self.last_terminal = ""  # the terminalId of the last terminal/create answer ($TERM)
         self.config = json.loads(json.dumps(scenario.get("config_options") or [])) if "config_options" in scenario else None
         self.modes = json.loads(json.dumps(scenario["modes"])) if "modes" in scenario else None
         self.models = json.loads(json.dumps(scenario["models"])) if "models" in scenario else None
@@ -137,10 +151,14 @@ class Agent:
         rid = self.new_id()
         done = threading.Event()
         self.pending[json.dumps(rid)] = [done, None]
-        params = json.loads(json.dumps(params).replace("$SID", self.sid or ""))
+        params = json.loads(json.dumps(params).replace("$SID", self.sid or "").replace("$TERM", self.last_terminal))
         send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
         done.wait()
-        return self.pending.pop(json.dumps(rid))[1]
+        reply = self.pending.pop(json.dumps(rid))[1]
+        result = reply.get("result")
+        if isinstance(result, dict) and isinstance(result.get("terminalId"), str):
+            self.last_terminal = result["terminalId"]
+        return reply
 
     def answer_prompt(self, stop: str) -> None:
         if self.prompt_id is not None and not self.turn_answered.is_set():
@@ -407,8 +425,10 @@ def main() -> None:
     scenario = json.loads(open(arg).read() if os.path.exists(arg) else arg)
     if "--login" in sys.argv[2:]:
         sys.exit(login(scenario))
+    global _record
     agent = Agent(scenario)
-    record = open(scenario["record"], "a", encoding="utf-8") if scenario.get("record") else None
+    if scenario.get("record"):
+        _record = open(scenario["record"], "a", encoding="utf-8")
     parts: list = []  # pieces of the unterminated line (no quadratic re-joining)
     while True:
         reading.wait()  # "stop_reading" parks here, after at most one more read
@@ -428,9 +448,7 @@ def main() -> None:
                 msg = json.loads(line)
             except ValueError:
                 continue
-            if record is not None:
-                record.write(json.dumps(msg) + "\n")
-                record.flush()
+            record(msg)
             if isinstance(msg, dict):
                 agent.handle(msg)
     if scenario.get("ignore_eof"):
