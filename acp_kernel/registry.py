@@ -23,16 +23,18 @@ import json
 import os
 import re
 import shlex
-import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Optional
+from typing import TYPE_CHECKING, Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import AcpError
 from .host import LIMIT_NAMES, ClientSettings, Limits
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .discovery import Availability
 
 
 @dataclass(frozen=True)
@@ -72,13 +74,16 @@ class AgentSpec:
         launched = launched_package(self.command)
         return launched.name if launched else os.path.basename(self.program())
 
+    def availability(self, probe_version: bool = False) -> "Availability":
+        """Installed, downloadable (a launcher fetches it on first use),
+        missing or broken: see :func:`acp_kernel.discovery.availability`."""
+        from .discovery import availability
+
+        return availability(self, probe_version=probe_version)
+
     def available(self) -> bool:
-        """Whether the launch program resolves on this machine (see
-        :mod:`acp_kernel.discovery` for installed / downloadable / missing)."""
-        program = self.program()
-        if os.sep in program:
-            return os.path.exists(program)
-        return shutil.which(program) is not None
+        """Whether it can start here now: installed, or a launcher that can fetch it."""
+        return self.availability().state in ("installed", "downloadable")
 
 
 # -- launchers: programs that fetch the agent's package on first use ------------
