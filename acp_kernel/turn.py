@@ -208,7 +208,8 @@ class ToolCall:
     def _take_raw_output(self, raw_output: Any) -> None:
         """A command result in ``rawOutput`` (Codex's ExecCommandEndEvent:
         ``aggregated_output``, ``exit_code``; pi: ``details.stdout``, ``exitCode``):
-        its exit code always, its text only when nothing was streamed."""
+        its exit code always, its text only when nothing was streamed and the
+        text content does not show it already (codex-acp streams it there)."""
         if type(raw_output) is not dict:
             return
         for where in (raw_output, raw_output.get("details")):
@@ -222,7 +223,7 @@ class ToolCall:
             if text is None:
                 parts = [where[k] for k in ("stdout", "stderr") if type(where.get(k)) is str and where[k]]
                 text = "\n".join(p.rstrip("\n") for p in parts) + "\n" if parts else None
-            if text:
+            if text and text.strip() not in self.text:  # not when the content already shows it
                 self._append_output(text)
 
     @property

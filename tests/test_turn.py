@@ -246,3 +246,16 @@ def test_compaction_keeps_a_bounded_tail_of_the_output():
     call = t.tool_calls["1"]
     assert len(call.output) == COMPACT_TOOL_TEXT and call.output.endswith("END")
     assert call.output_dropped == 5003 - COMPACT_TOOL_TEXT and call.exit_code == 0
+
+
+def test_raw_output_already_shown_in_the_content_is_not_repeated():
+    t = Turn("s")
+    t.apply_update({"sessionUpdate": "tool_call", "toolCallId": "1",
+                    "content": [{"type": "content", "content": {"type": "text", "text": "```sh\nsame\n```\n"}}]})
+    t.apply_update({"sessionUpdate": "tool_call_update", "toolCallId": "1", "status": "completed",
+                    "rawOutput": {"aggregated_output": "same\n", "exit_code": 0}})
+    assert t.tool_calls["1"].output == "" and t.tool_calls["1"].exit_code == 0
+    t.apply_update({"sessionUpdate": "tool_call_update", "toolCallId": "2", "status": "completed",
+                    "content": [{"type": "content", "content": {"type": "text", "text": "a summary"}}],
+                    "rawOutput": {"aggregated_output": "other\n", "exit_code": 1}})
+    assert t.tool_calls["2"].output == "other\n" and t.tool_calls["2"].exit_code == 1
