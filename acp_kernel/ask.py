@@ -178,7 +178,11 @@ class StdinQuestions:
         return cls(read)
 
     def __call__(self, prompt: Any, call: Any = None) -> None:
-        """Queue a question (loop thread); it is asked when the ones before are done."""
+        """Queue a question (loop thread); it is asked when the ones before
+        are done. Any other event is ignored, so this can also listen to a
+        whole turn (``turn.subscribe``)."""
+        if type(prompt).__name__ not in ("PermissionPrompt", "ElicitationPrompt"):
+            return
         self._queue.append((prompt, call))
         if self._task is None or self._task.done():
             self._task = asyncio.ensure_future(self._work())
