@@ -16,26 +16,11 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
+from .commands import KERNEL, Call, UsageError, help_markdown as _help, parse, split, verbs
 from .safe import Markdown
 
-#: name -> (usage, help). The single source for %help, completion and is_complete.
-COMMANDS: dict[str, tuple[str, str]] = {
-    "agent": ("%agent NAME | --command CMD", "switch to another agent (a known name or any ACP command)"),
-    "new": ("%new", "start a fresh session with the current agent"),
-    "sessions": ("%sessions", "list the agent's sessions for this directory"),
-    "load": ("%load ID", "reopen a session (resume, or load with its history replayed)"),
-    "mode": ("%mode ID", "set the session mode"),
-    "model": ("%model ID", "set the model"),
-    "config": ("%config ID VALUE", "set a session config option"),
-    "permissions": ("%permissions ask|allow-reads|allow-all|deny", "how permission requests are answered"),
-    "cwd": ("%cwd DIR", "the working directory for new sessions"),
-    "auth": ("%auth METHOD", "let the agent authenticate with one of its methods"),
-    "status": ("%status", "agent, session, mode, model, usage and policy"),
-    "passthrough": ("%passthrough [AGENT | --command CMD] | off | stop [NAME] | list",
-                    "run the agent's own CLI in a terminal here; the next cells are typed into it"),
-    "restart": ("%restart", "restart the agent process (keeps the session where the agent can)"),
-    "help": ("%help", "this list"),
-}
+#: name -> (usage, help) of the kernel's verbs, from the one table (:mod:`acp_kernel.commands`).
+COMMANDS: dict[str, tuple[str, str]] = {v.name: (v.usage(KERNEL), v.help) for v in verbs(KERNEL)}
 
 _MENTION = re.compile(r"(?<![\w@])@((?:[\w.~/-]|\\ )+)")
 
@@ -45,6 +30,7 @@ class Command:
     name: str
     args: list[str]
     line: str
+    call: Call | None = None
 
 
 @dataclass
@@ -80,17 +66,12 @@ def parse_cell(code: str) -> Cell:
         if not line.startswith("%") or line.startswith("%%"):
             break
         try:
-            words = shlex.split(line[1:])
-        except ValueError as exc:
-            cell.errors.append(f"{line}: {exc}")
-            i += 1
-            continue
-        if not words:
-            cell.errors.append("empty command line '%'")
-        elif words[0] not in COMMANDS:
-            cell.errors.append(f"unknown command %{words[0]}; try %help")
+            words = split(line[1:], line.split(None, 1)[0])
+            call = parse(words, KERNEL, line)
+        except UsageError as exc:
+            cell.errors.append(str(exc))
         else:
-            cell.commands.append(Command(words[0], words[1:], line))
+            cell.commands.append(Command(words[0], words[1:], line, call))
         i += 1
     cell.prompt = "\n".join(lines[i:]).strip()
     return cell
@@ -112,17 +93,12 @@ def is_complete(code: str) -> str:
     cell = parse_cell(code)
     if cell.errors:
         return "invalid"
+    if cell.shell is not None and not cell.shell.strip():
+        return "incomplete"  # a bare %%shell: the shell line comes next
     if code.endswith("\\"):
         return "incomplete"
     return "complete"
 
 
 def help_markdown() -> Markdown:
-    # A "|" inside a table cell must be escaped, even inside backticks.
-    rows = "\n".join("| `" + usage.replace("|", "\\|") + f"` | {text} |" for usage, text in COMMANDS.values())
-    return Markdown(
-        "Each cell is a prompt for the agent. `/name args` runs an agent slash command; "
-        "`@path` attaches a file. Lines starting with `%` at the top of a cell are kernel commands:\n\n"
-        "| command | what it does |\n|---|---|\n" + rows +
-        "\n| `%%shell` | run the rest of the cell as one shell line (fresh shell, output streamed) |"
-    )
+    return _help(KERNEL)

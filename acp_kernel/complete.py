@@ -2,7 +2,8 @@
 
 Completes ``%`` commands and their arguments (agents, modes, models,
 policies), agent slash commands (from ``available_commands_update``) and
-``@path`` mentions. Reads the kernel's state; sends nothing to the agent.
+``@path`` mentions. Reads the command table (:mod:`acp_kernel.commands`)
+and the controller's state; sends nothing to the agent.
 """
 
 from __future__ import annotations
@@ -12,8 +13,7 @@ import re
 from typing import Any
 
 from . import safe
-from .cells import COMMANDS
-from .host import POLICIES
+from .commands import KERNEL, POLICIES, VERBS, verbs
 from .safe import Markdown
 
 _WORD = re.compile(r"[^\s]*$")
@@ -24,19 +24,14 @@ def _line_at(code: str, pos: int) -> tuple[str, int]:
     return code[start:pos], start
 
 
-def _session_values(kernel: Any, what: str) -> list[str]:
-    session = getattr(kernel, "acp_session", None)
+def _session_values(controller: Any, what: str) -> list[str]:
+    session = getattr(controller, "session", None)
     if session is None:
         return []
-    if what == "mode":
-        modes = (session.modes or {}).get("availableModes") or []
-        return [m["id"] for m in modes if isinstance(m, dict) and isinstance(m.get("id"), str)]
-    if what == "model":
-        opt = session.model_option()
-        if opt:
-            return [str(o.get("value")) for o in opt.get("options") or [] if isinstance(o, dict)]
-        models = (session.models or {}).get("availableModels") or []
-        return [m["modelId"] for m in models if isinstance(m, dict) and "modelId" in m]
+    if what in ("mode", "model"):
+        from .controller import available
+
+        return [c.id for c in available(session, what)]
     if what == "config":
         return [str(o.get("id")) for o in session.config_options]
     if what == "slash":
@@ -60,44 +55,45 @@ def _paths(prefix: str, cwd: str) -> list[str]:
     return out[:200]
 
 
-def complete(code: str, pos: int, *, kernel: Any) -> tuple[list[str], int]:
+def complete(code: str, pos: int, *, controller: Any, pty_target: str | None = None) -> tuple[list[str], int]:
     """(matches, cursor_start) for the text before ``pos``."""
     line, line_start = _line_at(code, pos)
     word = _WORD.search(line).group(0)  # type: ignore[union-attr]
     word_start = pos - len(word)
     stripped = line.lstrip()
+    cwd = controller.cwd
     if stripped.startswith("%") and " " not in stripped:
-        names = ["%" + n for n in COMMANDS] + ["%%shell"]
+        names = ["%" + v.name for v in verbs(KERNEL)] + ["%%shell"]
         return [n for n in names if n.startswith(stripped)], line_start + len(line) - len(stripped)
     if stripped.startswith("%"):
         cmd = stripped[1:].split()[0]
         choices: list[str] = []
         if cmd == "agent":
-            choices = sorted(kernel.acp_config.agents) + ["--command"]
+            choices = sorted(controller.config.agents) + ["--command"]
         elif cmd == "passthrough":
-            agents = kernel.acp_config.agents
+            agents = controller.config.agents
             choices = sorted(n for n, a in agents.items() if a.passthrough) + ["--command", "off", "stop", "list"]
         elif cmd == "auth":
-            client = kernel.agent
+            client = controller.client
             methods = client.auth_methods if client is not None else []
             choices = [str(m.get("id")) for m in methods if isinstance(m, dict) and m.get("id")]
         elif cmd == "permissions":
             choices = list(POLICIES)
         elif cmd in ("mode", "model", "config"):
-            choices = _session_values(kernel, cmd)
+            choices = _session_values(controller, cmd)
         elif cmd == "cwd":
-            return _paths(word, kernel.cwd), word_start
+            return _paths(word, cwd), word_start
         return [c for c in choices if c.startswith(word)], word_start
     if word.startswith("@"):
-        return ["@" + p for p in _paths(word[1:], kernel.cwd)], word_start
-    if getattr(kernel, "pty_target", None) is not None:
+        return ["@" + p for p in _paths(word[1:], cwd)], word_start
+    if pty_target is not None:
         return [], pos  # prompts go to a terminal: the ACP agent's slash commands do not apply
     if word.startswith("/") and code[:word_start].strip() == "" and stripped == word:
-        return [c for c in _session_values(kernel, "slash") if c.startswith(word)], word_start
+        return [c for c in _session_values(controller, "slash") if c.startswith(word)], word_start
     return [], pos
 
 
-def inspect(code: str, pos: int, *, kernel: Any) -> Markdown:
+def inspect(code: str, pos: int, *, controller: Any) -> Markdown:
     """Markdown help for the slash command or ``%`` command under the cursor."""
     line, _ = _line_at(code, pos)
     rest = code[pos:].split("\n", 1)[0]
@@ -105,11 +101,11 @@ def inspect(code: str, pos: int, *, kernel: Any) -> Markdown:
     stripped = line.lstrip()
     if stripped.startswith("%"):
         name = stripped[1:].split()[0] if stripped[1:].split() else ""
-        if name in COMMANDS:
-            usage, text = COMMANDS[name]
-            return Markdown("{}\n\n{}").format(safe.code(usage), text)
+        verb = VERBS.get(name)
+        if verb is not None and KERNEL in verb.frontends:
+            return Markdown("{}\n\n{}").format(safe.code(verb.usage(KERNEL)), verb.help)
     if token.startswith("/"):
-        session = getattr(kernel, "acp_session", None)
+        session = getattr(controller, "session", None)
         for c in (session.commands if session else []):
             if "/" + str(c.get("name")) == token:
                 hint = (c.get("input") or {}).get("hint") if isinstance(c.get("input"), dict) else None

@@ -17,10 +17,17 @@ from .files import atomic_write_text
 
 @dataclass
 class Remembered:
+    """The agent (name and command: an ad hoc ``%agent --command`` one is
+    started again from its command), the session ("" before the first
+    prompt), its directory, and the agent the kernel was started for
+    (``default``: when the notebook is later opened with another agent's
+    kernel, this entry does not apply)."""
+
     agent: str
     command: list[str]
     session_id: str
     cwd: str
+    default: str = ""
 
 
 def store_path() -> Path:
@@ -51,7 +58,8 @@ def recall(key: str | None) -> Remembered | None:
     if not isinstance(entry, dict):
         return None
     try:
-        return Remembered(str(entry["agent"]), list(entry["command"]), str(entry["session_id"]), str(entry["cwd"]))
+        return Remembered(str(entry["agent"]), [str(w) for w in entry["command"]], str(entry["session_id"]),
+                          str(entry["cwd"]), str(entry.get("default") or ""))
     except (KeyError, TypeError):
         return None
 
