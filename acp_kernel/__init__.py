@@ -1,6 +1,12 @@
 """acp-kernel: a notebook as a first-class Agent Client Protocol client.
 
 The curated public API; everything heavier is imported on first use.
+
+``agent = await acp_kernel.connect("demo")`` then ``turn = await
+agent.prompt("...")`` (:mod:`acp_kernel.api`) is the Python API of the
+magics' world. ``connect`` used to be :func:`acp_kernel.session.connect`
+(start an :class:`AgentSpec`, get a bare :class:`Client`); that one is still
+there by its full name.
 """
 
 from __future__ import annotations
@@ -8,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "Agent",
     "AgentSpec",
     "Client",
     "ClientSettings",
@@ -24,7 +31,8 @@ _LAZY = {
     "load_config": "registry",
     "Client": "session",
     "Session": "session",
-    "connect": "session",
+    "connect": "api",
+    "Agent": "api",
     "ClientSettings": "host",
     "Turn": "turn",
     "shell_argv": "shell",

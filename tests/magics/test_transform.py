@@ -34,7 +34,7 @@ def test_cell_magics_become_one_await_with_args_and_body():
 
 
 def test_line_magics_are_rewritten_where_they_start_a_line_only():
-    lines = ["x = 1\n", "%acp connect demo --as a\n", "%acp status\n", "    %acp status\n", "y = '%acp'\n", "%acpx\n"]
+    lines = ["x = 1\n", "%acp connect demo --as a\n", "%acp status\n", "y = '%acp'\n", "%acpx\n"]
     out = transform_cell(lines)
     assert out[0] == "x = 1\n" and out[3:] == lines[3:]
     assert _calls(out[1:3]) == [("line", ("connect demo --as a",)), ("line", ("status",))]
@@ -69,3 +69,18 @@ def test_attachment_is_an_embedded_resource_cut_at_a_character_boundary():
             return "a,b\n1,2\n"
 
     assert attachment("df", Frame())["resource"] == {"uri": "python:df", "text": "a,b\n1,2\n", "mimeType": "text/csv"}
+
+
+def test_indented_magics_become_awaits_only_where_python_allows_one():
+    lines = ["for i in range(2):\n", "    %acp new\n", "    if i:\n", "        %acp status\n",
+             "def f():\n", "    %acp status\n", "    for j in x:\n", "        %acp status\n",
+             "async def g():\n", "    with x:\n", "        %acp mode\n",
+             "class C:\n", "    %acp status\n", "%acp model\n"]
+    out = transform_cell(lines)
+    assert len(out) == len(lines)
+    awaited = [i for i, line in enumerate(out) if "await " in line]
+    assert awaited == [1, 3, 10, 13]  # top-level blocks and async def: yes; def and class bodies: no
+    assert [out[i] for i in (5, 7, 12)] == [lines[i] for i in (5, 7, 12)]  # left to the registered magic
+    assert out[3].startswith("        await ") and out[10].startswith("        await ")
+    # what is rewritten compiles as IPython compiles a cell with a top-level await
+    _parse_async(out[:4] + out[8:11] + out[13:])

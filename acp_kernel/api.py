@@ -1,0 +1,203 @@
+"""The Python API: an agent for Python code, in a notebook or a script.
+
+::
+
+    import acp_kernel
+
+    agent = await acp_kernel.connect("demo")       # or command="my-agent --acp"
+    turn = await agent.prompt("Summarise README.md")
+    print(turn.text, turn.stop_reason)
+    await agent.close()
+
+Inside IPython (a notebook with the ordinary Python kernel) each turn renders
+live in the cell that awaits it, with the same view as ``%%acp``; elsewhere
+nothing is shown and the :class:`~acp_kernel.turn.Turn` is the result. Usable
+in loops and functions (``async def``). Built on the same
+:class:`~acp_kernel.controller.Controller` as the kernel and the magics.
+"""
+
+from __future__ import annotations
+
+import atexit
+import weakref
+from typing import Any, Callable
+
+from .commands import MAGICS
+from .controller import Controller
+from .registry import AgentSpec, adhoc_agent
+from .session import Session, text_block
+from .turn import Turn
+
+__all__ = ["Agent", "IPythonFrontend", "connect"]
+
+_open: "weakref.WeakSet[Controller]" = weakref.WeakSet()
+
+
+class _Discard:
+    """A sink for code outside IPython: the turn is the result, nothing is shown."""
+
+    def display(self, data: dict, metadata: dict | None = None, display_id: str | None = None) -> None:
+        pass
+
+    def update(self, data: dict, metadata: dict | None = None, display_id: str = "") -> None:
+        pass
+
+
+def _ipython() -> Any:
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython is a dependency
+        return None
+    return get_ipython()
+
+
+class IPythonFrontend:
+    """The magics' and the API's front-end: IPython's display machinery,
+    widgets where a kernel is behind it, questions answered where the
+    execute request allows stdin (nbclient does not: headless)."""
+
+    kind = MAGICS
+
+    def __init__(self, render: bool = True) -> None:
+        self.render = render
+
+    def sink(self) -> Any:
+        if not self.render or _ipython() is None:
+            return _Discard()
+        from .view.sink import IPythonSink
+
+        return IPythonSink()
+
+    def widgets(self) -> bool:
+        return getattr(_ipython(), "kernel", None) is not None
+
+    def interactive(self) -> bool:
+        """As in the ACP kernel: the execute request's ``allow_stdin``."""
+        kernel = getattr(_ipython(), "kernel", None)
+        if kernel is None:
+            return False
+        try:
+            content = kernel.get_parent("shell").get("content") or {}
+        except Exception:  # noqa: BLE001 - an older ipykernel
+            content = {}
+        return bool(content.get("allow_stdin", getattr(kernel, "_allow_stdin", False)))
+
+    def asker(self) -> Callable[[Any], None] | None:
+        return None  # the hook for stdin questions (terminal IPython: input())
+
+
+def guard() -> None:
+    """Inside a kernel, agents die with it even on ``kill -9`` (see :mod:`acp_kernel.watchdog`)."""
+    if getattr(_ipython(), "kernel", None) is not None:
+        from . import watchdog
+
+        try:
+            watchdog.enable()
+        except OSError:
+            pass
+
+
+class Agent:
+    """One agent process and its current session, for Python code."""
+
+    def __init__(self, controller: Controller) -> None:
+        self.controller = controller
+
+    @property
+    def session(self) -> Session | None:
+        return self.controller.session
+
+    @property
+    def client(self) -> Any:
+        return self.controller.client
+
+    def __repr__(self) -> str:
+        sid = self.session.id if self.session else None
+        return f"<Agent {self.controller.spec.name!r} session={sid!r}>"
+
+    async def prompt(self, prompt: str | list[dict[str, Any]]) -> Turn:
+        """Send a prompt (text, or ACP content blocks) and wait for the turn
+        to end; cancelling the await cancels the turn per the protocol."""
+        blocks = [text_block(prompt)] if isinstance(prompt, str) else list(prompt)
+        c = self.controller
+        import asyncio
+
+        try:
+            return await c.prompt(blocks)
+        except asyncio.CancelledError:
+            await asyncio.shield(c.cancel())
+            raise
+
+    async def cancel(self) -> None:
+        await self.controller.cancel()
+
+    async def close(self) -> None:
+        await self.controller.close()
+        _open.discard(self.controller)
+
+    async def __aenter__(self) -> "Agent":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+    # modes, models, sessions: what the agent offers, and choosing
+
+    def modes(self) -> list[Any]:
+        from .controller import available
+
+        return available(self._session(), "mode")
+
+    def models(self) -> list[Any]:
+        from .controller import available
+
+        return available(self._session(), "model")
+
+    async def set_mode(self, mode_id: str) -> None:
+        await self._session().set_mode(mode_id)
+
+    async def set_model(self, model_id: str) -> None:
+        await self._session().set_model(model_id)
+
+    async def new_session(self) -> Session:
+        c = self.controller
+        c.session, c.want_session = None, None
+        return await c.ensure()
+
+    async def sessions(self) -> list[dict[str, Any]]:
+        session = await self.controller.ensure()
+        return await session.client.list_sessions(self.controller.cwd)
+
+    def _session(self) -> Session:
+        if self.controller.session is None:
+            raise RuntimeError("the agent is closed; connect again")
+        return self.controller.session
+
+
+async def connect(agent: str | AgentSpec | None = None, *, command: str | list[str] | None = None,
+                  cwd: str | None = None, permissions: str | None = None, render: bool = True) -> Agent:
+    """Start an agent (a known name, an :class:`AgentSpec`, or ``command``)
+    and open a session in ``cwd``. Raises :class:`~acp_kernel.controller.Unavailable`
+    (after showing why, in IPython) when it cannot."""
+    from .commands import POLICIES
+
+    if permissions is not None and permissions not in POLICIES:
+        raise ValueError(f"permissions: choose from {', '.join(POLICIES)}")
+    guard()
+    controller = Controller(IPythonFrontend(render), cwd=cwd, permissions=permissions, terminal_auth=False)
+    if command is not None:
+        controller.spec = adhoc_agent(command)
+    elif isinstance(agent, AgentSpec):
+        controller.spec = agent
+    elif agent:
+        controller.spec = controller.config.agent(agent)
+    _open.add(controller)
+    await controller.ensure()
+    return Agent(controller)
+
+
+@atexit.register
+def _kill_all_now() -> None:
+    """At interpreter exit: no agent outlives the process."""
+    for controller in list(_open):
+        controller.kill_now()
