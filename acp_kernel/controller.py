@@ -353,8 +353,10 @@ class Controller:
         from .cli import run_agents
 
         out = io.StringIO()
-        run_agents(out)
+        failed = run_agents(out, out)
         self.say(block(out.getvalue().rstrip("\n")), plain(out.getvalue()))
+        if failed:
+            raise AcpError(out.getvalue().strip().splitlines()[0] if out.getvalue().strip() else "cannot list the agents")
 
     async def verb_new(self, call: Call) -> None:
         if self.client is not None and self.client.alive and self.session is not None:

@@ -128,7 +128,11 @@ class Runtime:
 
     # -- %acp -----------------------------------------------------------------
 
-    async def line(self, line: str) -> Any:
+    async def line(self, line: str, local_ns: dict[str, Any] | None = None) -> Any:
+        """An ``%acp`` line; with ``local_ns`` (a rewritten line), ``{name}``
+        and ``$name`` are expanded first, as IPython does for line magics."""
+        if local_ns is not None:
+            line = self._expand(line, local_ns)
         try:
             call = commands.parse(commands.split(line, "%acp"), MAGICS, "%acp " + line)
             verb = call.verb.name
@@ -143,7 +147,8 @@ class Runtime:
             conn = self.conns.get(alias) if verb == "agents" and not alias else self._conn(alias)  # type: ignore[arg-type]
             if conn is None:  # %acp agents with nothing connected
                 conn = Controller(self.frontend, config=self.config)
-            return await self._interruptible(conn.run(call), conn)
+            await self._interruptible(conn.run(call), conn)
+            return None
         except commands.UsageError as exc:
             raise UsageError(str(exc)) from None
         except PassthroughError as exc:
@@ -153,6 +158,14 @@ class Runtime:
         except (AcpError, RpcError, OSError) as exc:
             self._say(Markdown("**{}:** {}").format(text(call.line), text(str(exc))))
             raise UsageError(f"{call.line}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+
+    def _expand(self, line: str, local_ns: dict[str, Any]) -> str:
+        from IPython.utils.text import DollarFormatter
+
+        try:
+            return DollarFormatter().vformat(line, args=[], kwargs={**self._ns(), **local_ns})
+        except Exception:  # noqa: BLE001 - as IPython's var_expand: keep the line as written
+            return line
 
     def _conn(self, alias: str | None) -> Controller:
         key = alias or self.default

@@ -11,6 +11,9 @@ a plain ``def``, a ``class`` body or a ``lambda`` an ``await`` is a syntax
 error: the line is left to IPython, which calls the registered ``%acp``
 magic (see :func:`magics.run_sync`).
 
+``{name}`` and ``$name`` in a line are expanded as IPython expands them in
+any line magic (with the names where the line stands: ``locals()``).
+
 Pure string work; the runtime lives in :mod:`magics.runtime`.
 """
 
@@ -45,7 +48,7 @@ def transform_cell(lines: list[str]) -> list[str]:
         if content == "%acp" or content.startswith("%acp "):
             if _await_allowed(blocks):
                 newline = "\n" if line.endswith("\n") else ""
-                out.append(f"{stripped[:indent]}await {RUNTIME}.line({content[4:].strip()!r}){newline}")
+                out.append(f"{stripped[:indent]}await {RUNTIME}.line({content[4:].strip()!r}, locals()){newline}")
             else:
                 out.append(line)
             continue

@@ -14,7 +14,7 @@ def _calls(lines: list[str]) -> list[tuple[str, tuple]]:
     for node in ast.walk(ast.parse("".join(lines), mode="exec")):
         if isinstance(node, ast.Await):
             call = node.value
-            out.append((call.func.attr, tuple(ast.literal_eval(a) for a in call.args)))
+            out.append((call.func.attr, tuple(ast.literal_eval(a) for a in call.args if not isinstance(a, ast.Call))))
     return out
 
 
