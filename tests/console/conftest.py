@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import re
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -113,5 +112,3 @@ def console(kernel_env, tmp_path):  # noqa: F811
     for c in made:
         c.close()
 
-
-__all__ = ["Console", "Path"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 
-from acp_kernel import service_events as se
 from acp_kernel.turn import Turn
 from acp_kernel.view import RecordingSink, TurnView
 from acp_kernel.view.frontend import HEADLESS, NOTEBOOK, TERMINAL, WidgetClients, frontend_for
