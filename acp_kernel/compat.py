@@ -28,10 +28,12 @@ TESTED: dict[str, tuple[tuple[int, int], tuple[int, int]]] = {
 
 #: Private API used outside this module (file: what), to move here when those files allow.
 ELSEWHERE: tuple[str, ...] = (
-    "acp_kernel/kernel.py KernelSink._send: Kernel._topic(msg_type) for the iopub topic",
-    "acp_kernel/kernel.py main(): swaps ipykernel.kernelapp.IOPubThread while IPKernelApp.init_iopub runs",
-    "acp_kernel/kernel.py _install_comms: ipykernel.comm.comm.BaseComm / ipykernel.comm.manager.CommManager, "
+    "acp_kernel/kernel_io.py KernelSink._send and acp_kernel/kernel.py (the error message): "
+    "Kernel._topic(msg_type) for the iopub topic",
+    "acp_kernel/kernel_io.py main(): swaps ipykernel.kernelapp.IOPubThread while IPKernelApp.init_iopub runs",
+    "acp_kernel/kernel_io.py install_comms: ipykernel.comm.comm.BaseComm / ipykernel.comm.manager.CommManager, "
     "and replaces comm.create_comm / comm.get_comm_manager",
+    "acp_kernel/kernel.py, acp_kernel/api.py: Kernel._allow_stdin (ipykernel's per-request flag)",
     "acp_kernel/passthrough.py: terminado PtyWithClients.ptyproc (ptyprocess) .fd, .pid, .decoder, "
     ".delayafterclose, .exitstatus, .setwinsize/.getwinsize",
 )
