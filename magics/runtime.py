@@ -15,6 +15,7 @@ import asyncio
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -85,6 +86,58 @@ class Runtime:
         self.ptys = Terminals()  # passthrough terminals, by alias (the same namespace as conns)
         self.default: str | None = None
         self.config, self.config_error = load_settings()
+        #: The loop the connections live on: the kernel's (first use), or a
+        #: loop of our own (see :meth:`background`); calls bridge to it.
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._stop: Callable[[], Any] | None = None  # what an interrupt does now
+
+    # -- where connections live ---------------------------------------------------
+
+    def background(self) -> asyncio.AbstractEventLoop:
+        """For a magic IPython calls while the kernel's loop is busy running
+        the cell (the cell that loaded the extension, a plain ``def``): a loop
+        of our own in a thread, which connections then live on. Only while
+        nothing is open on the kernel's loop."""
+        if self.loop is None or (self.loop.is_running() and self.loop is asyncio.get_running_loop()
+                                 and not self.conns and not self.ptys.panels):
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="acp-magics", daemon=True).start()
+            self.loop = loop
+        if self.loop is asyncio.get_running_loop():
+            raise UsageError("%acp inside a plain function cannot wait for the agent while the cell runs: "
+                             "make it `async def` and await it, or use `agent = await acp_kernel.connect(...)`")
+        return self.loop
+
+    def run_blocking(self, coro: Any) -> Any:
+        """Run ``coro`` on :meth:`background`'s loop and wait here (the calling thread blocks)."""
+        try:
+            loop = self.background()
+        except BaseException:
+            coro.close()
+            raise
+        future = asyncio.run_coroutine_threadsafe(coro, loop)
+        with self._sigint(lambda: loop.call_soon_threadsafe(self._interrupt_now), loop=None):
+            return future.result()
+
+    def _interrupt_now(self) -> None:
+        if self._stop is not None:
+            self._stop()
+
+    async def _bridge(self, coro: Any) -> Any:
+        """Await ``coro`` on the connections' loop, from whichever loop calls."""
+        here = asyncio.get_running_loop()
+        if self.loop is None:
+            self.loop = here
+        home = self.loop
+        if home is here:
+            return await coro
+        future = asyncio.run_coroutine_threadsafe(coro, home)
+        with self._sigint(lambda: home.call_soon_threadsafe(self._interrupt_now)):
+            try:
+                return await asyncio.wrap_future(future)
+            except asyncio.CancelledError:
+                future.cancel()
+                raise
 
     def _say(self, md: Markdown) -> None:
         from acp_kernel.safe import bundle
@@ -99,13 +152,15 @@ class Runtime:
         return ip.user_ns if ip is not None else {}
 
     @contextmanager
-    def _sigint(self, on_interrupt: Callable[[], Any]) -> Iterator[None]:
+    def _sigint(self, on_interrupt: Callable[[], Any], loop: Any = "running") -> Iterator[None]:
         """While a verb or turn runs, SIGINT calls ``on_interrupt`` on the loop
         (stock IPython would delay the interrupt until the cell yields, or
-        kill the await outright)."""
-        loop = asyncio.get_running_loop()
+        kill the await outright). ``loop=None``: call it in the signal handler."""
+        if loop == "running":
+            loop = asyncio.get_running_loop()
         try:
-            previous = signal.signal(signal.SIGINT, lambda s, f: loop.call_soon_threadsafe(on_interrupt))
+            previous = signal.signal(signal.SIGINT, (lambda s, f: on_interrupt()) if loop is None
+                                     else (lambda s, f: loop.call_soon_threadsafe(on_interrupt)))
         except ValueError:  # not the main thread: no signal handling here
             yield
             return
@@ -118,6 +173,7 @@ class Runtime:
         """Run ``coro`` as its own task, so an interrupt can stop it wherever it waits."""
         task = asyncio.ensure_future(coro)
         stop = (lambda: conn.interrupt(task)) if conn is not None else task.cancel
+        self._stop = stop  # for an interrupt that arrives through a bridge (another thread)
         with self._sigint(stop):
             try:
                 return await task
@@ -125,6 +181,8 @@ class Runtime:
                 if task.cancelled() and not asyncio.current_task().cancelling():  # type: ignore[union-attr]
                     raise KeyboardInterrupt("interrupted") from None
                 raise
+            finally:
+                self._stop = None
 
     # -- %acp -----------------------------------------------------------------
 
@@ -133,6 +191,9 @@ class Runtime:
         and ``$name`` are expanded first, as IPython does for line magics."""
         if local_ns is not None:
             line = self._expand(line, local_ns)
+        return await self._bridge(self._line(line))
+
+    async def _line(self, line: str) -> Any:
         try:
             call = commands.parse(commands.split(line, "%acp"), MAGICS, "%acp " + line)
             verb = call.verb.name
@@ -257,6 +318,9 @@ class Runtime:
     # -- %%acp ----------------------------------------------------------------
 
     async def cell(self, args: str, body: str) -> Turn | Any:
+        return await self._bridge(self._cell(args, body))
+
+    async def _cell(self, args: str, body: str) -> Turn | Any:
         try:
             ns = _cell_parser().parse_args(commands.split(args, "%%acp"))
         except commands.UsageError as exc:

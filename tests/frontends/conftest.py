@@ -14,10 +14,15 @@ import pytest
 
 from tests.kernel import conftest as _kernel
 from tests.kernel.conftest import scripted_command  # noqa: F401
+from tests.magics import conftest as _magics
 from tests.magics.conftest import CellResult, MagicsHarness, start, stop
+
+ipython = _magics.ipython
+magics = _magics.magics
 
 kernelspec_path = _kernel.kernelspec_path
 kernel_env = _kernel.kernel_env
+acp_kernel = _kernel.acp_kernel
 
 
 @dataclass
