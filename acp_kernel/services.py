@@ -23,6 +23,11 @@ def client_capabilities(*, elicitation: bool = True, terminal_auth: bool = False
     caps: dict[str, Any] = {
         "fs": {"readTextFile": True, "writeTextFile": True},
         "terminal": True,
+        # codex-acp and claude-agent-acp stream a command's output in
+        # ``_meta.terminal_output`` only when the client says it reads it
+        # (turn.ToolCall.output); without it codex-acp re-sends the whole
+        # fenced output on every delta.
+        "_meta": {"terminal_output": True},
     }
     if elicitation:
         caps["elicitation"] = {"form": {}}

@@ -79,6 +79,8 @@ def test_client_capabilities_are_valid_and_honest() -> None:
     assert model.fs.read_text_file and model.fs.write_text_file and model.terminal
     assert model.elicitation is not None and model.elicitation.form is not None and model.elicitation.url is None
     assert "elicitation" not in client_capabilities(elicitation=False)
+    # Honest: turn.ToolCall.output reads what agents stream under this key.
+    assert model.field_meta == {"terminal_output": True}
 
 
 async def test_install_answers_every_method_and_unknown_ones_are_not_found(wire, ctx: FakeContext) -> None:
