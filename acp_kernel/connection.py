@@ -153,6 +153,8 @@ class Connection:
         except ConnectionClosed:
             self._pending.pop((int, rid), None)
             self._settle_hooks.pop(id(fut), None)
+            if fut.done() and not fut.cancelled():
+                fut.exception()  # failed by the close the write caused; the raise reports it
             raise
         return rid, fut
 

@@ -258,6 +258,9 @@ class ProcessTransport:
 
     def exit_info(self) -> tuple[int | None, str]:
         code = self.exited.result() if self.exited.done() else None
+        if code is None and self._proc is not None:
+            # process_exited can run before _proc is set for an agent that exits at once
+            code = self._proc.get_returncode()
         return code, self.stderr.text()
 
     def remember_tree(self) -> None:
