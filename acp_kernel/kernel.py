@@ -72,6 +72,7 @@ class AcpKernel(Kernel):
         install_comms(self)
         self._sink: KernelSink | None = None
         self._allow_stdin = False
+        self._handling = self._interrupted = False  # an interrupt between "busy" and the cell counts
         self.ptys = ptycell.Terminals()
         policy = os.environ.get("ACP_KERNEL_PERMISSIONS")
         self.controller = Controller(
@@ -113,16 +114,18 @@ class AcpKernel(Kernel):
         except OSError as exc:
             self.log.warning("could not start the process watchdog: %s", exc)
 
-    def pre_handler_hook(self) -> None:  # keep our SIGINT handler during handlers
-        pass
+    def pre_handler_hook(self) -> None:  # keeps our SIGINT handler during handlers
+        self._handling, self._interrupted = True, False
 
     def post_handler_hook(self) -> None:
-        pass
+        self._handling, self._interrupted = False, False
 
     def _on_sigint(self, signum: int, frame: Any) -> None:
         loop = self._loop
         if loop is not None and (self.controller.running is not None or self._cell is not None):
             loop.call_soon_threadsafe(self.controller.interrupt, self._cell)
+        elif self._handling:  # a cell about to start: it starts interrupted
+            self._interrupted = True
 
     def _kill_now(self) -> None:
         self.controller.kill_now()
@@ -139,6 +142,10 @@ class AcpKernel(Kernel):
         self._loop = asyncio.get_running_loop()
         self._sink = KernelSink(self, self.get_parent("shell"))
         self._allow_stdin = bool(allow_stdin)
+        if self._interrupted:
+            self._interrupted = False
+            self._say(Markdown("*Interrupted.*"))
+            return self._error("Interrupted", "the cell was interrupted")
         # The cell runs as a task of its own, so an interrupt can cancel it
         # wherever it waits without cancelling ipykernel's handler.
         self._cell = asyncio.ensure_future(self._execute(code))
