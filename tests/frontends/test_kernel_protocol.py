@@ -129,3 +129,37 @@ async def test_a_session_that_cannot_be_reopened_is_said_so(acp_kernel, tmp_path
     res = await acp_kernel.execute("hello")
     assert f"Session `{sid}` cannot be reopened" in res.text() and "offers neither resume nor load" in res.text()
     assert len(requests(log, "session/new")) == 2 and not requests(log, "session/resume")
+
+
+async def test_load_shows_only_the_last_answer_and_hostile_strings_stay_inert(acp_kernel):
+    from tests.hostile.render import live
+    from tests.kernel.conftest import scripted_command
+
+    evil = "<img src=x onerror=alert(1)> \x1b]52;c;ZXZpbA==\x07 `a\nb`"
+    scenario = {
+        "load": True,
+        "history": [
+            {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "first question"}},
+            {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "FIRST ANSWER"}},
+            {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "second question"}},
+            {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "second answer " + evil}},
+        ],
+        "new_session": {"modes": {"currentModeId": "m", "availableModes": [{"id": "m", "name": evil, "description": evil}]},
+                        "configOptions": [{"id": "c", "name": evil, "type": "select", "currentValue": "v",
+                                           "options": [{"value": "v", "name": evil}]}]},
+        "prompts": {"fail": [{"reply_prompt": {"error": {"code": -32603, "message": evil}}}]},
+    }
+    await acp_kernel.execute(f"%agent --command {scripted_command(scenario)}")
+    loaded = await acp_kernel.execute("%load old-session")
+    assert loaded.status == "ok", loaded.text()
+    text = loaded.text()
+    assert "2 earlier prompts. The last answer:" in text and "second answer" in text and "FIRST ANSWER" not in text
+    for cell in ("%mode", "%config", "fail"):
+        res = await acp_kernel.execute(cell)
+        for msg in res.outputs:
+            data = msg["content"].get("data", {})
+            if "text/markdown" in data:
+                assert live(data["text/markdown"]) == [], data["text/markdown"]
+            assert "\x1b" not in data.get("text/plain", "") and "\x1b" not in str(msg["content"].get("traceback", ""))
+    assert res.status == "error" and "\x1b" not in res.reply["content"]["evalue"]
+    assert "\n" not in res.reply["content"]["evalue"]
