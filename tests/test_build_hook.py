@@ -166,7 +166,6 @@ def test_only_wheel_builds_fetch(monkeypatch, tmp_path, registry, capsys):
     assert capsys.readouterr().err == ""
 
 
-@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_a_real_wheel_build_without_the_registry(tmp_path, registry):
     """`python -m build --wheel` in a clone, with the npm registry swapped

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -57,6 +58,7 @@ def test_encode_is_one_line_and_survives_lone_surrogates():
     line.decode("utf-8")  # valid UTF-8 on the wire
 
 
+@pytest.mark.slow
 @settings(max_examples=3000, deadline=None)
 @given(
     lines=st.lists(st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")), max_size=20),

@@ -22,6 +22,8 @@ import json
 import re
 import sys
 
+import pytest
+
 from .conftest import AGENTS, Notebook, TURN, skip_unless_browser
 
 skip_unless_browser()
@@ -179,6 +181,7 @@ def _expand_rows(out) -> None:
         expect(head).to_have_attribute("aria-expanded", "true")
 
 
+@pytest.mark.slow
 def test_hostile_agent_strings_stay_text(nb: Notebook) -> None:
     page = nb.page
     requests: list[str] = []

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from .conftest import Notebook, TURN, skip_unless_browser
 
 skip_unless_browser()
@@ -17,6 +19,7 @@ def screen(out):
     return out.locator(".acp-pty .xterm-rows")
 
 
+@pytest.mark.slow
 def test_terminal_live_in_cells_with_keyboard_and_interrupt(nb: Notebook) -> None:
     out0 = nb.run(0, "%passthrough demo")
     expect(out0.locator(".acp-pty .xterm")).to_have_count(1, timeout=TURN)

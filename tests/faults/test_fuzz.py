@@ -277,6 +277,7 @@ def run_case(items, cuts, max_line, crlf, outgoing) -> None:
     check_answers(items, max_line, crlf, run(main()), outgoing)
 
 
+@pytest.mark.slow
 @settings(max_examples=1200, **SETTINGS)
 @given(items=st.lists(item, max_size=25), cuts=st.lists(st.integers(0, 10_000), max_size=12),
        max_line=st.sampled_from([40, 120, 400, 1 << 20]), crlf=st.booleans(), outgoing=st.integers(0, 3))
@@ -319,6 +320,7 @@ def _random_item(rng: random.Random) -> tuple[str, Any]:
     return ("junk", junk)
 
 
+@pytest.mark.slow
 def test_dispatch_soak_with_seeded_random_streams():
     """Thousands more cases, cheaply generated (seeded, reproducible)."""
     for seed in range(4000):
@@ -332,6 +334,7 @@ def test_dispatch_soak_with_seeded_random_streams():
             raise AssertionError(f"seed {seed}: {args!r}") from exc
 
 
+@pytest.mark.slow
 @settings(max_examples=300, **SETTINGS)
 @given(ops=st.lists(st.tuples(st.sampled_from("AB"), st.sampled_from(["echo", "fail", "block", "nope", "note", "cancel"]),
                               json_value), max_size=30))

@@ -36,6 +36,7 @@ def test_nbclient_error_names_the_reason(headless_env, tmp_path):
     assert len(errors) == 1 and errors[0].evalue
 
 
+@pytest.mark.slow
 def test_nbconvert_prints_the_reason_and_fails(headless_env, tmp_path):
     use_scripted_agent(headless_env, {})
     failing_notebook(tmp_path / "fail.ipynb")

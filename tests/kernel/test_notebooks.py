@@ -21,6 +21,7 @@ def _markdown_outputs(nb) -> str:
     return "\n".join(parts)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["01-acp-kernel-tour.ipynb", "02-magics.ipynb"])
 def test_demo_notebook_runs_headless_and_saves_a_markdown_transcript(name, kernel_env, tmp_path, monkeypatch):
     for key, value in kernel_env.items():

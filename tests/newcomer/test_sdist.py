@@ -45,7 +45,6 @@ EXPECTED = [
 ]
 
 
-@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_the_sdist_holds_the_project_and_no_leftovers(tmp_path):
     checkout = clone_head(tmp_path / "clone")
