@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 source scripts/project-venv.sh
 ensure_venv "$PWD"
 
-step "installing acp-kernel + JupyterLab into .venv (first run: about 2 min; later: seconds)"
+step "installing acp-kernel + JupyterLab into .venv (first run: 30 s to a few minutes, as pip downloads; later: seconds)"
 python -m pip install --progress-bar on -e ".[lab]"
 check_xterm_bundle
 # The kernelspecs of this .venv ("ACP Agent", Python 3) before any a user-wide

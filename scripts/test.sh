@@ -8,12 +8,12 @@ cd "$(dirname "$0")/.."
 source scripts/project-venv.sh
 ensure_venv "$PWD"
 
-step "installing acp-kernel with its test and lab extras into .venv (first run: about 2 min; later: seconds)"
+step "installing acp-kernel with its test and lab extras into .venv (first run: 1 to a few minutes, as pip downloads; later: seconds)"
 python -m pip install --progress-bar on -e ".[test,lab]"
 check_xterm_bundle
 step "checking the browser tests' dependencies (Chromium, fonts, Playwright, JupyterLab extensions)"
 PYTHON="$VENV_PYTHON" bash scripts/install-browser-deps.sh
 # The browser deps are installed above, so the browser tests must run, not skip.
 export ACP_REQUIRE_BROWSER=1
-step "running the tests (the whole suite: about N min; one line per test file, with a count)"
+step "running the tests (the whole suite: about 7 min on 2 cores; a line per test file, with a count)"
 exec python -m pytest -o console_output_style=count "$@"
