@@ -10,14 +10,9 @@ value), passthrough terminals by alias, and ``%%shell``.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import os
-import signal
 import sys
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from acp_kernel import commands
@@ -27,56 +22,19 @@ from acp_kernel.controller import Controller, Unavailable, load_settings
 from acp_kernel.errors import AcpError, PassthroughError, RpcError
 from acp_kernel.registry import adhoc_agent
 from acp_kernel.safe import Markdown, code, text
-from acp_kernel.session import embedded_resource, text_block
+from acp_kernel.session import text_block
 from acp_kernel.turn import Turn
 
-#: Bytes of a variable sent with ``--attach`` at most.
-ATTACH_CAP = 64 * 1024
+from .bridge import LoopHome, UsageError
+from .cellinput import ATTACH_CAP, attachment, cell_parser, interpolate
 
-try:
-    # IPython shows exactly this class as one line (``UsageError: ...``), no
-    # traceback; a subclass would get a traceback. So every failure of a
-    # magic, a usage error or an agent that could not start, raises it.
-    from IPython.core.error import UsageError
-except ImportError:  # pragma: no cover - IPython is a dependency
-    class UsageError(Exception):  # type: ignore[no-redef]
-        pass
+__all__ = ["ATTACH_CAP", "Runtime", "UsageError", "attachment", "kill_all_now", "runtime"]
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{self.prog}: {message}")
-
-
-def _cell_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="%%acp", add_help=False)
-    p.add_argument("alias", nargs="?")
-    p.add_argument("--no-interpolate", action="store_true")
-    p.add_argument("--attach", action="append", default=[], metavar="VAR")
-    return p
-
-
-def attachment(name: str, value: Any, cap: int = ATTACH_CAP) -> dict[str, Any]:
-    """A variable as an embedded resource: a DataFrame's head as CSV, else its repr."""
-    mime = "text/plain"
-    head = getattr(value, "head", None)
-    to_csv = getattr(value, "to_csv", None)
-    if callable(head) and callable(to_csv):
-        try:
-            text_ = head(50).to_csv()
-            mime = "text/csv"
-        except Exception:  # noqa: BLE001 - fall back to repr
-            text_ = repr(value)
-    else:
-        text_ = repr(value)
-    data = text_.encode("utf-8", "replace")
-    if len(data) > cap:
-        text_ = data[:cap].decode("utf-8", "ignore") + f"\n... [cut at {cap:,} bytes]"
-    return embedded_resource(f"python:{name}", text_, mime)
-
-
-class Runtime:
+class Runtime(LoopHome):
     """Open connections by alias; the default is the last one connected."""
+
+    _interpolate = staticmethod(interpolate)
 
     def __init__(self) -> None:
         from acp_kernel.ptycell import Terminals
@@ -86,58 +44,10 @@ class Runtime:
         self.ptys = Terminals()  # passthrough terminals, by alias (the same namespace as conns)
         self.default: str | None = None
         self.config, self.config_error = load_settings()
-        #: The loop the connections live on: the kernel's (first use), or a
-        #: loop of our own (see :meth:`background`); calls bridge to it.
-        self.loop: asyncio.AbstractEventLoop | None = None
-        self._stop: Callable[[], Any] | None = None  # what an interrupt does now
+        LoopHome.__init__(self)
 
-    # -- where connections live ---------------------------------------------------
-
-    def background(self) -> asyncio.AbstractEventLoop:
-        """For a magic IPython calls while the kernel's loop is busy running
-        the cell (the cell that loaded the extension, a plain ``def``): a loop
-        of our own in a thread, which connections then live on. Only while
-        nothing is open on the kernel's loop."""
-        if self.loop is None or (self.loop.is_running() and self.loop is asyncio.get_running_loop()
-                                 and not self.conns and not self.ptys.panels):
-            loop = asyncio.new_event_loop()
-            threading.Thread(target=loop.run_forever, name="acp-magics", daemon=True).start()
-            self.loop = loop
-        if self.loop is asyncio.get_running_loop():
-            raise UsageError("%acp inside a plain function cannot wait for the agent while the cell runs: "
-                             "make it `async def` and await it, or use `agent = await acp_kernel.connect(...)`")
-        return self.loop
-
-    def run_blocking(self, coro: Any) -> Any:
-        """Run ``coro`` on :meth:`background`'s loop and wait here (the calling thread blocks)."""
-        try:
-            loop = self.background()
-        except BaseException:
-            coro.close()
-            raise
-        future = asyncio.run_coroutine_threadsafe(coro, loop)
-        with self._sigint(lambda: loop.call_soon_threadsafe(self._interrupt_now), loop=None):
-            return future.result()
-
-    def _interrupt_now(self) -> None:
-        if self._stop is not None:
-            self._stop()
-
-    async def _bridge(self, coro: Any) -> Any:
-        """Await ``coro`` on the connections' loop, from whichever loop calls."""
-        here = asyncio.get_running_loop()
-        if self.loop is None:
-            self.loop = here
-        home = self.loop
-        if home is here:
-            return await coro
-        future = asyncio.run_coroutine_threadsafe(coro, home)
-        with self._sigint(lambda: home.call_soon_threadsafe(self._interrupt_now)):
-            try:
-                return await asyncio.wrap_future(future)
-            except asyncio.CancelledError:
-                future.cancel()
-                raise
+    def busy(self) -> bool:
+        return bool(self.conns or self.ptys.panels)
 
     def _say(self, md: Markdown) -> None:
         from acp_kernel.safe import bundle
@@ -150,39 +60,6 @@ class Runtime:
 
         ip = get_ipython()
         return ip.user_ns if ip is not None else {}
-
-    @contextmanager
-    def _sigint(self, on_interrupt: Callable[[], Any], loop: Any = "running") -> Iterator[None]:
-        """While a verb or turn runs, SIGINT calls ``on_interrupt`` on the loop
-        (stock IPython would delay the interrupt until the cell yields, or
-        kill the await outright). ``loop=None``: call it in the signal handler."""
-        if loop == "running":
-            loop = asyncio.get_running_loop()
-        try:
-            previous = signal.signal(signal.SIGINT, (lambda s, f: on_interrupt()) if loop is None
-                                     else (lambda s, f: loop.call_soon_threadsafe(on_interrupt)))
-        except ValueError:  # not the main thread: no signal handling here
-            yield
-            return
-        try:
-            yield
-        finally:
-            signal.signal(signal.SIGINT, previous)
-
-    async def _interruptible(self, coro: Any, conn: Controller | None = None) -> Any:
-        """Run ``coro`` as its own task, so an interrupt can stop it wherever it waits."""
-        task = asyncio.ensure_future(coro)
-        stop = (lambda: conn.interrupt(task)) if conn is not None else task.cancel
-        self._stop = stop  # for an interrupt that arrives through a bridge (another thread)
-        with self._sigint(stop):
-            try:
-                return await task
-            except asyncio.CancelledError:
-                if task.cancelled() and not asyncio.current_task().cancelling():  # type: ignore[union-attr]
-                    raise KeyboardInterrupt("interrupted") from None
-                raise
-            finally:
-                self._stop = None
 
     # -- %acp -----------------------------------------------------------------
 
@@ -322,7 +199,7 @@ class Runtime:
 
     async def _cell(self, args: str, body: str) -> Turn | Any:
         try:
-            ns = _cell_parser().parse_args(commands.split(args, "%%acp"))
+            ns = cell_parser().parse_args(commands.split(args, "%%acp"))
         except commands.UsageError as exc:
             raise UsageError(str(exc)) from None
         user_ns = self._ns()
@@ -354,20 +231,6 @@ class Runtime:
             raise UsageError(str(exc)) from None
         self._ns()["_acp"] = reply
         return reply
-
-    @staticmethod
-    def _interpolate(text_: str, ns: dict[str, Any]) -> str:
-        """``{name}`` -> value, like IPython's ``!cmd {x}``; unknown names stay as written."""
-        import string
-
-        class _Keep(dict):
-            def __missing__(self, key: str) -> str:
-                return "{" + key + "}"
-
-        try:
-            return string.Formatter().vformat(text_, (), _Keep(ns))
-        except (ValueError, AttributeError, IndexError, KeyError):
-            return text_
 
     # -- %%shell --------------------------------------------------------------
 
