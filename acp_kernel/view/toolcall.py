@@ -295,8 +295,8 @@ class ToolCallRow:
         ``_meta.terminal_output``) as one more terminal of the row: streamed
         as deltas while the call runs, in the state once it is final."""
         output, dropped, exit_code = call_output(self.call)
-        if not output and exit_code is None:
-            return None
+        if not output and (exit_code is None or self.feeds):
+            return None  # nothing, or only an exit code that the client's own terminal shows
         live = self._agent_output_live()
         kept, cut = truncate_head(output, TERM_KEEP)
         return {
