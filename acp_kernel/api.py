@@ -25,7 +25,7 @@ from typing import Any, Callable
 from .commands import MAGICS
 from .controller import Controller
 from .registry import AgentSpec, adhoc_agent
-from .session import Session, text_block
+from .session import Choice, Session, text_block
 from .turn import Turn
 
 __all__ = ["Agent", "IPythonFrontend", "connect"]
@@ -143,21 +143,20 @@ class Agent:
 
     # modes, models, sessions: what the agent offers, and choosing
 
-    def modes(self) -> list[Any]:
-        from .controller import available
+    def modes(self) -> list[Choice]:
+        """The modes the agent offers (config-option modes included)."""
+        return self._session().available_modes()
 
-        return available(self._session(), "mode")
+    def models(self) -> list[Choice]:
+        return self._session().available_models()
 
-    def models(self) -> list[Any]:
-        from .controller import available
+    async def set_mode(self, mode: str) -> Choice | None:
+        """Switch mode by id or name; the :class:`~acp_kernel.session.Choice`
+        (None when the agent lists no modes and took the id as given)."""
+        return await self._session().set_mode(mode)
 
-        return available(self._session(), "model")
-
-    async def set_mode(self, mode_id: str) -> None:
-        await self._session().set_mode(mode_id)
-
-    async def set_model(self, model_id: str) -> None:
-        await self._session().set_model(model_id)
+    async def set_model(self, model: str) -> Choice | None:
+        return await self._session().set_model(model)
 
     async def new_session(self) -> Session:
         c = self.controller

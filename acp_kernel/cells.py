@@ -16,11 +16,8 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
-from .commands import KERNEL, Call, UsageError, help_markdown as _help, parse, split, verbs
+from .commands import KERNEL, Call, UsageError, help_markdown as _help, help_plain, parse_line
 from .safe import Markdown
-
-#: name -> (usage, help) of the kernel's verbs, from the one table (:mod:`acp_kernel.commands`).
-COMMANDS: dict[str, tuple[str, str]] = {v.name: (v.usage(KERNEL), v.help) for v in verbs(KERNEL)}
 
 _MENTION = re.compile(r"(?<![\w@])@((?:[\w.~/-]|\\ )+)")
 
@@ -66,12 +63,18 @@ def parse_cell(code: str) -> Cell:
         if not line.startswith("%") or line.startswith("%%"):
             break
         try:
-            words = split(line[1:], line.split(None, 1)[0])
-            call = parse(words, KERNEL, line)
+            call = parse_line(line[1:], KERNEL, line)
+            if call.verb.name == "set":  # a bad value is a usage error before anything runs
+                from .params import parse_set
+
+                try:
+                    parse_set(call.rest)
+                except ValueError as exc:
+                    raise UsageError(str(exc)) from None
         except UsageError as exc:
             cell.errors.append(str(exc))
         else:
-            cell.commands.append(Command(words[0], words[1:], line, call))
+            cell.commands.append(Command(call.verb.name, list(call.args), line, call))
         i += 1
     cell.prompt = "\n".join(lines[i:]).strip()
     return cell
@@ -102,3 +105,9 @@ def is_complete(code: str) -> str:
 
 def help_markdown() -> Markdown:
     return _help(KERNEL)
+
+
+def help_text() -> str:
+    """``%help`` as a console prints it (the same table, as lines)."""
+    intro = "Each cell is a prompt for the agent. Lines starting with % at the top of a cell are kernel commands:"
+    return intro + "\n\n" + help_plain(KERNEL)

@@ -41,6 +41,9 @@ class Verb:
     per_connection: bool = True
     #: Usage in a front-end when it differs (passthrough takes other words in each).
     args_in: dict[str, str] = field(default_factory=dict)
+    #: The rest of the line is taken as written (:attr:`Call.rest`), not split
+    #: like a shell: ``%set`` values are JSON, whose quotes shlex would eat.
+    raw: bool = False
 
     def usage(self, frontend: str) -> str:
         args = self.args_in.get(frontend, self.args)
@@ -61,6 +64,9 @@ VERBS: dict[str, Verb] = {v.name: v for v in (
     Verb("agent", "NAME | --command CMD", "switch to another agent (a known name or any ACP command)",
          frozenset({KERNEL}), ("name?",), {"--command": COMMAND}),
     Verb("agents", "", "the agents this machine knows, and whether they are installed", per_connection=False),
+    Verb("set", "NAME VALUE", "a value later prompts use as `{NAME}` (VALUE is JSON, or text); "
+         "papermill's `-p` parameters arrive this way", frozenset({KERNEL}), ("name", "value*"),
+         per_connection=False, raw=True),
     Verb("new", "", "start a fresh session with the current agent"),
     Verb("sessions", "", "list the agent's sessions for this directory"),
     Verb("load", "ID", "reopen a session (resume, or load with its history replayed)", positional=("id",)),
@@ -102,6 +108,8 @@ class Call:
     args: list[str] = field(default_factory=list)
     options: dict[str, object] = field(default_factory=dict)
     line: str = ""
+    #: The text after the verb, as written (for a :attr:`Verb.raw` verb).
+    rest: str = ""
 
     def arg(self, i: int) -> str | None:
         return self.args[i] if i < len(self.args) else None
@@ -115,6 +123,23 @@ def split(line: str, prog: str) -> list[str]:
         return shlex.split(line)
     except ValueError as exc:
         raise UsageError(f"{prog}: {exc}") from None
+
+
+def parse_line(body: str, frontend: str, line: str = "") -> Call:
+    """A command line's text after the ``%`` (kernel) or ``%acp`` (magics);
+    ``line`` is the whole line, for messages. A :attr:`Verb.raw` verb keeps
+    the rest of the line as written; any other is split like a shell and
+    read by :func:`parse`."""
+    body = body.strip()
+    line = line or body
+    name = body.split(None, 1)[0] if body else ""
+    verb = VERBS.get(name)
+    if verb is not None and verb.raw and frontend in verb.frontends:
+        call = Call(verb, line=line, rest=body[len(name):].strip())
+        call.args = call.rest.split(None, 1)
+        _check_positionals(call, f"usage: {verb.usage(frontend)}")
+        return call
+    return parse(split(body, line.split(None, 1)[0] if line.strip() else "%"), frontend, line)
 
 
 def parse(words: list[str], frontend: str, line: str = "") -> Call:
@@ -131,7 +156,7 @@ def parse(words: list[str], frontend: str, line: str = "") -> Call:
     options = dict(verb.options)
     if frontend == MAGICS and verb.per_connection:
         options.update(_AS)
-    call = Call(verb, line=line or " ".join(words))
+    call = Call(verb, line=line or " ".join(words), rest=" ".join(words[1:]) if verb.raw else "")
     rest = list(words[1:])
     usage = f"usage: {verb.usage(frontend)}"
     i = 0

@@ -20,7 +20,6 @@ import asyncio
 import io
 import os
 import uuid
-from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
 from . import store
@@ -28,8 +27,9 @@ from .commands import Call, UsageError
 from .errors import AcpError, AuthRequired, ConnectionClosed, PassthroughError, RpcError
 from .registry import AgentSpec, Config, ConfigError, adhoc_agent, load_config
 from .safe import Markdown, block, bundle, code, markdown, plain, text
-from .session import Client, Session
+from .session import Choice, Client, Session
 from .turn import Turn
+from .view.plaintext import message
 
 #: How long an interrupted turn may take to end before the cell returns anyway.
 CANCEL_GRACE = 0.75
@@ -49,28 +49,20 @@ class Frontend(Protocol):
     def widgets(self) -> bool:
         """Can this front-end show widgets (buttons, live rows)?"""
 
-    def asker(self) -> Callable[[Any], None] | None:
-        """The hook for asking without widgets: called with each turn event
-        (``PermissionPrompt`` / ``ElicitationPrompt`` are the questions) and
-        answering them, e.g. through stdin (``input_request`` in the kernel,
-        ``input()`` in terminal IPython). ``close()`` on it, if present, runs
-        when the turn ends. None: widgets (or nobody) answer."""
+    def asker(self) -> Callable[[Any, Any], None] | None:
+        """Who answers questions without widgets: the view hands it each
+        question with its tool call (``asker(prompt, call)``) when the
+        frontend answers through stdin (``input_request`` in the kernel,
+        ``input()`` in terminal IPython); ``close()`` runs when the turn
+        ends. None: widgets (or nobody) answer."""
+
+    # Optional: ``frontend()`` -> :class:`~acp_kernel.view.frontend.Frontend`
+    # (what the cell's frontend shows: widgets, in-place updates, who answers).
 
 
 class Unavailable(AcpError):
     """The agent could not be started or give a session; the cell already
     shows why, ``str()`` is one line for an error reply."""
-
-
-@dataclass
-class Choice:
-    """A mode or model, as listed (fallback while the session has no
-    ``available_modes()``)."""
-
-    id: str
-    name: str
-    description: str | None = None
-    current: bool = False
 
 
 def load_settings(permissions: str | None = None) -> tuple[Config, str | None]:
@@ -107,19 +99,35 @@ class Controller:
         self.want_session: str | None = None
         self.running: Any = None  # what an interrupt stops: a Session, a terminal...
         self.pty_target: str | None = None  # kernel: while set, prompts are typed into this terminal
+        self.values: dict[str, Any] = {}  # kernel: %set NAME VALUE, for {NAME} in prompts
 
     # -- output ---------------------------------------------------------------
 
     def say(self, md: Markdown, plain_text: Any = None) -> None:
-        """A message in the cell (``md`` from our templates, agent strings escaped)."""
-        self.frontend.sink().display(bundle(md, plain_text))
+        """A message in the cell (``md`` from our templates, agent strings
+        escaped); its text/plain is the rendered text (a console prints it),
+        not the markdown source with its escapes."""
+        self.frontend.sink().display(message(md, plain_text))
 
     def progress(self, md: Markdown) -> Callable[[], None]:
-        """A line shown while something slow runs; the returned callable blanks it."""
+        """A line shown while something slow runs; the returned callable
+        blanks it (where the frontend applies updates: a console would
+        print the blank again, or ignore it)."""
         sink = self.frontend.sink()
         display_id = f"acp-progress-{uuid.uuid4().hex[:12]}"
-        sink.display(bundle(md), display_id=display_id)
+        sink.display(message(md), display_id=display_id)
+        if not self.updates():
+            return lambda: None
         return lambda: sink.update(bundle(Markdown(""), ""), display_id=display_id)
+
+    def view_frontend(self) -> Any:
+        """The cell's :class:`~acp_kernel.view.frontend.Frontend`, when the front-end tells."""
+        get = getattr(self.frontend, "frontend", None)
+        return get() if get is not None else None
+
+    def updates(self) -> bool:
+        fe = self.view_frontend()
+        return True if fe is None else fe.updates
 
     @property
     def name(self) -> Markdown:
@@ -177,18 +185,32 @@ class Controller:
         return self.session
 
     async def _start(self) -> Client:
-        from .startup import explain_failure, starting_line
+        from .startup import starting_line
 
         done = self.progress(Markdown("*{}*").format(text(starting_line(self.spec))))
         client = Client(self.spec, cwd=self.cwd, settings=self.settings, mcp_servers=self.config.mcp_servers)
         try:
             return await client.start()
         except (AcpError, OSError) as exc:
-            failure = explain_failure(self.spec, exc)
-            self.say(failure.markdown(), plain(failure.plain()))
-            raise Unavailable(failure.headline) from None
+            raise await self._failed(client, exc) from None
         finally:
             done()
+
+    async def _failed(self, client: Client, exc: BaseException) -> Unavailable:
+        """Show why the agent could not start or give its first session (with
+        the stderr tail and exit status of its process, which an ``RpcError``
+        does not carry) and return the one-line error to raise."""
+        from .startup import explain_failure
+
+        try:
+            await client.close()
+        except Exception:  # noqa: BLE001 - it failed already; what it said matters more
+            client.kill_now()
+        status, err = client.transport.exit_info() if client.transport is not None else (None, "")
+        failure = explain_failure(self.spec, exc, stderr=err, returncode=status)
+        self.say(failure.markdown(), plain(failure.plain()))
+        first = failure.detail.split("\n", 1)[0]
+        return Unavailable(f"{failure.headline}: {first}" if first else failure.headline)
 
     async def _open(self, client: Client) -> Session:
         want, self.want_session = self.want_session, None
@@ -215,12 +237,10 @@ class Controller:
                      + Markdown("\n\n`%auth METHOD` logs in with one of them here (a terminal method "
                                 "opens the agent's login in a terminal); after setting variables, restart."))
             raise Unavailable(f"{self.spec.display_name()} needs you to log in") from None
-        except ConnectionClosed as exc:
-            self.say(Markdown("**The agent went away.**\n\n") + block(exc.explain()))
-            raise Unavailable("the agent went away") from None
-        except (RpcError, AcpError) as exc:
-            self.say(Markdown("**The agent refused to open a session:** {}").format(text(str(exc))))
-            raise Unavailable(f"the agent refused to open a session: {str(exc).splitlines()[0] if str(exc) else ''}") from None
+        except (ConnectionClosed, RpcError, AcpError) as exc:
+            # The agent is no use without a session: stop it, and say why with what it printed.
+            self.client = None
+            raise await self._failed(client, exc) from None
 
     def _opened(self, session: Session) -> Session:
         self.session = session
@@ -270,18 +290,18 @@ class Controller:
 
         session = await self.ensure()
         session.interactive = self.frontend.interactive()
-        turn = session.begin(blocks)
-        view = TurnView(turn, self.frontend.sink(), session=session, rate_hz=self.config.refresh_hz,
-                        widgets=self.frontend.widgets())
+        turn = session.begin(blocks)  # ContentRefused: before a turn exists, for the front-end to show
+        # The view hands each question (with its tool call) to the asker when
+        # the frontend answers through stdin.
         asker = self.frontend.asker()
-        unsubscribe = turn.subscribe(asker) if asker is not None else None
+        view = TurnView(turn, self.frontend.sink(), session=session, rate_hz=self.config.refresh_hz,
+                        widgets=self.frontend.widgets(), frontend=self.view_frontend(), asker=asker)
         self.running = session
         try:
             await session.finish(turn)
         finally:
             self.running = None
-            if unsubscribe is not None:
-                unsubscribe()
+            if asker is not None:
                 getattr(asker, "close", lambda: None)()
             view.close()
         return turn
@@ -426,8 +446,8 @@ class Controller:
             self.say(Markdown("{}s {} offers:\n\n").format(what.capitalize(), self.name) + rows)
             return
         setter = session.set_mode if what == "mode" else session.set_model
-        chosen = await setter(wanted)
-        shown = getattr(chosen, "id", None) or wanted
+        chosen = await setter(wanted)  # an id or a name; one the agent does not list is refused
+        shown = chosen.id if chosen is not None else wanted
         self.say(Markdown("*{}: {}.*").format(what.capitalize(), code(shown)))
 
     async def verb_config(self, call: Call) -> None:
@@ -451,6 +471,19 @@ class Controller:
                 code(o.get("currentValue")),
                 Markdown("; choices: {}").format(Markdown(", ").join(code(v) for v in values)) if values else Markdown("")))
         self.say(Markdown("Config options:\n\n") + Markdown("\n").join(rows))
+
+    async def verb_set(self, call: Call) -> None:
+        """``%set NAME VALUE`` (the kernel's; papermill's parameters): later
+        prompts put the value where they say ``{NAME}``."""
+        from .params import parse_set, value_text
+
+        try:
+            name, value = parse_set(call.rest)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        self.values[name] = value
+        self.say(Markdown("*{} = {}; prompts put it where they say {}.*").format(
+            code(name), code(value_text(value)), code("{" + name + "}")))
 
     async def verb_permissions(self, call: Call) -> None:
         policy = call.arg(0)
@@ -556,7 +589,7 @@ class Controller:
             lines.append(M("- session: {} in {}").format(code(session.id), code(session.cwd)))
             if session.current_mode:
                 lines.append(M("- mode: {}").format(code(session.current_mode)))
-            model = current(session, "model")
+            model = session.current_model
             if model:
                 lines.append(M("- model: {}").format(code(model)))
             if session.usage:
@@ -572,30 +605,6 @@ class Controller:
         self.say(Markdown("\n").join(self.status_lines()))
 
 
-# -- modes and models, in one place ----------------------------------------------------
-
-
-def available(session: Session, what: str) -> list[Any]:
-    """The modes or models the agent offers (``Session.available_modes()`` /
-    ``available_models()``, which include config-option modes)."""
-    method = getattr(session, f"available_{what}s", None)
-    if method is not None:
-        return list(method())
-    if what == "mode":  # pragma: no cover - older Session
-        modes = (session.modes or {}).get("availableModes") or []
-        cur = session.current_mode
-        return [Choice(m["id"], str(m.get("name") or m["id"]), m.get("description"), m["id"] == cur)
-                for m in modes if isinstance(m, dict) and isinstance(m.get("id"), str)]
-    opt = session.model_option()  # pragma: no cover - older Session
-    if opt:
-        return [Choice(str(o.get("value")), str(o.get("name") or o.get("value")), o.get("description"),
-                       o.get("value") == opt.get("currentValue"))
-                for o in opt.get("options") or [] if isinstance(o, dict)]
-    return []
-
-
-def current(session: Session, what: str) -> str | None:
-    value = getattr(session, f"current_{what}", None)
-    if isinstance(value, str):
-        return value
-    return next((c.id for c in available(session, what) if c.current), None)
+def available(session: Session, what: str) -> list[Choice]:
+    """The modes or models the agent offers (``what``: "mode" or "model")."""
+    return session.available_modes() if what == "mode" else session.available_models()

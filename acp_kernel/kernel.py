@@ -20,13 +20,14 @@ from typing import Any
 
 from ipykernel.kernelbase import Kernel
 
-from . import cells, kernel_io, ptycell, store, termsafe, watchdog
+from . import cells, compat, kernel_io, params, ptycell, store, termsafe, watchdog
 from .commands import KERNEL, POLICIES, UsageError
 from .controller import Controller, Unavailable
 from .errors import AcpError, PassthroughError, RpcError
 from .kernel_io import KernelSink, install_comms
 from .safe import Markdown, bundle, code, text
 from .session import __version__, resource_link, text_block
+from .view.frontend import Frontend, WidgetClients
 
 #: A whole cell that means "leave", as a console user types it.
 EXIT_WORDS = frozenset({"exit", "quit", "exit()", "quit()"})
@@ -34,7 +35,10 @@ EXIT_WORDS = frozenset({"exit", "quit", "exit()", "quit()"})
 
 class KernelFrontend:
     """What the controller may use of this kernel: the running cell's sink,
-    and whether its frontend can answer (``allow_stdin``; nbclient cannot)."""
+    what its frontend shows (:mod:`acp_kernel.view.frontend`: a widget
+    manager announced by the cell's client means a notebook; else a client
+    that allows stdin is a console, one that does not is headless), and who
+    answers questions. Called within the cell's context."""
 
     kind = KERNEL
 
@@ -44,14 +48,24 @@ class KernelFrontend:
     def sink(self) -> KernelSink:
         return self.kernel._sink or KernelSink(self.kernel, {})
 
+    def frontend(self) -> Frontend:
+        k = self.kernel
+        return k.widget_clients.frontend(k.get_parent("shell"), k._allow_stdin)
+
     def interactive(self) -> bool:
+        """Someone can answer: a notebook (buttons) or a console (stdin); headless runs cannot."""
         return self.kernel._allow_stdin
 
     def widgets(self) -> bool:
-        return True
+        return self.frontend().widgets
 
     def asker(self) -> Any:
-        return None  # the hook for stdin questions (a terminal frontend without widgets)
+        """A console's questions go through ``input_request`` (widgets answer in a notebook)."""
+        if self.frontend().ask != "stdin":
+            return None
+        from .ask import StdinQuestions
+
+        return StdinQuestions(compat.stdin_reader(self.kernel))
 
 
 class AcpKernel(Kernel):
@@ -70,6 +84,12 @@ class AcpKernel(Kernel):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         install_comms(self)
+        self.widget_clients = WidgetClients()
+        compat.register_widget_control(self.comm_manager)  # a reloaded page gets widget state via the control comm
+        # After install_comms, which replaces the comm_open handler: who announced a widget manager.
+        compat.watch_shell_messages(self, ("comm_open", "comm_info_request"), self.widget_clients.note)
+        for line in compat.untested():
+            self.log.warning(line)
         self._sink: KernelSink | None = None
         self._allow_stdin = False
         self._handling = self._interrupted = False  # an interrupt between "busy" and the cell counts
@@ -131,8 +151,8 @@ class AcpKernel(Kernel):
         self.controller.kill_now()
         self.ptys.kill_now()
 
-    def _say(self, md: Markdown) -> None:
-        self.controller.say(md)
+    def _say(self, md: Markdown, plain_text: str | None = None) -> None:
+        self.controller.say(md, plain_text)  # text/plain is the rendered text unless given
 
     # -- execute -------------------------------------------------------------
 
@@ -190,9 +210,10 @@ class AcpKernel(Kernel):
                 return failed
         if not cell.prompt:
             return self._ok()
+        prompt = params.interpolate(cell.prompt, self.controller.values)  # {NAME} of %set
         if self.controller.pty_target is not None:
-            return await self._pty_prompt(self.controller.pty_target, cell.prompt)
-        return await self._prompt(cell.prompt)
+            return await self._pty_prompt(self.controller.pty_target, prompt)
+        return await self._prompt(prompt)
 
     async def _prompt(self, prompt: str) -> dict[str, Any]:
         c = self.controller
@@ -202,6 +223,9 @@ class AcpKernel(Kernel):
             turn = await c.prompt(blocks)
         except Unavailable as exc:
             return self._error("AgentUnavailable", str(exc))
+        except AcpError as exc:  # refused before a turn began (ContentRefused, a turn still running)
+            self._say(Markdown("**Not sent:** {}").format(text(str(exc))))
+            return self._error(type(exc).__name__, str(exc))
         if turn.error is not None:
             return self._error("AgentError", turn.error.splitlines()[0] if turn.error else "")
         # A forced cancel left the agent marked for restart: the next cell
@@ -224,7 +248,7 @@ class AcpKernel(Kernel):
         """None when it went well, else the error reply."""
         try:
             if cmd.name == "help":
-                self._say(cells.help_markdown())
+                self._say(cells.help_markdown(), cells.help_text())
             else:
                 await self.controller.run(cmd.call)  # type: ignore[arg-type]
             return None

@@ -16,7 +16,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .cells import COMMANDS
+from .commands import KERNEL, VERBS
 from .errors import PassthroughError
 from .registry import AgentSpec, Config, Passthrough
 from .safe import Markdown, code
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from .view.sink import DisplaySink
     from .view.terminal import TerminalPanel
 
-USAGE = COMMANDS["passthrough"][0]
+USAGE = VERBS["passthrough"].usage(KERNEL)
 
 
 @dataclass(frozen=True)

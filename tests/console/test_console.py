@@ -3,8 +3,6 @@ of display_data and ignores update_display_data; questions come through stdin.""
 
 from __future__ import annotations
 
-import pytest
-
 IMG = "<img src=x onerror=alert(1)>"
 
 
@@ -33,8 +31,6 @@ def test_a_console_shows_the_answer_text(console):
     assert "end_turn" in out  # the status line
 
 
-@pytest.mark.xfail(strict=True, reason="needs the kernel wiring: the frontend rule (view/frontend.py) picks "
-                                       "the append-only view for a console (H4's report)")
 def test_a_console_shows_final_tool_call_states_and_the_plan(console):
     c = console({"prompt": turn_with_everything()})
     out = c.run("Look around", timeout=30)
@@ -43,8 +39,6 @@ def test_a_console_shows_final_tool_call_states_and_the_plan(console):
     assert "[x] Look around" in out and "[~] Report" in out
 
 
-@pytest.mark.xfail(strict=True, reason="needs the kernel wiring: stdin questions (acp_kernel.ask) "
-                                       "for a frontend without widgets (H4's report)")
 def test_a_console_answers_a_permission_through_stdin(console):
     ask = {"request": {"method": "session/request_permission", "params": {
         "sessionId": "$SID",
@@ -57,3 +51,32 @@ def test_a_console_answers_a_permission_through_stdin(console):
     assert "rm -rf build && echo gone" in question and "1. Allow once" in question
     out = c.answer("1", timeout=30)
     assert 'RESULT {"outcome": {"outcome": "selected", "optionId": "yes"}}' in out
+
+
+def test_kernel_messages_print_as_text_not_markdown_source(console):
+    """%status, %help and an error read as text in a console: no ``\\&``
+    escapes, no ``**`` or backticks; a hostile mode name stays text."""
+    c = console({"prompt": [{"chunk": "ok"}],
+                 "modes": {"currentModeId": "a&b", "availableModes": [
+                     {"id": "a&b", "name": f"Mode {IMG}", "description": "line one\nline `two`"}]}})
+    c.run("Hi")
+    status = c.run("%status").split("\n- running:", 1)[1]  # (the agent's command line holds the scenario)
+    assert "\n- mode: a&b\n" in status and "\\" not in status and "**" not in status and "`" not in status
+    modes = c.run("%mode")
+    assert f"- a&b Mode {IMG} — line one line `two` ← current" in modes
+    helped = c.run("%help")
+    assert "%set NAME VALUE" in helped and "%mode [ID]   list the agent's modes, or set one" in helped
+    assert "\\|" not in helped
+    failed = c.run("%mode a b")
+    assert "Error: usage: %mode [ID]" in failed and "**" not in failed
+    assert "UsageError: usage: %mode [ID]" in failed
+
+
+def test_set_values_reach_a_console_prompt(console):
+    c = console({"prompts": {'Fix flaky "tests" 3 times': [{"chunk": "Fixed."}]},
+                 "prompt": [{"chunk": "WRONG PROMPT"}]})
+    said = c.run('%set topic "flaky \\"tests\\""')
+    assert 'topic = "flaky \\"tests\\""' in said
+    c.run("%set n 3")  # (a console runs each typed line as a cell)
+    out = c.run("Fix {topic} {n} times")
+    assert "Fixed." in out and "WRONG PROMPT" not in out
