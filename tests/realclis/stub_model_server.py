@@ -1,0 +1,438 @@
+"""A stub model server on 127.0.0.1 for the real agent CLIs (issue 12).
+
+It speaks just enough of the APIs that Claude Code, Codex, Gemini CLI, pi,
+kimi-cli and OpenCode call, streaming included, so that each CLI can be run
+under a PTY without network or an account:
+
+- Anthropic Messages: ``POST .../messages`` (SSE when ``stream``), ``.../messages/count_tokens``
+- OpenAI Chat Completions: ``POST .../chat/completions`` (SSE chunks + ``[DONE]``)
+- OpenAI Responses: ``POST .../responses`` (Codex's event stream)
+- Gemini: ``POST .../models/M:streamGenerateContent?alt=sse``, ``:generateContent``, ``:countTokens``
+- model lists: ``GET .../models`` (OpenAI and Anthropic shape), ``GET .../v1beta/models`` (Gemini shape)
+
+Replies are scripted from the last user text of the request:
+
+- default: ``stub reply to: <last user text>`` streamed in a few chunks;
+- the prompt contains ``SLOW``: about 20 s of chunks (for interrupt tests);
+- the prompt contains ``THINK``: silent about 8 s, then the reply (a long "thinking" phase).
+
+Every request is logged as one JSON line (method, path, headers without secrets,
+body size, the prompt it answered, the mode) to the log file, for diagnosis.
+
+Run by hand: ``python tests/realclis/stub_model_server.py [--port N] [--log FILE]``;
+it prints ``listening http://127.0.0.1:PORT`` and serves until Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, Callable, Iterator, Optional
+from urllib.parse import urlsplit
+
+SECRET_HEADERS = {"authorization", "x-api-key", "x-goog-api-key", "api-key", "cookie", "proxy-authorization"}
+MODELS = ("stub-model", "claude-sonnet-4-5", "claude-haiku-4-5", "gpt-5", "gpt-5-codex", "gemini-2.5-pro",
+          "gemini-2.5-flash", "kimi-k2")
+SLOW_SECONDS = 20.0
+THINK_SECONDS = 8.0
+# Markers a CLI adds around the user's words; the scripted reply quotes the words only.
+_REMINDER = re.compile(r"<(system-reminder|environment_context|user_instructions|context)>.*?</\1>", re.S)
+
+
+# -- pure logic: what to answer -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Script:
+    """What to send for one request: the text, its chunks, and the pacing."""
+
+    prompt: str
+    mode: str  # "echo", "slow", "think", "json"
+    chunks: tuple[str, ...]
+    first_delay: float
+    chunk_delay: float
+
+    @property
+    def text(self) -> str:
+        return "".join(self.chunks)
+
+
+def plan(prompt: str, *, want_json: bool = False, slow_seconds: float = SLOW_SECONDS,
+         think_seconds: float = THINK_SECONDS) -> Script:
+    """The scripted answer for a prompt (see the module docstring)."""
+    short = " ".join(prompt.split())[:120]
+    if want_json:  # Gemini CLI's side calls (next speaker, routing) ask for a JSON object
+        body = json.dumps({"reasoning": "stub", "next_speaker": "user", "model_choice": "flash",
+                           "complexity_reasoning": "stub", "complexity_score": 1})
+        return Script(short, "json", (body,), 0.0, 0.0)
+    if "SLOW" in prompt:
+        n = 40
+        words = tuple(f"slow chunk {i + 1} of {n}. " for i in range(n))
+        return Script(short, "slow", (f"stub reply to: {short}\n",) + words, 0.0, slow_seconds / n)
+    text = f"stub reply to: {short}"
+    pieces = tuple(re.findall(r"\S+\s*", text)) or (text,)
+    first = think_seconds if "THINK" in prompt else 0.0
+    return Script(short, "think" if first else "echo", pieces, first, 0.02)
+
+
+def _texts(content: Any) -> list[str]:
+    """The text parts of a message content (a string, or a list of blocks/parts)."""
+    if isinstance(content, str):
+        return [content]
+    out: list[str] = []
+    if isinstance(content, list):
+        for part in content:
+            if isinstance(part, str):
+                out.append(part)
+            elif isinstance(part, dict):
+                kind = part.get("type")
+                if kind in (None, "text", "input_text") and isinstance(part.get("text"), str):
+                    out.append(part["text"])
+    return out
+
+
+def _clean(texts: list[str]) -> str:
+    kept = [_REMINDER.sub("", t).strip() for t in texts]
+    kept = [t for t in kept if t and not t.startswith("<")]
+    return kept[-1] if kept else (texts[-1].strip() if texts else "")
+
+
+def last_user_text(body: dict[str, Any]) -> str:
+    """The last thing the user said, in any of the request shapes served here."""
+    messages = body.get("messages")
+    if isinstance(messages, list):  # Anthropic, OpenAI chat
+        for msg in reversed(messages):
+            if isinstance(msg, dict) and msg.get("role") == "user":
+                text = _clean(_texts(msg.get("content")))
+                if text:
+                    return text
+    items = body.get("input")
+    if isinstance(items, str):
+        return items
+    if isinstance(items, list):  # OpenAI Responses
+        for item in reversed(items):
+            if isinstance(item, dict) and item.get("role") == "user":
+                text = _clean(_texts(item.get("content")))
+                if text:
+                    return text
+    contents = body.get("contents")
+    if isinstance(contents, list):  # Gemini
+        for msg in reversed(contents):
+            if isinstance(msg, dict) and msg.get("role", "user") == "user":
+                text = _clean([p.get("text", "") for p in msg.get("parts", []) if isinstance(p, dict)])
+                if text:
+                    return text
+    return ""
+
+
+# -- wire shapes ----------------------------------------------------------------------
+
+
+def _sse(event: Optional[str], data: Any) -> bytes:
+    head = f"event: {event}\n" if event else ""
+    payload = data if isinstance(data, str) else json.dumps(data)
+    return f"{head}data: {payload}\n\n".encode()
+
+
+def anthropic_stream(s: Script, model: str) -> Iterator[bytes | float]:
+    mid = "msg_" + uuid.uuid4().hex[:20]
+    usage = {"input_tokens": 10, "output_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+    yield _sse("message_start", {"type": "message_start", "message": {
+        "id": mid, "type": "message", "role": "assistant", "model": model, "content": [],
+        "stop_reason": None, "stop_sequence": None, "usage": usage}})
+    yield s.first_delay
+    yield _sse("content_block_start", {"type": "content_block_start", "index": 0,
+                                       "content_block": {"type": "text", "text": ""}})
+    yield _sse("ping", {"type": "ping"})
+    for chunk in s.chunks:
+        yield _sse("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                           "delta": {"type": "text_delta", "text": chunk}})
+        yield s.chunk_delay
+    yield _sse("content_block_stop", {"type": "content_block_stop", "index": 0})
+    yield _sse("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                                 "usage": {"output_tokens": len(s.chunks)}})
+    yield _sse("message_stop", {"type": "message_stop"})
+
+
+def anthropic_message(s: Script, model: str) -> dict[str, Any]:
+    return {"id": "msg_" + uuid.uuid4().hex[:20], "type": "message", "role": "assistant", "model": model,
+            "content": [{"type": "text", "text": s.text}], "stop_reason": "end_turn", "stop_sequence": None,
+            "usage": {"input_tokens": 10, "output_tokens": len(s.chunks)}}
+
+
+def chat_stream(s: Script, model: str, usage: bool) -> Iterator[bytes | float]:
+    cid, now = "chatcmpl-" + uuid.uuid4().hex[:20], int(time.time())
+
+    def chunk(delta: dict[str, Any], finish: Optional[str] = None) -> bytes:
+        return _sse(None, {"id": cid, "object": "chat.completion.chunk", "created": now, "model": model,
+                           "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+
+    yield chunk({"role": "assistant", "content": ""})
+    yield s.first_delay
+    for piece in s.chunks:
+        yield chunk({"content": piece})
+        yield s.chunk_delay
+    yield chunk({}, "stop")
+    if usage:
+        yield _sse(None, {"id": cid, "object": "chat.completion.chunk", "created": now, "model": model, "choices": [],
+                          "usage": {"prompt_tokens": 10, "completion_tokens": len(s.chunks),
+                                    "total_tokens": 10 + len(s.chunks)}})
+    yield _sse(None, "[DONE]")
+
+
+def chat_completion(s: Script, model: str) -> dict[str, Any]:
+    return {"id": "chatcmpl-" + uuid.uuid4().hex[:20], "object": "chat.completion", "created": int(time.time()),
+            "model": model, "choices": [{"index": 0, "message": {"role": "assistant", "content": s.text},
+                                         "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": len(s.chunks), "total_tokens": 10 + len(s.chunks)}}
+
+
+def _responses_usage(n: int) -> dict[str, Any]:
+    return {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": n,
+            "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 10 + n}
+
+
+def responses_stream(s: Script, model: str) -> Iterator[bytes | float]:
+    rid, iid = "resp_" + uuid.uuid4().hex[:20], "msg_" + uuid.uuid4().hex[:20]
+    base = {"id": rid, "object": "response", "created_at": int(time.time()), "model": model, "output": []}
+    yield _sse("response.created", {"type": "response.created", "response": {**base, "status": "in_progress"}})
+    yield _sse("response.in_progress", {"type": "response.in_progress", "response": {**base, "status": "in_progress"}})
+    yield s.first_delay
+    item = {"id": iid, "type": "message", "role": "assistant", "status": "in_progress", "content": []}
+    yield _sse("response.output_item.added", {"type": "response.output_item.added", "output_index": 0, "item": item})
+    yield _sse("response.content_part.added", {"type": "response.content_part.added", "item_id": iid,
+                                               "output_index": 0, "content_index": 0,
+                                               "part": {"type": "output_text", "text": "", "annotations": []}})
+    for piece in s.chunks:
+        yield _sse("response.output_text.delta", {"type": "response.output_text.delta", "item_id": iid,
+                                                  "output_index": 0, "content_index": 0, "delta": piece})
+        yield s.chunk_delay
+    part = {"type": "output_text", "text": s.text, "annotations": []}
+    yield _sse("response.output_text.done", {"type": "response.output_text.done", "item_id": iid, "output_index": 0,
+                                             "content_index": 0, "text": s.text})
+    yield _sse("response.content_part.done", {"type": "response.content_part.done", "item_id": iid,
+                                              "output_index": 0, "content_index": 0, "part": part})
+    done = {**item, "status": "completed", "content": [part]}
+    yield _sse("response.output_item.done", {"type": "response.output_item.done", "output_index": 0, "item": done})
+    yield _sse("response.completed", {"type": "response.completed", "response": {
+        **base, "status": "completed", "output": [done], "usage": _responses_usage(len(s.chunks))}})
+
+
+def gemini_chunk(text: str, finish: bool, n: int) -> dict[str, Any]:
+    cand: dict[str, Any] = {"content": {"role": "model", "parts": [{"text": text}]}, "index": 0}
+    out: dict[str, Any] = {"candidates": [cand], "modelVersion": "gemini-2.5-pro"}
+    if finish:
+        cand["finishReason"] = "STOP"
+        out["usageMetadata"] = {"promptTokenCount": 10, "candidatesTokenCount": n, "totalTokenCount": 10 + n}
+    return out
+
+
+def gemini_stream(s: Script) -> Iterator[bytes | float]:
+    yield s.first_delay
+    for i, piece in enumerate(s.chunks):
+        yield _sse(None, gemini_chunk(piece, i == len(s.chunks) - 1, len(s.chunks)))
+        yield s.chunk_delay
+
+
+def model_list(path: str) -> dict[str, Any]:
+    if "v1beta" in path:
+        return {"models": [{"name": f"models/{m}", "displayName": m, "supportedGenerationMethods":
+                            ["generateContent", "streamGenerateContent", "countTokens"],
+                            "inputTokenLimit": 1_000_000, "outputTokenLimit": 65_536} for m in MODELS]}
+    data = [{"id": m, "object": "model", "type": "model", "created": 1_700_000_000, "owned_by": "stub",
+             "display_name": m, "created_at": "2025-01-01T00:00:00Z"} for m in MODELS]
+    return {"object": "list", "data": data, "has_more": False, "first_id": MODELS[0], "last_id": MODELS[-1],
+            "models": [{"slug": m, "display_name": m} for m in MODELS]}
+
+
+# -- I/O: the HTTP server -------------------------------------------------------------
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: "StubServer"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the log file gets it instead
+        pass
+
+    def _body(self) -> tuple[bytes, dict[str, Any]]:
+        size = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(size) if size else b""
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            raw = self._read_chunked()
+        try:
+            data = json.loads(raw) if raw else {}
+        except ValueError:
+            data = {}
+        return raw, data if isinstance(data, dict) else {}
+
+    def _read_chunked(self) -> bytes:
+        out = b""
+        while True:
+            line = self.rfile.readline().strip()
+            n = int(line.split(b";")[0] or b"0", 16)
+            if n == 0:
+                self.rfile.readline()
+                return out
+            out += self.rfile.read(n)
+            self.rfile.readline()
+
+    def _log(self, raw: bytes, **extra: Any) -> None:
+        headers = {k: ("<redacted>" if k.lower() in SECRET_HEADERS else v) for k, v in self.headers.items()}
+        self.server.log({"t": round(time.time(), 3), "method": self.command, "path": self.path,
+                         "headers": headers, "body_bytes": len(raw), **extra})
+
+    def _json(self, status: int, data: Any) -> None:
+        body = json.dumps(data).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _stream(self, events: Iterator[bytes | float], prompt: str = "") -> None:
+        """Send SSE events; log whether the client took the whole reply or hung up."""
+        completed = False
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        try:
+            for ev in events:
+                if isinstance(ev, float):
+                    if ev and self.server.stopping.wait(ev):
+                        break
+                    continue
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(ev), ev))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+            completed = not self.server.stopping.is_set()
+        except (BrokenPipeError, ConnectionResetError):  # the CLI cancelled: fine
+            self.close_connection = True
+        self.server.log({"t": round(time.time(), 3), "event": "stream_end", "path": self.path,
+                         "prompt": prompt, "completed": completed})
+
+    def do_HEAD(self) -> None:
+        self._log(b"")
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def do_GET(self) -> None:
+        path = urlsplit(self.path).path
+        self._log(b"")
+        if path.rstrip("/").endswith("/models") or path.rstrip("/").endswith("/v1beta/models"):
+            self._json(200, model_list(path))
+        elif "/models/" in path:
+            name = path.rsplit("/", 1)[-1]
+            self._json(200, {"id": name, "object": "model", "type": "model", "display_name": name,
+                             "name": f"models/{name}"})
+        else:
+            self._json(404, {"error": {"message": f"stub: no GET {path}", "type": "not_found"}})
+
+    def do_POST(self) -> None:
+        url = urlsplit(self.path)
+        path = url.path
+        raw, body = self._body()
+        model = str(body.get("model") or path.rsplit("/", 1)[-1].split(":")[0] or "stub-model")
+        prompt = last_user_text(body)
+        gen = body.get("generationConfig") if isinstance(body.get("generationConfig"), dict) else {}
+        want_json = gen.get("responseMimeType") == "application/json" or "responseJsonSchema" in gen
+        script = plan(prompt, want_json=want_json, slow_seconds=self.server.slow_seconds,
+                      think_seconds=self.server.think_seconds)
+        self._log(raw, prompt=script.prompt, mode=script.mode, stream=bool(body.get("stream")))
+        route: Optional[Callable[[], None]] = None
+        if path.endswith("/messages/count_tokens"):
+            route = lambda: self._json(200, {"input_tokens": max(1, len(raw) // 4)})  # noqa: E731
+        elif path.endswith("/messages"):
+            route = (lambda: self._stream(anthropic_stream(script, model), script.prompt)) if body.get("stream") else \
+                (lambda: self._json(200, anthropic_message(script, model)))
+        elif path.endswith("/chat/completions"):
+            usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            route = (lambda: self._stream(chat_stream(script, model, usage), script.prompt)) if body.get("stream") else \
+                (lambda: self._json(200, chat_completion(script, model)))
+        elif path.endswith("/responses"):
+            route = lambda: self._stream(responses_stream(script, model), script.prompt)  # noqa: E731
+        elif path.endswith(":streamGenerateContent"):
+            route = lambda: self._stream(gemini_stream(script), script.prompt)  # noqa: E731
+        elif path.endswith(":generateContent"):
+            route = lambda: self._json(200, gemini_chunk(script.text, True, len(script.chunks)))  # noqa: E731
+        elif path.endswith(":countTokens"):
+            route = lambda: self._json(200, {"totalTokens": max(1, len(raw) // 4)})  # noqa: E731
+        if route is None:
+            self._json(404, {"error": {"message": f"stub: no POST {path}", "type": "not_found"}})
+        else:
+            route()
+
+
+class StubServer(ThreadingHTTPServer):
+    """The stub on 127.0.0.1 (port 0: a free one); ``start()`` serves on a thread."""
+
+    daemon_threads = True
+
+    def __init__(self, port: int = 0, log_path: Optional[Path] = None, *, slow_seconds: float = SLOW_SECONDS,
+                 think_seconds: float = THINK_SECONDS) -> None:
+        super().__init__(("127.0.0.1", port), _Handler)
+        self.log_path = log_path
+        self.slow_seconds = slow_seconds
+        self.think_seconds = think_seconds
+        self.stopping = threading.Event()
+        self._lock = threading.Lock()
+        self._thread: Optional[threading.Thread] = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+    def log(self, entry: dict[str, Any]) -> None:
+        if self.log_path is None:
+            return
+        with self._lock, open(self.log_path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(entry) + "\n")
+
+    def start(self) -> "StubServer":
+        self._thread = threading.Thread(target=self.serve_forever, name="stub-model-server", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.shutdown()
+        self.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> "StubServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def main(argv: Optional[list[str]] = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--log", type=Path, default=Path("/tmp/realclis/stub-requests.jsonl"))
+    args = ap.parse_args(argv)
+    args.log.parent.mkdir(parents=True, exist_ok=True)
+    server = StubServer(args.port, args.log)
+    print(f"listening {server.url} (log: {args.log})", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+
+
+if __name__ == "__main__":
+    main()
