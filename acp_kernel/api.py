@@ -19,14 +19,23 @@ in loops and functions (``async def``). Built on the same
 from __future__ import annotations
 
 import atexit
+import os
+import sys
 import weakref
 from typing import Any, Callable
 
+from . import compat
 from .commands import MAGICS
 from .controller import Controller
 from .registry import AgentSpec, adhoc_agent
 from .session import Choice, Session, text_block
 from .turn import Turn
+from .view.frontend import TERMINAL, Frontend, WidgetClients, frontend_for
+
+#: No display and nobody to answer: Python code outside IPython (or ``render=False``).
+UNSEEN = Frontend(widgets=False, updates=True, ask="none")
+#: Terminal IPython whose stdin is not a terminal (a piped script): input() would read the script.
+PIPED = Frontend(widgets=False, updates=False, ask="none")
 
 __all__ = ["Agent", "IPythonFrontend", "connect"]
 
@@ -51,10 +60,35 @@ def _ipython() -> Any:
     return get_ipython()
 
 
+def widget_clients(kernel: Any) -> WidgetClients:
+    """The clients of an IPython kernel that announced a widget manager,
+    watched from the first call on (:func:`acp_kernel.compat.watch_shell_messages`)."""
+    clients = getattr(kernel, "_acp_widget_clients", None)
+    if clients is None:
+        clients = WidgetClients()
+        compat.watch_shell_messages(kernel, ("comm_open", "comm_info_request"), clients.note)
+        kernel._acp_widget_clients = clients
+    return clients
+
+
+def _parent(kernel: Any) -> dict[str, Any]:
+    try:
+        return kernel.get_parent("shell") or {}
+    except Exception:  # noqa: BLE001 - an older ipykernel
+        return {}
+
+
 class IPythonFrontend:
-    """The magics' and the API's front-end: IPython's display machinery,
-    widgets where a kernel is behind it, questions answered where the
-    execute request allows stdin (nbclient does not: headless)."""
+    """The magics' and the API's front-end: IPython's display machinery, and
+    what the cell's frontend shows (:mod:`acp_kernel.view.frontend`).
+
+    - an IPython kernel: a client that announced a widget manager is a
+      notebook; one that connected before ``%load_ext`` is not seen, so a
+      kernel Jupyter Server started (``JPY_SESSION_NAME`` set) counts as one
+      too; else a console (stdin) or a headless run (no ``allow_stdin``);
+    - terminal IPython: append-only text, questions through ``input()``;
+    - no IPython (or ``render=False``): nothing shown, nobody answers.
+    """
 
     kind = MAGICS
 
@@ -68,22 +102,47 @@ class IPythonFrontend:
 
         return IPythonSink()
 
+    def frontend(self) -> Frontend:
+        ip = _ipython()
+        if ip is None or not self.render:
+            return UNSEEN
+        kernel = getattr(ip, "kernel", None)
+        if kernel is None:
+            return TERMINAL if _isatty(sys.stdin) else PIPED
+        parent = _parent(kernel)
+        content = parent.get("content") or {}
+        allow = bool(content.get("allow_stdin", getattr(kernel, "_allow_stdin", False)))
+        notebook = widget_clients(kernel).has_widgets(parent) or bool(os.environ.get("JPY_SESSION_NAME"))
+        return frontend_for(widget_manager=notebook, allow_stdin=allow)
+
     def widgets(self) -> bool:
-        return getattr(_ipython(), "kernel", None) is not None
+        return self.frontend().widgets
 
     def interactive(self) -> bool:
-        """As in the ACP kernel: the execute request's ``allow_stdin``."""
+        """Someone can answer: buttons in a notebook, a typed line in a console
+        or terminal IPython; not a headless run (nbclient: no ``allow_stdin``)."""
+        fe = self.frontend()
+        if fe.ask == "widgets":
+            return bool((_parent(_ipython().kernel).get("content") or {}).get("allow_stdin", True))
+        return fe.ask == "stdin"
+
+    def asker(self) -> Callable[[Any, Any], None] | None:
+        """Questions through stdin: ``input_request`` to a console, ``input()`` in terminal IPython."""
+        if self.frontend().ask != "stdin":
+            return None
+        from .ask import StdinQuestions
+
         kernel = getattr(_ipython(), "kernel", None)
         if kernel is None:
-            return False
-        try:
-            content = kernel.get_parent("shell").get("content") or {}
-        except Exception:  # noqa: BLE001 - an older ipykernel
-            content = {}
-        return bool(content.get("allow_stdin", getattr(kernel, "_allow_stdin", False)))
+            return StdinQuestions.from_input(input)
+        return StdinQuestions(compat.stdin_reader(kernel))
 
-    def asker(self) -> Callable[[Any], None] | None:
-        return None  # the hook for stdin questions (terminal IPython: input())
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
 
 
 def guard() -> None:

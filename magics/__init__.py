@@ -82,6 +82,11 @@ def load_ipython_extension(ip: Any) -> None:
     ip.register_magic_function(_acp_line, "line", "acp")
     ip.register_magic_function(_acp_cell, "cell", "acp")
     ip.register_magic_function(_shell_cell, "cell", "shell")
+    kernel = getattr(ip, "kernel", None)
+    if kernel is not None:  # from now on, see which clients announce a widget manager
+        from acp_kernel.api import widget_clients
+
+        widget_clients(kernel)
     from .runtime import kill_all_now
 
     atexit.register(kill_all_now)

@@ -50,9 +50,9 @@ class Runtime(LoopHome):
         return bool(self.conns or self.ptys.panels)
 
     def _say(self, md: Markdown) -> None:
-        from acp_kernel.safe import bundle
+        from acp_kernel.view.plaintext import message
 
-        self.frontend.sink().display(bundle(md))
+        self.frontend.sink().display(message(md))  # text/plain: the rendered text (terminal IPython prints it)
 
     @staticmethod
     def _ns() -> dict[str, Any]:
@@ -219,6 +219,8 @@ class Runtime(LoopHome):
             turn = await self._interruptible(conn.prompt(blocks), conn)
         except Unavailable as exc:
             raise UsageError(str(exc)) from None
+        except AcpError as exc:  # refused before a turn began (ContentRefused: an attachment it cannot take)
+            raise UsageError(str(exc).split("\n", 1)[0]) from None
         user_ns["_acp"] = turn
         return turn
 

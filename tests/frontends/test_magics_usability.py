@@ -86,6 +86,8 @@ def test_terminal_ipython_prints_text_not_object_reprs(tmp_path, kernel_env):
     done = subprocess.run([sys.executable, "-m", "IPython", "--simple-prompt", "--no-banner", "--colors=NoColor"],
                           input=script, capture_output=True, text=True, timeout=120, env=env, cwd=str(tmp_path))
     out = done.stdout
-    assert "Connected **demo**" in out and "- `code` Code" in out, (out, done.stderr)
+    # Text, not the markdown source: no ** or backticks, no \-escapes.
+    assert "Connected demo: acp-kernel demo agent" in out and "\n- code Code — " in out, (out, done.stderr)
+    assert "**" not in out and "`" not in out and "\\" not in out
     assert "IPython.core.display" not in out and "object at 0x" not in out
     assert os.path.isdir(tmp_path)

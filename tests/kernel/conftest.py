@@ -82,6 +82,15 @@ class KernelHarness:
     def __init__(self, km: AsyncKernelManager, kc: Any) -> None:
         self.km, self.kc = km, kc
 
+    async def announce_widgets(self, timeout: float = 30) -> None:
+        """Say hello as a notebook's widget manager does (a ``comm_info_request``
+        for ``jupyter.widget``): the kernel then treats this client as a
+        notebook (widgets, updates in place, buttons), not as a console."""
+        msg_id = self.kc.comm_info(target_name="jupyter.widget")
+        reply = await self.kc.get_shell_msg(timeout=timeout)
+        while reply["parent_header"].get("msg_id") != msg_id:
+            reply = await self.kc.get_shell_msg(timeout=timeout)
+
     async def execute(self, code: str, *, timeout: float = 30, allow_stdin: bool = True,
                       on_output=None) -> Any:
         """Run a cell; collect its iopub messages until idle. ``on_output`` also
@@ -121,6 +130,7 @@ async def acp_kernel(kernel_env, tmp_path):
     kc.start_channels()
     await kc.wait_for_ready(timeout=60)
     harness = KernelHarness(km, kc)
+    await harness.announce_widgets()  # a notebook (tests of a console say so)
     try:
         yield harness
     finally:

@@ -71,13 +71,22 @@ def agent_pids(pids: set[int], marker: str) -> set[int]:
     return {p for p in pids if marker in cmdline(p)}
 
 
-async def start(kernel_name: str, env: dict[str, str], cwd: str) -> MagicsHarness:
+async def start(kernel_name: str, env: dict[str, str], cwd: str, *, notebook: bool = True) -> MagicsHarness:
+    """A kernel and a client. ``notebook``: the client is a notebook with a
+    widget manager, as JupyterLab's: it announces one, and (for the magics,
+    loaded after any announcement) the kernel runs as Jupyter Server starts
+    kernels, with ``JPY_SESSION_NAME`` set. Else it is a console."""
+    if notebook and kernel_name != "acp":  # (the ACP kernel sees the announcement; it keys its store by this)
+        env = {**env, "JPY_SESSION_NAME": str(Path(cwd) / "test.ipynb")}
     km = AsyncKernelManager(kernel_name=kernel_name)
     await km.start_kernel(env=env, cwd=cwd)
     kc = km.client()
     kc.start_channels()
     await kc.wait_for_ready(timeout=60)
-    return MagicsHarness(km, kc)
+    harness = MagicsHarness(km, kc)
+    if notebook:
+        await harness.announce_widgets()
+    return harness
 
 
 async def stop(harness: MagicsHarness) -> None:
