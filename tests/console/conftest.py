@@ -19,13 +19,14 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\r")
 
 
 class Console:
-    """One ``jupyter console`` session; ``run(cell)`` returns what it printed."""
+    """One ``jupyter console`` session (or, with ``argv``, another terminal
+    frontend such as terminal IPython); ``run(cell)`` returns what it printed."""
 
-    def __init__(self, env: dict[str, str], cwd: str) -> None:
-        self.child = pexpect.spawn(
-            sys.executable, ["-m", "jupyter_console", "--kernel", "acp", "--simple-prompt",
-                             "--ZMQTerminalInteractiveShell.kernel_timeout=60"],
-            env=env, cwd=cwd, encoding="utf-8", timeout=60, dimensions=(50, 200))
+    def __init__(self, env: dict[str, str], cwd: str, kernel: str = "acp", argv: list[str] | None = None) -> None:
+        argv = argv or ["-m", "jupyter_console", "--kernel", kernel, "--simple-prompt",
+                        "--ZMQTerminalInteractiveShell.kernel_timeout=60"]
+        self.child = pexpect.spawn(sys.executable, argv, env=env, cwd=cwd, encoding="utf-8", timeout=60,
+                                   dimensions=(50, 200))
         self.child.expect(PROMPT)
         self.busy = False  # a cell was sent and its prompt has not come back
 
@@ -98,13 +99,16 @@ def console(kernel_env, tmp_path):  # noqa: F811
     """Start a console whose kernel runs ``scenario`` (call the returned function)."""
     made: list[Console] = []
 
-    def start(scenario: dict) -> Console:
+    def start(scenario: dict, kernel: str = "acp", argv: list[str] | None = None) -> Console:
+        """``kernel="python3"``: the magics and the Python API in a console;
+        ``argv``: another terminal frontend (terminal IPython)."""
         env = dict(kernel_env)
         env["JUPYTER_PATH"] = os.environ["JUPYTER_PATH"]
         env["JUPYTER_RUNTIME_DIR"] = str(tmp_path / "runtime")
         env["TERM"] = "dumb"
+        env["HOME"] = str(tmp_path)  # no user IPython profile or history
         use_scripted_agent(env, scenario)
-        c = Console(env, str(tmp_path / "work"))
+        c = Console(env, str(tmp_path / "work"), kernel, argv)
         made.append(c)
         return c
 

@@ -3,6 +3,8 @@ of display_data and ignores update_display_data; questions come through stdin.""
 
 from __future__ import annotations
 
+import pytest
+
 IMG = "<img src=x onerror=alert(1)>"
 
 
@@ -80,3 +82,45 @@ def test_set_values_reach_a_console_prompt(console):
     c.run("%set n 3")  # (a console runs each typed line as a cell)
     out = c.run("Fix {topic} {n} times")
     assert "Fixed." in out and "WRONG PROMPT" not in out
+
+
+def permission_turn(title: str = "Delete build") -> list[dict]:
+    return [{"request": {"method": "session/request_permission", "params": {
+        "sessionId": "$SID",
+        "toolCall": {"toolCallId": "t9", "title": title, "kind": "execute",
+                     "rawInput": {"command": "rm -rf build && echo gone", "path": "/tmp/a\nb"}},
+        "options": [{"optionId": "yes", "name": "Allow once", "kind": "allow_once"},
+                    {"optionId": "no", "name": f"Reject {IMG}", "kind": "reject_once"}]}}}]
+
+
+TERMINAL_IPYTHON = ["-m", "IPython", "--simple-prompt", "--no-banner", "--colors=NoColor"]
+
+
+@pytest.mark.parametrize("where", ["python3 kernel in jupyter console", "terminal IPython"])
+def test_the_python_api_asks_a_permission_through_stdin(console, where):
+    c = (console({"prompt": permission_turn(f"Delete {IMG}")}, kernel="python3") if "console" in where
+         else console({"prompt": permission_turn(f"Delete {IMG}")}, argv=TERMINAL_IPYTHON))
+    c.run("import acp_kernel; agent = await acp_kernel.connect('scripted')")
+    question = c.run_until("turn = await agent.prompt('Clean up')", r"Choose 1-2 \(empty = reject\): ", timeout=30)
+    assert f"the agent asks: Delete {IMG}" in question and "rm -rf build && echo gone" in question
+    assert "| /tmp/a\n" in question and "| b\n" in question  # a path with a newline: its lines, each marked
+    assert f"2. Reject {IMG}" in question
+    out = c.answer("1", timeout=30)
+    assert 'RESULT {"outcome": {"outcome": "selected", "optionId": "yes"}}' in out
+    assert "end_turn" in c.run("print(turn.stop_reason)")
+    c.run("await agent.close()")
+
+
+def test_magics_in_a_console_print_text_and_an_empty_answer_rejects(console):
+    c = console({"prompt": permission_turn()}, kernel="python3")
+    c.run("%load_ext acp_kernel")
+    connected = c.run("%acp connect scripted")
+    assert "Connected scripted:" in connected and "**" not in connected
+    status = c.run("%acp status")
+    assert "- scripted (default):" in status and "- agent: scripted (" in status and "`" not in status
+    c.child.sendline("%%acp")  # a cell magic: the console asks for lines until an empty one
+    c.child.sendline("Clean up")
+    asked = c.run_until("", r"Choose 1-2 \(empty = reject\): ", timeout=30)
+    assert "rm -rf build && echo gone" in asked and "1. Allow once" in asked
+    out = c.answer("", timeout=30)  # empty: rejected with the agent's reject option
+    assert 'RESULT {"outcome": {"outcome": "selected", "optionId": "no"}}' in out

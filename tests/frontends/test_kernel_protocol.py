@@ -163,3 +163,61 @@ async def test_load_shows_only_the_last_answer_and_hostile_strings_stay_inert(ac
             assert "\x1b" not in data.get("text/plain", "") and "\x1b" not in str(msg["content"].get("traceback", ""))
     assert res.status == "error" and "\x1b" not in res.reply["content"]["evalue"]
     assert "\n" not in res.reply["content"]["evalue"]
+
+
+EVIL = "<img src=x onerror=alert(1)>"
+
+
+async def test_set_values_fill_later_prompts_and_bad_lines_are_one_line_errors(acp_kernel):
+    from tests.hostile.render import live
+    from tests.kernel.conftest import scripted_command
+
+    want = f'Fix flaky "tests" {EVIL} `a\nb` 3 [1, {{"k": null}}] {{other}}'
+    scenario = {"prompts": {want: [{"chunk": "Fixed."}]}, "prompt": [{"chunk": "WRONG PROMPT"}]}
+    await acp_kernel.execute(f"%agent --command {scripted_command(scenario)}")
+    res = await acp_kernel.execute('%set topic "flaky \\"tests\\" ' + EVIL + ' `a\\nb`"\n%set n 3\n'
+                                   '%set items [1, {"k": null}]\nFix {topic} {n} {items} {other}')
+    assert res.status == "ok" and "Fixed." in res.text() and "WRONG PROMPT" not in res.text(), res.text()
+    for msg in res.outputs:
+        data = msg["content"].get("data", {})
+        if "text/markdown" in data:
+            assert live(data["text/markdown"]) == [], data["text/markdown"]
+    said = [m["content"]["data"] for m in res.outputs if "topic" in m["content"].get("data", {}).get("text/plain", "")]
+    # The value as its JSON, in text: no markdown escapes or code fences in text/plain.
+    assert said and said[0]["text/plain"].startswith('topic = "flaky \\"tests\\" ' + EVIL + ' `a\\nb`"; prompts put')
+    for line, says in (("%set 1x 2", "'1x' is not a name"), ("%set alone", "usage: %set alone VALUE"),
+                       ("%set", "usage: %set NAME VALUE")):
+        bad = await acp_kernel.execute(line + "\nnever sent")
+        assert bad.reply["content"]["ename"] == "UsageError" and says in bad.reply["content"]["evalue"], bad.reply
+        assert "WRONG PROMPT" not in bad.text() and "Fixed." not in bad.text()
+    assert "%set NAME VALUE" in (await acp_kernel.execute("%help")).text()
+
+
+async def test_a_session_refused_at_start_shows_the_agent_stderr_and_one_line(acp_kernel):
+    from tests.hostile.render import live
+    from tests.kernel.conftest import scripted_command
+
+    scenario = {"init_actions": [{"stderr": f"config: no model set\n{EVIL}\n`a\nb`\n"}],
+                "new_session": {"error": {"code": -32603, "message": f"no model {EVIL}"}}}
+    await acp_kernel.execute(f"%agent --command {scripted_command(scenario)}")
+    res = await acp_kernel.execute("hello")
+    content = res.reply["content"]
+    assert content["ename"] == "AgentUnavailable" and "answered with an error: no model" in content["evalue"]
+    assert "\n" not in content["evalue"]
+    shown = [m["content"]["data"] for m in res.outputs if m["msg_type"] == "display_data"]
+    md = "\n".join(d.get("text/markdown", "") for d in shown)
+    plain = "\n".join(d.get("text/plain", "") for d in shown)
+    assert "config: no model set" in md and live(md) == [], md
+    assert "agent stderr (last lines):" in plain and f"| {EVIL}" in plain
+    assert not agent_pids(proctree.tree(acp_kernel.km.provisioner.pid), "scripted_agent")  # closed, not left running
+    assert (await acp_kernel.execute("%status")).status == "ok"
+
+
+async def test_kernel_messages_carry_their_text_as_plain(acp_kernel, tmp_path):
+    odd = tmp_path / "work" / "a&b_[x]"
+    odd.mkdir()
+    res = await acp_kernel.execute(f"%cwd '{odd}'")
+    data = [m["content"]["data"] for m in res.outputs if m["msg_type"] == "display_data"][0]
+    assert "\\&" in data["text/markdown"] or "`" in data["text/markdown"]
+    assert data["text/plain"].startswith(f"Working directory: {odd} (for new sessions;")
+    assert "`" not in data["text/plain"] and "*" not in data["text/plain"]
