@@ -260,6 +260,8 @@ def run_one(name: str, base: Path, cell_timeout: float, passthrough_over: dict[s
         cut = bool(ends()) and not ends()[-1]["completed"]
         row.interrupt_stops = bool(streaming) and cut
         row.interrupt_says = " ".join(slow.text().split()[-12:])[-80:]
+        if not any("watchdog" not in cmdline(p) for p in descendants(nb.pid)):
+            row.notes.append("the CLI quit on the interrupt")
         if not streaming:
             row.notes.append("SLOW prompt never reached the model")
         after = nb.run(AFTER, cell_timeout)
