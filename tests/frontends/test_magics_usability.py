@@ -91,3 +91,26 @@ def test_terminal_ipython_prints_text_not_object_reprs(tmp_path, kernel_env):
     assert "**" not in out and "`" not in out and "\\" not in out
     assert "IPython.core.display" not in out and "object at 0x" not in out
     assert os.path.isdir(tmp_path)
+
+
+async def test_a_prompt_the_agent_cannot_take_is_refused_before_a_turn(ipython):
+    """The demo agent takes no images: the API raises ContentRefused (one
+    line, nothing sent), and the agent still answers the next prompt."""
+    code = (
+        "import acp_kernel\n"
+        "from acp_kernel.content import ContentRefused\n"
+        "agent = await acp_kernel.connect('demo')\n"
+        "try:\n"
+        "    await agent.prompt([{'type': 'image', 'data': 'iVBORw0KGgo=', 'mimeType': 'image/png'}])\n"
+        "except ContentRefused as exc:\n"
+        "    refused = str(exc)\n"
+        "after = (await agent.prompt('echo still here')).text\n"
+        "modes = [(c.id, c.current) for c in agent.modes()]\n"
+        "chosen = (await agent.set_mode('Plan')).id\n"
+        "await agent.close()"
+    )
+    await ipython.ok(code)
+    refused = eval(await ipython.value("refused"))
+    assert "image" in refused and "\n" not in refused
+    assert await ipython.value("after") == repr("still here\n")
+    assert await ipython.value("modes[0], chosen") == repr((("code", True), "plan"))
