@@ -21,51 +21,16 @@ from typing import Any
 from ipykernel.kernelbase import Kernel
 
 from . import cells, compat, kernel_io, params, ptycell, store, termsafe, watchdog
-from .commands import KERNEL, POLICIES, UsageError
+from .commands import POLICIES, UsageError
 from .controller import Controller, Unavailable
 from .errors import AcpError, PassthroughError, RpcError
-from .kernel_io import KernelSink, install_comms
+from .kernel_io import KernelFrontend, KernelSink, install_comms
 from .safe import Markdown, bundle, code, text
 from .session import __version__, resource_link, text_block
-from .view.frontend import Frontend, WidgetClients
+from .view.frontend import WidgetClients
 
 #: A whole cell that means "leave", as a console user types it.
 EXIT_WORDS = frozenset({"exit", "quit", "exit()", "quit()"})
-
-
-class KernelFrontend:
-    """What the controller may use of this kernel: the running cell's sink,
-    what its frontend shows (:mod:`acp_kernel.view.frontend`: a widget
-    manager announced by the cell's client means a notebook; else a client
-    that allows stdin is a console, one that does not is headless), and who
-    answers questions. Called within the cell's context."""
-
-    kind = KERNEL
-
-    def __init__(self, kernel: "AcpKernel") -> None:
-        self.kernel = kernel
-
-    def sink(self) -> KernelSink:
-        return self.kernel._sink or KernelSink(self.kernel, {})
-
-    def frontend(self) -> Frontend:
-        k = self.kernel
-        return k.widget_clients.frontend(k.get_parent("shell"), k._allow_stdin)
-
-    def interactive(self) -> bool:
-        """Someone can answer: a notebook (buttons) or a console (stdin); headless runs cannot."""
-        return self.kernel._allow_stdin
-
-    def widgets(self) -> bool:
-        return self.frontend().widgets
-
-    def asker(self) -> Any:
-        """A console's questions go through ``input_request`` (widgets answer in a notebook)."""
-        if self.frontend().ask != "stdin":
-            return None
-        from .ask import StdinQuestions
-
-        return StdinQuestions(compat.stdin_reader(self.kernel))
 
 
 class AcpKernel(Kernel):

@@ -1,8 +1,9 @@
-"""The ACP kernel's plumbing on ipykernel: widget comms, the iopub sink, the app.
+"""The ACP kernel's plumbing on ipykernel: widget comms, the iopub sink, the
+cell's frontend, the app.
 
 Kept apart from :mod:`acp_kernel.kernel` (what a cell does) because it leans on
 ipykernel's internals: the comm manager, ``session.send`` on iopub, the
-IOPub thread of ``IPKernelApp``.
+request's ``allow_stdin`` and parent, the IOPub thread of ``IPKernelApp``.
 """
 
 from __future__ import annotations
@@ -10,7 +11,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from . import compat
+from .commands import KERNEL
 from .safe import check_data
+from .view.frontend import Frontend
 
 
 def install_comms(kernel: Any) -> None:
@@ -50,6 +54,41 @@ class KernelSink:
 
     def stream(self, text: str, name: str = "stdout") -> None:
         self._send("stream", {"name": name, "text": text})
+
+
+class KernelFrontend:
+    """What the controller may use of this kernel: the running cell's sink,
+    what its frontend shows (:mod:`acp_kernel.view.frontend`: a widget
+    manager announced by the cell's client means a notebook; else a client
+    that allows stdin is a console, one that does not is headless), and who
+    answers questions. Called within the cell's context."""
+
+    kind = KERNEL
+
+    def __init__(self, kernel: Any) -> None:
+        self.kernel = kernel
+
+    def sink(self) -> KernelSink:
+        return self.kernel._sink or KernelSink(self.kernel, {})
+
+    def frontend(self) -> Frontend:
+        k = self.kernel
+        return k.widget_clients.frontend(k.get_parent("shell"), k._allow_stdin)
+
+    def interactive(self) -> bool:
+        """Someone can answer: a notebook (buttons) or a console (stdin); headless runs cannot."""
+        return self.kernel._allow_stdin
+
+    def widgets(self) -> bool:
+        return self.frontend().widgets
+
+    def asker(self) -> Any:
+        """A console's questions go through ``input_request`` (widgets answer in a notebook)."""
+        if self.frontend().ask != "stdin":
+            return None
+        from .ask import StdinQuestions
+
+        return StdinQuestions(compat.stdin_reader(self.kernel))
 
 
 def launch(kernel_class: Any) -> None:
