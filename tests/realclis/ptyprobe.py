@@ -202,6 +202,17 @@ class Lab:
 
     def close(self) -> None:
         self.server.stop()
+        # codex starts an app-server daemon from $HOME/.codex/packages that leaves the PTY's
+        # session and outlives SIGHUP: end whatever still runs from this lab's HOME, by pid.
+        mark = str(self.home).encode()
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    with open(f"/proc/{entry}/cmdline", "rb") as f:
+                        if mark in f.read():
+                            os.kill(int(entry), signal.SIGKILL)
+                except OSError:
+                    pass
 
 
 # -- the standard experiments -----------------------------------------------------------

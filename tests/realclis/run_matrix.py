@@ -167,6 +167,13 @@ def cmdline(pid: int) -> str:
         return "?"
 
 
+def under(path: Path) -> set[int]:
+    """Live processes whose command line names ``path`` (a CLI's daemon started from our
+    throwaway HOME, e.g. codex's app-server, leaves the PTY's session and the kernel's tree)."""
+    mark = str(path)
+    return {int(e) for e in os.listdir("/proc") if e.isdigit() and mark in cmdline(int(e)) and alive(int(e))}
+
+
 def alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as f:
@@ -273,7 +280,7 @@ def run_one(name: str, base: Path, cell_timeout: float, passthrough_over: dict[s
         family = {p for p in descendants(nb.pid) if "watchdog" not in cmdline(p)}
         stop = nb.run("%passthrough stop", cell_timeout)
         wait_for(lambda: not any(alive(p) for p in family), 10)
-        row.processes_left = sorted(p for p in family if alive(p))
+        row.processes_left = sorted({p for p in family if alive(p)} | under(work / "home"))
         for pid in row.processes_left:
             row.notes.append(f"left: pid {pid} {cmdline(pid)[:60]}")
         if stop.status == "error":
@@ -285,7 +292,7 @@ def run_one(name: str, base: Path, cell_timeout: float, passthrough_over: dict[s
             (work / "cells.json").write_text(json.dumps(
                 [{"code": c.code, "done": c.done, "status": c.status, "outputs": c.outputs} for c in nb.cells.values()],
                 indent=1, default=str), encoding="utf-8")
-            leftover = descendants(nb.pid)
+            leftover = descendants(nb.pid) | under(work / "home")
             nb.close()
             for pid in leftover:  # ours: started by this kernel for this run
                 try:
