@@ -33,7 +33,7 @@ ELSEWHERE: tuple[str, ...] = (
     "acp_kernel/kernel_io.py main(): swaps ipykernel.kernelapp.IOPubThread while IPKernelApp.init_iopub runs",
     "acp_kernel/kernel_io.py install_comms: ipykernel.comm.comm.BaseComm / ipykernel.comm.manager.CommManager, "
     "and replaces comm.create_comm / comm.get_comm_manager",
-    "acp_kernel/kernel.py, acp_kernel/api.py: Kernel._allow_stdin (ipykernel's per-request flag)",
+    "acp_kernel/kernel_io.py (KernelFrontend), acp_kernel/api.py: Kernel._allow_stdin (ipykernel's per-request flag) and Kernel.get_parent",
     "acp_kernel/passthrough.py: terminado PtyWithClients.ptyproc (ptyprocess) .fd, .pid, .decoder, "
     ".delayafterclose, .exitstatus, .setwinsize/.getwinsize",
 )

@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -30,7 +30,7 @@ def parse_set(rest: str) -> tuple[str, Any]:
     if not parts:
         raise ValueError("usage: %set NAME VALUE (VALUE is JSON, or text)")
     name = parts[0]
-    if not _NAME.match(name):
+    if not NAME_RE.match(name):
         raise ValueError(f"{name!r} is not a name (letters, digits, _; not starting with a digit)")
     if len(parts) == 1:
         raise ValueError(f"usage: %set {name} VALUE")

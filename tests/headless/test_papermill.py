@@ -12,10 +12,11 @@ import nbformat
 import pytest
 
 # papermill first, as its command line does: it imports the entry point's
-# module (acp_kernel.papermill) while it starts (see the xfail test below).
+# module (acp_kernel.papermill_engine) while it starts.
 pm = pytest.importorskip("papermill")
 
-from acp_kernel.papermill import AcpTranslator, codify, interpolate, parse_set  # noqa: E402
+from acp_kernel.papermill import AcpTranslator, codify  # noqa: E402
+from acp_kernel.params import interpolate, parse_set  # noqa: E402
 
 from .conftest import use_scripted_agent  # noqa: E402
 
@@ -99,12 +100,8 @@ def test_papermill_command_line_with_p(headless_env, tmp_path):
     assert "About flaky tests." in json.dumps(nbformat.read(out, as_version=4).cells[-1].outputs)
 
 
-@pytest.mark.xfail(entry_point_installed(), strict=True,
-                   reason="acp_kernel.papermill imported before papermill: papermill's import loads the entry "
-                          "point, which is this module half-initialised (no AcpEngine yet); the glue must "
-                          "import papermill lazily (see H6's report)")
 def test_the_module_imports_before_papermill():
-    run = subprocess.run([sys.executable, "-c", "import acp_kernel.papermill as m; print(m.AcpEngine)"],
+    run = subprocess.run([sys.executable, "-c", "import acp_kernel.papermill as m, acp_kernel.papermill_engine as e; print(m.AcpTranslator, e.AcpEngine)"],
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr[-2000:]
 
