@@ -119,13 +119,20 @@ except ImportError:  # run by hand, outside a build
 
 
 class VendorHook(BuildHookInterface):  # type: ignore[misc,valid-type]
-    """Puts the vendored files into wheels (they are git-ignored, so listed as artifacts)."""
+    """Puts the vendored files into wheels (they are git-ignored, so listed as artifacts),
+    and the magics under the package."""
 
     PLUGIN_NAME = "custom"
 
     def initialize(self, version: str, build_data: dict) -> None:
         if self.target_name != "wheel":  # editable installs are wheel builds too
             return
+        if version != "editable":
+            # The repository's top-level magics/ ships inside the package, as
+            # acp_kernel.magics (an editable install finds it through
+            # acp_kernel/_checkout.py instead: hatchling cannot map a folder
+            # under another package in dev mode).
+            build_data.setdefault("force_include", {})[str(ROOT / "magics")] = "acp_kernel/magics"
         try:
             files = vendor()
         except Exception as exc:  # noqa: BLE001 - a development build without network still works

@@ -3,8 +3,8 @@
 The curated public API; everything heavier is imported on first use.
 
 ``agent = await acp_kernel.connect("demo")`` then ``turn = await
-agent.prompt("...")`` (:mod:`acp_kernel.api`) is the Python API of the
-magics' world. ``connect`` used to be :func:`acp_kernel.session.connect`
+agent.prompt("...")`` (:mod:`acp_kernel.frontends.api`) is the Python API of the
+magics' world. ``connect`` used to be :func:`acp_kernel.client.session.connect`
 (start an :class:`AgentSpec`, get a bare :class:`Client`); that one is still
 there by its full name.
 """
@@ -12,6 +12,10 @@ there by its full name.
 from __future__ import annotations
 
 from typing import Any
+
+from . import _checkout
+
+_checkout.expose_magics(__name__, __path__)
 
 __all__ = [
     "Agent",
@@ -27,15 +31,15 @@ __all__ = [
 ]
 
 _LAZY = {
-    "AgentSpec": "registry",
-    "load_config": "registry",
-    "Client": "session",
-    "Session": "session",
-    "connect": "api",
-    "Agent": "api",
-    "ClientSettings": "host",
-    "Turn": "turn",
-    "shell_argv": "shell",
+    "AgentSpec": "client.registry",
+    "load_config": "client.registry",
+    "Client": "client.session",
+    "Session": "client.session",
+    "connect": "frontends.api",
+    "Agent": "frontends.api",
+    "ClientSettings": "client.host",
+    "Turn": "client.turn",
+    "shell_argv": "services.shell",
 }
 
 
@@ -49,13 +53,13 @@ def __getattr__(name: str) -> Any:
 
 
 def load_ipython_extension(ip: Any) -> None:
-    """``%load_ext acp_kernel``: the same extension as ``%load_ext magics``."""
-    from magics import load_ipython_extension as load
+    """``%load_ext acp_kernel``: the magics (:mod:`acp_kernel.magics`)."""
+    from .magics import load_ipython_extension as load
 
     load(ip)
 
 
 def unload_ipython_extension(ip: Any) -> None:
-    from magics import unload_ipython_extension as unload
+    from .magics import unload_ipython_extension as unload
 
     unload(ip)

@@ -28,13 +28,13 @@ TESTED: dict[str, tuple[tuple[int, int], tuple[int, int]]] = {
 
 #: Private API used outside this module (file: what), to move here when those files allow.
 ELSEWHERE: tuple[str, ...] = (
-    "acp_kernel/kernel_io.py KernelSink._send and acp_kernel/kernel.py (the error message): "
+    "acp_kernel/frontends/kernel_io.py KernelSink._send and acp_kernel/frontends/kernel.py (the error message): "
     "Kernel._topic(msg_type) for the iopub topic",
-    "acp_kernel/kernel_io.py main(): swaps ipykernel.kernelapp.IOPubThread while IPKernelApp.init_iopub runs",
-    "acp_kernel/kernel_io.py install_comms: ipykernel.comm.comm.BaseComm / ipykernel.comm.manager.CommManager, "
+    "acp_kernel/frontends/kernel_io.py main(): swaps ipykernel.kernelapp.IOPubThread while IPKernelApp.init_iopub runs",
+    "acp_kernel/frontends/kernel_io.py install_comms: ipykernel.comm.comm.BaseComm / ipykernel.comm.manager.CommManager, "
     "and replaces comm.create_comm / comm.get_comm_manager",
-    "acp_kernel/kernel_io.py (KernelFrontend), acp_kernel/api.py: Kernel._allow_stdin (ipykernel's per-request flag) and Kernel.get_parent",
-    "acp_kernel/passthrough.py: terminado PtyWithClients.ptyproc (ptyprocess) .fd, .pid, .decoder, "
+    "acp_kernel/frontends/kernel_io.py (KernelFrontend), acp_kernel/frontends/api.py: Kernel._allow_stdin (ipykernel's per-request flag) and Kernel.get_parent",
+    "acp_kernel/passthrough/manager.py: terminado PtyWithClients.ptyproc (ptyprocess) .fd, .pid, .decoder, "
     ".delayafterclose, .exitstatus, .setwinsize/.getwinsize",
 )
 
@@ -145,7 +145,7 @@ class StdinClosed(EOFError):
 
 
 def stdin_reader(kernel: Any, *, poll: float = 0.05) -> Callable[[str, threading.Event], str]:
-    """``read(prompt, stop)`` for :class:`acp_kernel.ask.StdinQuestions`: an
+    """``read(prompt, stop)`` for :class:`acp_kernel.frontends.ask.StdinQuestions`: an
     ``input_request`` to the frontend of the current cell, whose answer is
     awaited (in a worker thread) until it comes or ``stop`` is set.
 
@@ -156,7 +156,7 @@ def stdin_reader(kernel: Any, *, poll: float = 0.05) -> Callable[[str, threading
     parent header is read then)."""
     import zmq
 
-    from .ask import Abandoned
+    from .frontends.ask import Abandoned
 
     parent = kernel.get_parent("shell")
     ident = kernel._parent_ident["shell"]

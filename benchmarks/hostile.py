@@ -187,7 +187,7 @@ def memory_section(ctx: Any, run: Any, n: dict[str, int]) -> Any:
                      "each attack step ends with a probe the agent awaits (one more read, terminal or question), "
                      "whose answer is in the turn's text")
     if lim:
-        sec.notes.append("limits (acp_kernel.host.Limits defaults): " + ", ".join(f"{k} {v:,}" for k, v in lim.items()))
+        sec.notes.append("limits (acp_kernel.client.host.Limits defaults): " + ", ".join(f"{k} {v:,}" for k, v in lim.items()))
     sec.notes.append("the permission requests offer no option allow-all can pick (reject_once and an unknown "
                      "kind), so each is put to the person, and nobody answers")
     return sec
@@ -237,9 +237,9 @@ def _status_kib(field: str) -> int:
 async def _memory(args: argparse.Namespace) -> dict[str, Any]:
     import acp.schema  # noqa: F401  (the services import it on first use: not the attack's cost)
 
-    from acp_kernel.host import ClientSettings, Limits
-    from acp_kernel.registry import adhoc_agent
-    from acp_kernel.session import Client
+    from acp_kernel.client.host import ClientSettings, Limits
+    from acp_kernel.client.registry import adhoc_agent
+    from acp_kernel.client.session import Client
 
     limits = Limits() if args.detailed_turns is None else Limits(detailed_turns=args.detailed_turns)
     settings = ClientSettings(permissions="allow-all", limits=limits)

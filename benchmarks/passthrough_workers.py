@@ -4,7 +4,7 @@
 object on its last stdout line (like ``workers.py``).
 
 Modes:
-  floor-flood  the demo CLI (``python -m acp_kernel.demo_cli``) under a PTY
+  floor-flood  the demo CLI (``python -m acp_kernel.demo.cli``) under a PTY
                (``ptyprocess.PtyProcess.spawn``), ``/flood BYTES`` typed, the
                master read by a tight ``os.read`` loop and discarded, until
                ``flood done``
@@ -53,7 +53,7 @@ ROOT = os.path.dirname(HERE)
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from acp_kernel.proctree import alive as _alive  # noqa: E402
+from acp_kernel.protocol.proctree import alive as _alive  # noqa: E402
 from benchmarks.kernel_workers import _emit, _percentiles  # noqa: E402
 
 WIDGET_ID = "acp_kernel.TerminalWidget"
@@ -108,7 +108,7 @@ def _on_alarm(signum: int, frame: Any) -> None:
 
 
 def _demo_argv() -> list[str]:
-    return [sys.executable, "-m", "acp_kernel.demo_cli"]
+    return [sys.executable, "-m", "acp_kernel.demo.cli"]
 
 
 def _child_env() -> dict[str, str]:

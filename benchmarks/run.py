@@ -388,7 +388,7 @@ def startup(ctx: Ctx) -> Section:
         ("python -c pass", lambda: timed_run(ctx, [sys.executable, "-c", "pass"])),
         ("acp-kernel prompt --agent demo hello", lambda: timed_run(ctx, [*cli, "--agent", "demo", "hello"])),
         ("lib", lambda: worker(ctx, "init-lib", "--agent", empty)),
-        ("lib-demo", lambda: worker(ctx, "init-lib", "--agent", f"{shlex.quote(sys.executable)} -m acp_kernel.demo_agent")),
+        ("lib-demo", lambda: worker(ctx, "init-lib", "--agent", f"{shlex.quote(sys.executable)} -m acp_kernel.demo.agent")),
         ("sdk", lambda: worker(ctx, "init-sdk", "--agent", empty)),
     ]
     for _ in range(a.repeat):
@@ -417,12 +417,12 @@ def startup(ctx: Ctx) -> Section:
                        ("acpx", "`acpx exec` empty turn, synthetic agent (wall)")):
         if key in ctx.startup:
             sec.rows.append([label, ms(ctx.startup[key]), "from the throughput rounds"])
-    sec.rows.append(["library: import acp_kernel.session", info("lib", "import_seconds"), "cold import"])
+    sec.rows.append(["library: import acp_kernel.client.session", info("lib", "import_seconds"), "cold import"])
     sec.rows.append(["library: Client.start() to initialize done, synthetic agent", info("lib", "init_seconds"),
                      "spawn + initialize"])
     sec.rows.append(["library: ... + session/new", info("lib", "session_seconds"), ""])
     sec.rows.append(["library: Client.start() to initialize done, demo agent", info("lib-demo", "init_seconds"),
-                     "python -m acp_kernel.demo_agent"])
+                     "python -m acp_kernel.demo.agent"])
     sec.rows.append(["official SDK: import acp", info("sdk", "import_seconds"), "cold import"])
     sec.rows.append(["official SDK: spawn + initialize, synthetic agent", info("sdk", "init_seconds"), ""])
     kernel_startup(ctx, sec)
@@ -437,9 +437,9 @@ def terminal_service(ctx: Ctx) -> Section:
     sec = Section(f"Terminal service: a command printing {a.terminal_bytes / 2**20:,.0f} MiB, outputByteLimit 1 MiB",
                   ["what", "seconds", "MB/s", "speed vs floor", "peak RSS growth", "kept"])
     try:
-        import acp_kernel.terminals  # noqa: F401
+        import acp_kernel.services.terminals  # noqa: F401
     except Exception as exc:  # pragma: no cover - depends on the tree
-        sec.notes.append(f"not available: acp_kernel.terminals does not import ({type(exc).__name__}: {exc})")
+        sec.notes.append(f"not available: acp_kernel.services.terminals does not import ({type(exc).__name__}: {exc})")
         return sec
     results = []
     for _ in range(max(1, min(a.repeat, 2))):
@@ -456,7 +456,7 @@ def terminal_service(ctx: Ctx) -> Section:
     r = results[-1]
     sec.rows.append(["the same command read by a blocking os.read loop (floor)", f"{piped:.2f}", f"{mb / piped:,.0f}",
                      "1.00", "-", "-"])
-    sec.rows.append(["acp_kernel.terminals.Terminal (start -> wait)", f"{seconds:.2f}", f"{mb / seconds:,.0f}",
+    sec.rows.append(["acp_kernel.services.terminals.Terminal (start -> wait)", f"{seconds:.2f}", f"{mb / seconds:,.0f}",
                      f"{piped / seconds:.2f}", f"{max(x['rss_growth_kib'] for x in results) / 1024:.1f} MiB",
                      f"{r['kept_bytes']:,} B, truncated={r['truncated']}"])
     sec.rows.append(["the same command > /dev/null (no reader at all)", f"{devnull:.2f}", f"{mb / devnull:,.0f}",
@@ -470,9 +470,9 @@ def terminal_service(ctx: Ctx) -> Section:
 
 def kernel_env(ctx: Ctx) -> dict[str, str]:
     """The workers' env plus a private ``acp`` kernelspec (installed once per run into a temp
-    prefix with acp_kernel.install, as tests/kernel/conftest.py does) and temp state paths."""
+    prefix with acp_kernel.frontends.install, as tests/kernel/conftest.py does) and temp state paths."""
     if ctx.kernel_env is None:
-        from acp_kernel.install import install
+        from acp_kernel.frontends.install import install
 
         prefix = os.path.join(ctx.tmp, "prefix")
         install(prefix=prefix)

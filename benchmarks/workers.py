@@ -124,9 +124,9 @@ def floor_pipe(args: argparse.Namespace) -> dict:
 
 
 async def _lib(args: argparse.Namespace) -> dict:
-    from acp_kernel.host import ClientSettings
-    from acp_kernel.registry import adhoc_agent
-    from acp_kernel.session import Client
+    from acp_kernel.client.host import ClientSettings
+    from acp_kernel.client.registry import adhoc_agent
+    from acp_kernel.client.session import Client
 
     client = Client(adhoc_agent(args.agent, name="synthetic"), settings=ClientSettings(permissions="allow-all"))
     await client.start()
@@ -135,7 +135,7 @@ async def _lib(args: argparse.Namespace) -> dict:
         count = [0]
         stamps: list[int] = []
         if args.latency:
-            from acp_kernel.turn import Chunk
+            from acp_kernel.client.turn import Chunk
 
             now = time.time_ns
 
@@ -167,9 +167,9 @@ def lib(args: argparse.Namespace) -> dict:
 
 async def _init_lib(args: argparse.Namespace) -> dict:
     t0 = time.perf_counter()
-    from acp_kernel.host import ClientSettings
-    from acp_kernel.registry import adhoc_agent
-    from acp_kernel.session import Client
+    from acp_kernel.client.host import ClientSettings
+    from acp_kernel.client.registry import adhoc_agent
+    from acp_kernel.client.session import Client
 
     t_import = time.perf_counter() - t0
     t1 = time.perf_counter()
@@ -259,7 +259,7 @@ def _vm_hwm_kib() -> int:
 
 
 async def _terminal(args: argparse.Namespace) -> dict:
-    from acp_kernel.terminals import Terminal
+    from acp_kernel.services.terminals import Terminal
 
     size = args.bytes
     producer = (

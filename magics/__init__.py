@@ -1,16 +1,16 @@
 """IPython extension: ``%acp``, ``%%acp`` and ``%%shell`` in an ordinary Python notebook.
 
-Load with ``%load_ext acp_kernel`` (or ``%load_ext magics``)::
+Load with ``%load_ext acp_kernel``::
 
     %acp connect demo
     %%acp
     Summarise {df_name} for me.
 
-The cell's value (also ``_acp``) is the :class:`~acp_kernel.turn.Turn`, or
+The cell's value (also ``_acp``) is the :class:`~acp_kernel.client.turn.Turn`, or
 for a passthrough terminal (``%acp passthrough demo``) the
-:class:`~acp_kernel.passthrough.Reply`. ``%acp help`` lists the verbs (the
+:class:`~acp_kernel.passthrough.manager.Reply`. ``%acp help`` lists the verbs (the
 same table as the ACP kernel's ``%help``); in Python code,
-``agent = await acp_kernel.connect("demo")`` (:mod:`acp_kernel.api`).
+``agent = await acp_kernel.connect("demo")`` (:mod:`acp_kernel.frontends.api`).
 
 Where the input transformer turned a magic into an ``await`` (the usual
 case) it is awaited in the cell. Otherwise (the cell that loaded the
@@ -30,7 +30,7 @@ __all__ = ["load_ipython_extension", "unload_ipython_extension"]
 
 
 def _help() -> str:
-    from acp_kernel.commands import MAGICS, help_plain
+    from acp_kernel.client.commands import MAGICS, help_plain
 
     return help_plain(MAGICS)
 
@@ -42,7 +42,7 @@ def run_sync(coro: Any) -> Any:
     - Terminal IPython (no loop running now): on IPython's own asyncio loop.
     - ipykernel: the kernel's loop is busy running this very cell, so the
       connections live on a loop of the runtime's own (in a thread) and this
-      waits for it (see :meth:`magics.runtime.Runtime.background`); when
+      waits for it (see :meth:`acp_kernel.magics.runtime.Runtime.background`); when
       connections already live on the kernel's loop, a usage error says what
       works instead.
     """
@@ -84,7 +84,7 @@ def load_ipython_extension(ip: Any) -> None:
     ip.register_magic_function(_shell_cell, "cell", "shell")
     kernel = getattr(ip, "kernel", None)
     if kernel is not None:  # from now on, see which clients announce a widget manager
-        from acp_kernel.api import widget_clients
+        from acp_kernel.frontends.api import widget_clients
 
         widget_clients(kernel)
     from .runtime import kill_all_now

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from acp_kernel.session import embedded_resource
+from acp_kernel.client.session import embedded_resource
 
 from .bridge import UsageError
 

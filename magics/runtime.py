@@ -1,9 +1,9 @@
 """What ``%acp``, ``%%acp`` and ``%%shell`` do, on the kernel's event loop.
 
 A thin adapter: each connection (by alias) is a
-:class:`~acp_kernel.controller.Controller`, the same as the ACP kernel's, and
+:class:`~acp_kernel.client.controller.Controller`, the same as the ACP kernel's, and
 ``%acp`` lines are read by the same command table
-(:mod:`acp_kernel.commands`). What is the magics' own: several connections
+(:mod:`acp_kernel.client.commands`). What is the magics' own: several connections
 by alias, ``%%acp`` cells (interpolation, attachments, the turn as the cell's
 value), passthrough terminals by alias, and ``%%shell``.
 """
@@ -15,15 +15,15 @@ import os
 import sys
 from typing import Any
 
-from acp_kernel import commands
-from acp_kernel.api import IPythonFrontend, guard
-from acp_kernel.commands import MAGICS, Call
-from acp_kernel.controller import Controller, Unavailable, load_settings
+from acp_kernel.client import commands
+from acp_kernel.frontends.api import IPythonFrontend, guard
+from acp_kernel.client.commands import MAGICS, Call
+from acp_kernel.client.controller import Controller, Unavailable, load_settings
 from acp_kernel.errors import AcpError, PassthroughError, RpcError
-from acp_kernel.registry import adhoc_agent
+from acp_kernel.client.registry import adhoc_agent
 from acp_kernel.safe import Markdown, code, text
-from acp_kernel.session import text_block
-from acp_kernel.turn import Turn
+from acp_kernel.client.session import text_block
+from acp_kernel.client.turn import Turn
 
 from .bridge import LoopHome, UsageError
 from .cellinput import ATTACH_CAP, attachment, cell_parser, interpolate
@@ -37,7 +37,7 @@ class Runtime(LoopHome):
     _interpolate = staticmethod(interpolate)
 
     def __init__(self) -> None:
-        from acp_kernel.ptycell import Terminals
+        from acp_kernel.passthrough.ptycell import Terminals
 
         self.frontend = IPythonFrontend()
         self.conns: dict[str, Controller] = {}
@@ -178,7 +178,7 @@ class Runtime(LoopHome):
 
     async def _verb_passthrough(self, call: Call) -> None:
         """Open the agent's own CLI in a terminal; ``%%acp`` cells are typed into it."""
-        from acp_kernel.ptycell import Target, resolve
+        from acp_kernel.passthrough.ptycell import Target, resolve
 
         command = call.option("--command")
         words = ["--command", *command] if command else call.args  # type: ignore[misc]
@@ -237,8 +237,8 @@ class Runtime(LoopHome):
     # -- %%shell --------------------------------------------------------------
 
     async def shell(self, args: str, body: str) -> Any:
-        from acp_kernel.shellcell import ShellCellError, parse_options, run_shell
-        from acp_kernel.terminals import TerminalError
+        from acp_kernel.frontends.shellcell import ShellCellError, parse_options, run_shell
+        from acp_kernel.services.terminals import TerminalError
 
         try:
             opts = parse_options(args)

@@ -14,14 +14,14 @@ magic (see :func:`magics.run_sync`).
 ``{name}`` and ``$name`` in a line are expanded as IPython expands them in
 any line magic (with the names where the line stands: ``locals()``).
 
-Pure string work; the runtime lives in :mod:`magics.runtime`.
+Pure string work; the runtime lives in :mod:`acp_kernel.magics.runtime`.
 """
 
 from __future__ import annotations
 
 import re
 
-RUNTIME = "__import__('magics.runtime', fromlist=['_']).runtime()"
+RUNTIME = "__import__('acp_kernel.magics.runtime', fromlist=['_']).runtime()"
 
 _OPENER = re.compile(r"(async\s+def|def|class)\b")
 

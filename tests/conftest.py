@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from acp_kernel import proctree
-from acp_kernel.registry import AgentSpec
+from acp_kernel.protocol import proctree
+from acp_kernel.client.registry import AgentSpec
 
 AGENTS = Path(__file__).parent / "agents"
 
@@ -26,7 +26,7 @@ def scripted_spec(scenario: dict, name: str = "scripted") -> AgentSpec:
 
 
 def demo_spec() -> AgentSpec:
-    return AgentSpec(name="demo", title="demo", command=(sys.executable, "-m", "acp_kernel.demo_agent"))
+    return AgentSpec(name="demo", title="demo", command=(sys.executable, "-m", "acp_kernel.demo.agent"))
 
 
 @pytest.fixture

@@ -8,10 +8,10 @@ import os
 
 import pytest
 
-from acp_kernel import proctree
+from acp_kernel.protocol import proctree
 from acp_kernel.errors import AuthRequired, ConnectionClosed
-from acp_kernel.session import Client, describe_auth
-from acp_kernel.turn import Notice, UnknownUpdate
+from acp_kernel.client.session import Client, describe_auth
+from acp_kernel.client.turn import Notice, UnknownUpdate
 
 from .conftest import scripted_spec, wait_text
 

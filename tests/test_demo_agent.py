@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from acp import schema
 
-from acp_kernel import demo_agent
-from acp_kernel.connection import Connection
+from acp_kernel.demo import agent as demo_agent
+from acp_kernel.protocol.connection import Connection
 from acp_kernel.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -23,7 +23,7 @@ from acp_kernel.errors import (
     ConnectionClosed,
     RpcError,
 )
-from acp_kernel.transport import ProcessTransport
+from acp_kernel.protocol.transport import ProcessTransport
 
 REPO = Path(__file__).resolve().parent.parent
 FULL_CAPS = {"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": True}
@@ -49,7 +49,7 @@ class Client:
             "ACP_DEMO_STATE_DIR": str(self.state_dir),
             "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
         }
-        self.transport = ProcessTransport([sys.executable, "-m", "acp_kernel.demo_agent"], env=env)
+        self.transport = ProcessTransport([sys.executable, "-m", "acp_kernel.demo.agent"], env=env)
         self.conn = Connection(self.transport, name="demo-agent")
         self.reports: list[tuple[str, str]] = []
         self.conn.on_report = lambda kind, text: self.reports.append((kind, text))

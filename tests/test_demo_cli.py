@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from ptyprocess import PtyProcess
 
-from acp_kernel import proctree
-from acp_kernel.demo_cli import (
+from acp_kernel.protocol import proctree
+from acp_kernel.demo.cli import (
     BACKSPACE,
     CLEAR,
     EOF,
@@ -30,7 +30,7 @@ from acp_kernel.demo_cli import (
 )
 
 REPO = Path(__file__).resolve().parent.parent
-CLI = [sys.executable, "-m", "acp_kernel.demo_cli"]
+CLI = [sys.executable, "-m", "acp_kernel.demo.cli"]
 ENV = {
     **os.environ,
     "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
@@ -387,7 +387,7 @@ def test_banner_delay(spawn):
 WRAPPER = """\
 import subprocess, sys, termios
 before = termios.tcgetattr(0)
-child = subprocess.Popen([sys.executable, "-m", "acp_kernel.demo_cli"])
+child = subprocess.Popen([sys.executable, "-m", "acp_kernel.demo.cli"])
 print(f"pid={child.pid}.", flush=True)
 rc = child.wait()
 print(f"rc={rc} restored={termios.tcgetattr(0) == before}.", flush=True)

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from acp_kernel import framing
-from acp_kernel.framing import NOTIFICATION, REQUEST, RESPONSE, LineSplitter, Noise, Oversized, classify
+from acp_kernel.protocol import framing
+from acp_kernel.protocol.framing import NOTIFICATION, REQUEST, RESPONSE, LineSplitter, Noise, Oversized, classify
 
 
 def test_split_across_feeds():

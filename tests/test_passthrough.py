@@ -10,13 +10,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from acp_kernel import proctree
-from acp_kernel.passthrough import PassthroughError, PassthroughManager
-from acp_kernel.pty_input import PASTE_END, PASTE_START, Flow, ModeWatch, paste, plain_text
-from acp_kernel.registry import Passthrough
-from acp_kernel.transport import CommandNotFound
+from acp_kernel.protocol import proctree
+from acp_kernel.passthrough.manager import PassthroughError, PassthroughManager
+from acp_kernel.passthrough.pty_input import PASTE_END, PASTE_START, Flow, ModeWatch, paste, plain_text
+from acp_kernel.client.registry import Passthrough
+from acp_kernel.protocol.transport import CommandNotFound
 
-DEMO_CLI = Passthrough((sys.executable, "-m", "acp_kernel.demo_cli"), idle_seconds=0.3)
+DEMO_CLI = Passthrough((sys.executable, "-m", "acp_kernel.demo.cli"), idle_seconds=0.3)
 
 # -- pure ------------------------------------------------------------------------------
 
@@ -230,8 +230,8 @@ def test_flow_forgets_a_view_that_went_quiet_while_behind():
 
 
 def test_login_target_is_the_agents_own_command_plus_the_methods_args_and_env():
-    from acp_kernel.ptycell import login_target
-    from acp_kernel.registry import AgentSpec
+    from acp_kernel.passthrough.ptycell import login_target
+    from acp_kernel.client.registry import AgentSpec
 
     spec = AgentSpec("x", "X agent", ("x-agent", "--acp"), env={"A": "1"})
     t = login_target(spec, {"id": "l", "name": "Log in", "type": "terminal", "args": ["--login"], "env": {"B": "2"}})

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from acp_kernel.cells import is_complete, mentions, parse_cell
-from acp_kernel.registry import BUILTIN, ConfigError, Passthrough, adhoc_agent, load_config
+from acp_kernel.frontends.cells import is_complete, mentions, parse_cell
+from acp_kernel.client.registry import BUILTIN, ConfigError, Passthrough, adhoc_agent, load_config
 
 from .conftest import scripted_spec
 
@@ -169,4 +169,4 @@ def test_cli_agents_lists_every_builtin():
         assert name in res.stdout
     # each agent's own CLI for passthrough terminals, and whether it is installed here
     assert "passthrough: claude (not installed)" in res.stdout or "passthrough: claude\n" in res.stdout
-    assert "-m acp_kernel.demo_cli\n" in res.stdout  # the demo's is always there
+    assert "-m acp_kernel.demo.cli\n" in res.stdout  # the demo's is always there

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from acp_kernel.turn import Chunk, Notice, PlanEvent, ToolCallEvent, Turn, UnknownUpdate
+from acp_kernel.client.turn import Chunk, Notice, PlanEvent, ToolCallEvent, Turn, UnknownUpdate
 
 
 def chunk(text, kind="agent_message_chunk"):
@@ -62,7 +62,7 @@ def test_cancel_marks_open_tool_calls():
 
 
 def test_repeated_warnings_are_coalesced_and_reemitted_a_bounded_number_of_times():
-    from acp_kernel.turn import NOTICE_BURST
+    from acp_kernel.client.turn import NOTICE_BURST
 
     t = Turn("s")
     heard: list = []
@@ -126,7 +126,7 @@ def _payloads():
 
 @pytest.mark.parametrize("path", _payloads(), ids=lambda p: p.stem)
 def test_real_payloads_fill_output_and_exit_code(path):
-    from acp_kernel.turn import update_model
+    from acp_kernel.client.turn import update_model
 
     fixture = json.loads(path.read_text())
     t = Turn("s")
@@ -225,8 +225,8 @@ def test_output_deltas_are_bounded_to_the_last_characters():
 
 
 def test_session_takes_the_output_limit_from_its_limits():
-    from acp_kernel.host import ClientSettings, Limits
-    from acp_kernel.session import Session
+    from acp_kernel.client.host import ClientSettings, Limits
+    from acp_kernel.client.session import Session
 
     session = Session(None, "s", "/", ClientSettings(limits=Limits(tool_output_chars=10)))  # type: ignore[arg-type]
     session.apply({"sessionUpdate": "tool_call", "toolCallId": "1",
@@ -235,7 +235,7 @@ def test_session_takes_the_output_limit_from_its_limits():
 
 
 def test_compaction_keeps_a_bounded_tail_of_the_output():
-    from acp_kernel.turn import COMPACT_TOOL_TEXT
+    from acp_kernel.client.turn import COMPACT_TOOL_TEXT
 
     t = Turn("s")
     t.apply_update({"sessionUpdate": "tool_call", "toolCallId": "1", "status": "completed",

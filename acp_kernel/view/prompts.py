@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from .. import service_events as se
+from ..services import events as se
 from .form import UNSET, choices, field_kind, field_label, validate
 from ..safe import Html, Markdown
 from .sink import widget_bundle

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from ..compat import add_pty_client
-from ..passthrough import PassthroughTerminal
-from ..pty_input import Flow
+from ..passthrough.manager import PassthroughTerminal
+from ..passthrough.pty_input import Flow
 from .sink import widget_bundle
 
 STATIC = Path(__file__).parent / "static"

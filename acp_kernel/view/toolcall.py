@@ -30,8 +30,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from .. import service_events as se
-from ..turn import ToolCall
+from ..services import events as se
+from ..client.turn import ToolCall
 from .diff import diff_from_content
 from ..safe import Markdown
 from .truncate import truncate_head, truncate_tail

@@ -17,8 +17,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .. import service_events as se
-from .. import turn as tm
+from ..services import events as se
+from ..client import turn as tm
 from .diff import diff_from_content
 from .markdown import BlockSplitter
 from ..safe import Html, Markdown, block, code, html, markdown, text

@@ -28,8 +28,8 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .. import service_events as se
-from .. import turn as tm
+from ..services import events as se
+from ..client import turn as tm
 from ..safe import bundle, markdown
 from .coalesce import Coalescer
 from .frontend import Frontend

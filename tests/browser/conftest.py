@@ -153,7 +153,7 @@ class Lab:
 
     def kernel_pids(self) -> set[int]:
         """The server's descendants: kernels and everything they started."""
-        from acp_kernel import proctree
+        from acp_kernel.protocol import proctree
 
         return proctree.tree(self.proc.pid) - {self.proc.pid}
 
@@ -182,7 +182,7 @@ def notebook7(tmp_path_factory) -> Any:
 def _serve(base: Path, app: str, extra: list[str]) -> Any:
     """Start ``python -m <app>`` on 127.0.0.1 with a token, our kernelspec and
     temp state; yield a :class:`Lab` once ``/api/status`` answers; stop its group."""
-    from acp_kernel.install import install
+    from acp_kernel.frontends.install import install
 
     root = base / "root"
     root.mkdir()
@@ -351,7 +351,7 @@ def _describe(pid: int) -> str:
 
 
 def _wait_gone(pids: set[int], timeout: float) -> set[int]:
-    from acp_kernel import proctree
+    from acp_kernel.protocol import proctree
 
     deadline = time.monotonic() + timeout
     left = {p for p in pids if proctree.alive(p)}

@@ -11,9 +11,9 @@ import pytest
 
 from acp_kernel import safe
 from acp_kernel.errors import AuthRequired, ConnectionClosed, RequestTimeout, RpcError
-from acp_kernel.registry import BUILTIN, LAUNCHERS, AgentSpec, adhoc_agent, first_start_download, launched_package
-from acp_kernel.startup import DATA_CHARS, STDERR_LINES, Failure, explain_failure, starting_line
-from acp_kernel.transport import CommandNotFound
+from acp_kernel.client.registry import BUILTIN, LAUNCHERS, AgentSpec, adhoc_agent, first_start_download, launched_package
+from acp_kernel.client.startup import DATA_CHARS, STDERR_LINES, Failure, explain_failure, starting_line
+from acp_kernel.protocol.transport import CommandNotFound
 
 from ..hostile.render import live, render_html
 
@@ -247,7 +247,7 @@ def test_failure_as_json_round_trips():
 
 
 def test_config_can_give_keys_and_login(tmp_path, monkeypatch):
-    from acp_kernel.registry import load_config
+    from acp_kernel.client.registry import load_config
 
     monkeypatch.delenv("ACP_KERNEL_AGENT", raising=False)
     path = tmp_path / "acp_kernel.json"
@@ -263,7 +263,7 @@ def test_config_can_give_keys_and_login(tmp_path, monkeypatch):
 
 
 def test_an_empty_config_file_means_no_settings(tmp_path, monkeypatch):
-    from acp_kernel.registry import load_config
+    from acp_kernel.client.registry import load_config
 
     monkeypatch.delenv("ACP_KERNEL_AGENT", raising=False)
     monkeypatch.setenv("ACP_KERNEL_CONFIG", os.devnull)

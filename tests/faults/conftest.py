@@ -1,6 +1,6 @@
 """Helpers for the fault-injection suite: scripted agents that misbehave.
 
-Library-level cases run a :class:`~acp_kernel.session.Client` against
+Library-level cases run a :class:`~acp_kernel.client.session.Client` against
 ``tests/agents/scripted_agent.py`` over real pipes; kernel-level cases reuse
 the real-kernel fixtures of ``tests/kernel/conftest.py``. The autouse fixture
 of ``tests/conftest.py`` fails any test that leaves a process behind.
@@ -15,9 +15,9 @@ import re
 import time
 from typing import Any
 
-from acp_kernel import proctree
-from acp_kernel.session import Client
-from acp_kernel.turn import Notice, Turn
+from acp_kernel.protocol import proctree
+from acp_kernel.client.session import Client
+from acp_kernel.client.turn import Notice, Turn
 
 from ..conftest import scripted_spec, wait_text  # noqa: F401  (shared with the fault tests)
 # Real-kernel fixtures (jupyter_client), shared with tests/kernel.

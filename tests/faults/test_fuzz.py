@@ -22,15 +22,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from acp_kernel.connection import Connection
+from acp_kernel.protocol.connection import Connection
 from acp_kernel.errors import ConnectionClosed, RpcError
-from acp_kernel.transport import memory_pair
+from acp_kernel.protocol.transport import memory_pair
 
 @pytest.fixture(autouse=True)
 def quiet_connection_log():
     """Handler crashes are logged with tracebacks by design; thousands of them
     would only slow the fuzz down (they are still counted as reports)."""
-    logger = logging.getLogger("acp_kernel.connection")
+    logger = logging.getLogger("acp_kernel.protocol.connection")
     logger.disabled = True
     yield
     logger.disabled = False

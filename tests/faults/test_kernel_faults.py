@@ -14,7 +14,7 @@ import signal
 
 import mistune
 
-from acp_kernel import proctree
+from acp_kernel.protocol import proctree
 
 from .conftest import cmdline, gone, scripted_command, wait_until
 
@@ -133,7 +133,7 @@ async def test_kill_9_of_the_kernel_takes_agent_terminals_and_ptys_with_it(kerne
         await wait_until(lambda: sum("sleep 600" in cmdline(p) for p in proctree.tree(kpid)) >= 8, 10)
         victims = proctree.tree(kpid)
         names = [cmdline(p) for p in victims]
-        assert any("scripted_agent" in n for n in names) and any("acp_kernel.watchdog" in n for n in names)
+        assert any("scripted_agent" in n for n in names) and any("acp_kernel.protocol.watchdog" in n for n in names)
         # 2 agent's, 2 terminal's, 2 passthrough's, 1 %%shell
         assert sum(n.startswith("sleep 600") for n in names) >= 7, names
         os.kill(kpid, signal.SIGKILL)

@@ -12,10 +12,10 @@ import time
 
 import pytest
 
-from acp_kernel import proctree
+from acp_kernel.protocol import proctree
 from acp_kernel.errors import ConnectionClosed
-from acp_kernel.host import ClientSettings
-from acp_kernel.session import Client
+from acp_kernel.client.host import ClientSettings
+from acp_kernel.client.session import Client
 
 from ..conftest import scripted_spec
 

@@ -11,8 +11,8 @@ import os
 
 import pytest
 
-from acp_kernel import proctree
-from acp_kernel.host import ClientSettings
+from acp_kernel.protocol import proctree
+from acp_kernel.client.host import ClientSettings
 
 from .conftest import answers, notices, open_session
 

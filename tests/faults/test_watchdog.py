@@ -7,7 +7,7 @@ import subprocess
 import sys
 import time
 
-from acp_kernel import proctree, watchdog
+from acp_kernel.protocol import proctree, watchdog
 
 from .conftest import gone
 
@@ -59,8 +59,8 @@ async def test_watch_without_enable_is_a_no_op():
 
 async def test_the_watchdog_ignores_garbage_and_pid_one():
     proc = subprocess.Popen([sys.executable, "-I", "-S", "-c",
-                             "import sys; sys.path.insert(0, %r); from acp_kernel.watchdog import main; main()"
-                             % str(__import__("pathlib").Path(watchdog.__file__).parents[1])],
+                             "import sys; sys.path.insert(0, %r); from acp_kernel.protocol.watchdog import main; main()"
+                             % str(__import__("pathlib").Path(watchdog.__file__).parents[2])],
                             stdin=subprocess.PIPE, start_new_session=True)
     proc.stdin.write(b"hello\n+1\n+0\n-x\n+\n\xff\xfe\n+999999999\n")
     proc.stdin.close()

@@ -10,8 +10,8 @@ import os
 import random
 import time
 
-from acp_kernel.session import Client
-from acp_kernel.turn import UnknownUpdate
+from acp_kernel.client.session import Client
+from acp_kernel.client.turn import UnknownUpdate
 
 from ..conftest import scripted_spec
 
@@ -262,7 +262,7 @@ async def test_session_update_with_broken_shapes():
 
 def test_random_bytes_are_not_requests():
     # Sanity for the junk generator above: '{'-free bytes can never parse as an object.
-    from acp_kernel.framing import classify, Noise
+    from acp_kernel.protocol.framing import classify, Noise
 
     rng = random.Random(1)
     for _ in range(200):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from acp_kernel.commands import BOTH, KERNEL, MAGICS, VERBS
+from acp_kernel.client.commands import BOTH, KERNEL, MAGICS, VERBS
 
 
 def _session(text: str) -> str:

@@ -13,7 +13,7 @@ import pytest
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-from acp_kernel import proctree
+from acp_kernel.protocol import proctree
 from tests.kernel.conftest import KernelHarness, wait_until
 from tests.magics.conftest import agent_pids
 

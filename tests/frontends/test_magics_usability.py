@@ -11,7 +11,7 @@ import asyncio
 
 from tests.magics.conftest import agent_pids, button_clicker
 
-DEMO = "acp_kernel.demo_agent"
+DEMO = "acp_kernel.demo.agent"
 
 
 async def test_load_ext_and_connect_in_the_same_cell(ipython):
@@ -98,7 +98,7 @@ async def test_a_prompt_the_agent_cannot_take_is_refused_before_a_turn(ipython):
     line, nothing sent), and the agent still answers the next prompt."""
     code = (
         "import acp_kernel\n"
-        "from acp_kernel.content import ContentRefused\n"
+        "from acp_kernel.client.content import ContentRefused\n"
         "agent = await acp_kernel.connect('demo')\n"
         "try:\n"
         "    await agent.prompt([{'type': 'image', 'data': 'iVBORw0KGgo=', 'mimeType': 'image/png'}])\n"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from acp_kernel.commands import KERNEL, help_markdown
+from acp_kernel.client.commands import KERNEL, help_markdown
 from acp_kernel.safe import Markdown, block, code, text
 from acp_kernel.view.plaintext import markdown_plain, message
 

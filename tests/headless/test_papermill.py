@@ -12,11 +12,11 @@ import nbformat
 import pytest
 
 # papermill first, as its command line does: it imports the entry point's
-# module (acp_kernel.papermill_engine) while it starts.
+# module (acp_kernel.frontends.papermill_engine) while it starts.
 pm = pytest.importorskip("papermill")
 
-from acp_kernel.papermill import AcpTranslator, codify  # noqa: E402
-from acp_kernel.params import interpolate, parse_set  # noqa: E402
+from acp_kernel.frontends.papermill import AcpTranslator, codify  # noqa: E402
+from acp_kernel.client.params import interpolate, parse_set  # noqa: E402
 
 from .conftest import use_scripted_agent  # noqa: E402
 
@@ -101,14 +101,14 @@ def test_papermill_command_line_with_p(headless_env, tmp_path):
 
 
 def test_the_module_imports_before_papermill():
-    run = subprocess.run([sys.executable, "-c", "import acp_kernel.papermill as m, acp_kernel.papermill_engine as e; print(m.AcpTranslator, e.AcpEngine)"],
+    run = subprocess.run([sys.executable, "-c", "import acp_kernel.frontends.papermill as m, acp_kernel.frontends.papermill_engine as e; print(m.AcpTranslator, e.AcpEngine)"],
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr[-2000:]
 
 
 def test_the_kernel_keeps_set_and_interpolate_free_of_papermill():
     """The kernel's %set does not import papermill (heavy, and the cycle above)."""
-    run = subprocess.run([sys.executable, "-c", "import sys, acp_kernel.kernel, acp_kernel.cells as c; "
+    run = subprocess.run([sys.executable, "-c", "import sys, acp_kernel.frontends.kernel, acp_kernel.frontends.cells as c; "
                           "c.parse_cell('%set a 1'); print('papermill' in sys.modules)"],
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 0 and run.stdout.strip() == "False", run.stderr[-2000:]

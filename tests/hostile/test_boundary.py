@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from acp_kernel import safe
-from acp_kernel import service_events as se
-from acp_kernel.turn import Notice, Turn
+from acp_kernel.services import events as se
+from acp_kernel.client.turn import Notice, Turn
 from acp_kernel.view import RecordingSink, TurnView, render_markdown
 from acp_kernel.view.transcript import auth_markdown, notice_markdown, permission_markdown, plan_markdown
 from tests.hostile.render import live, render_html

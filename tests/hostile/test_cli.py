@@ -28,8 +28,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from acp_kernel import proctree
-from acp_kernel.cli import action_details, parse_answer, permission_question
+from acp_kernel.protocol import proctree
+from acp_kernel.frontends.cli import action_details, parse_answer, permission_question
 from acp_kernel.termsafe import clean, json_safe, scan
 
 from ..conftest import scripted_spec
@@ -202,7 +202,7 @@ def test_question_cannot_be_spoofed_by_newlines_or_escapes():
 
 
 def test_action_details_cap_only_the_rest_of_the_input():
-    from acp_kernel.cli import RAW_INPUT_SHOWN
+    from acp_kernel.frontends.cli import RAW_INPUT_SHOWN
 
     pad = RAW_INPUT_SHOWN - len(json.dumps({"filler": ""}))
     details = dict(action_details({"command": "a" * 3000, "filler": "y" * pad}))
@@ -245,7 +245,7 @@ TIMEOUT = 20.0  # generous for a loaded 2-core machine; exits are awaited, not s
 
 def _argv(scenario: dict, *extra: str, prompt: str = "go") -> list[str]:
     agent = shlex.join(scripted_spec(scenario).command)
-    return [sys.executable, "-m", "acp_kernel.cli", "prompt", "--agent-command", agent, *extra, prompt]
+    return [sys.executable, "-m", "acp_kernel.frontends.cli", "prompt", "--agent-command", agent, *extra, prompt]
 
 
 def _env(tmp_path: Path) -> dict[str, str]:

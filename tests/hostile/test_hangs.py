@@ -11,9 +11,9 @@ import sys
 import pytest
 
 from acp_kernel.errors import AgentStalled, ConnectionClosed, RequestTimeout
-from acp_kernel.host import ClientSettings, Limits
-from acp_kernel.session import Client
-from acp_kernel.transport import ProcessTransport
+from acp_kernel.client.host import ClientSettings, Limits
+from acp_kernel.client.session import Client
+from acp_kernel.protocol.transport import ProcessTransport
 
 from ..conftest import scripted_spec
 from ..faults.conftest import notices, open_session

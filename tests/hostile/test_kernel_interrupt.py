@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 
-from acp_kernel import proctree
+from acp_kernel.protocol import proctree
 from tests.kernel.conftest import acp_kernel, kernel_env, kernelspec_path, scripted_command  # noqa: F401
 
 

@@ -3,9 +3,9 @@
 own files are asked for under every policy, and file operations cannot be
 raced out of the workspace or hung on a FIFO.
 
-Wire-level cases run the real :class:`~acp_kernel.session.Client` against
+Wire-level cases run the real :class:`~acp_kernel.client.session.Client` against
 ``tests/agents/scripted_agent.py`` (a real process over real pipes); the
-file-race cases drive the real :class:`~acp_kernel.files.FileService` through
+file-race cases drive the real :class:`~acp_kernel.services.files.FileService` through
 the services' Host fake, from threads that really swap directories.
 """
 
@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from acp_kernel.errors import INVALID_PARAMS, RpcError
-from acp_kernel.files import (
+from acp_kernel.services.files import (
     FileService,
     Guarded,
     NotRegularFile,
@@ -32,12 +32,12 @@ from acp_kernel.files import (
     guarded_paths,
     open_regular,
 )
-from acp_kernel.host import ClientSettings
-from acp_kernel.permissions import PermissionBroker, command_line, memory_key, touched_paths
-from acp_kernel.service_events import PermissionPrompt
-from acp_kernel.session import Client
-from acp_kernel.shell import shell_argv
-from acp_kernel.terminals import Plan, command_text
+from acp_kernel.client.host import ClientSettings
+from acp_kernel.services.permissions import PermissionBroker, command_line, memory_key, touched_paths
+from acp_kernel.services.events import PermissionPrompt
+from acp_kernel.client.session import Client
+from acp_kernel.services.shell import shell_argv
+from acp_kernel.services.terminals import Plan, command_text
 
 from ..conftest import scripted_spec
 from ..faults.conftest import answers, notices
@@ -278,7 +278,7 @@ async def test_terminal_always_is_remembered_per_command_line(ws):
 
 async def test_deny_beats_a_remembered_allow_for_terminals(host_ctx):
     host, ctx = host_ctx
-    from acp_kernel.terminals import TerminalService
+    from acp_kernel.services.terminals import TerminalService
 
     broker = PermissionBroker(host)
     svc = TerminalService(host, broker)
@@ -296,7 +296,7 @@ async def test_deny_beats_a_remembered_allow_for_terminals(host_ctx):
 
 async def test_a_cancelled_turn_drops_the_allows_given_in_it(host_ctx):
     from acp_kernel.services import Services
-    from acp_kernel.terminals import TerminalService
+    from acp_kernel.services.terminals import TerminalService
 
     host, ctx = host_ctx
     broker = PermissionBroker(host)

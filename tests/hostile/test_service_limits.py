@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from acp_kernel import proctree
+from acp_kernel.protocol import proctree
 from acp_kernel.errors import INVALID_PARAMS
-from acp_kernel.files import TooBig, read_range
-from acp_kernel.service_events import ElicitationPrompt, Notice, PendingPrompts, PermissionPrompt, TerminalStarted
+from acp_kernel.services.files import TooBig, read_range
+from acp_kernel.services.events import ElicitationPrompt, Notice, PendingPrompts, PermissionPrompt, TerminalStarted
 
 from ..services.conftest import FakeContext, ctx, host, wire  # noqa: F401  (fixtures)
 

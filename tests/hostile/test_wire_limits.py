@@ -7,9 +7,9 @@ from __future__ import annotations
 import asyncio
 import json
 
-from acp_kernel.host import ClientSettings, Limits
-from acp_kernel.session import EARLY_SESSIONS, Client
-from acp_kernel.turn import NOTICE_BURST, Chunk, Notice
+from acp_kernel.client.host import ClientSettings, Limits
+from acp_kernel.client.session import EARLY_SESSIONS, Client
+from acp_kernel.client.turn import NOTICE_BURST, Chunk, Notice
 from acp_kernel.view.sink import RecordingSink
 from acp_kernel.view.turnview import TurnView
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from jupyter_client.manager import AsyncKernelManager
 
-from acp_kernel.install import install
+from acp_kernel.frontends.install import install
 
 AGENTS = Path(__file__).resolve().parent.parent / "agents"
 

@@ -14,7 +14,7 @@ import queue
 import time
 from typing import Any
 
-from acp_kernel.pty_input import plain_text
+from acp_kernel.passthrough.pty_input import plain_text
 
 WIDGET_ID = "acp_kernel.TerminalWidget"
 

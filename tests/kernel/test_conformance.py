@@ -8,7 +8,7 @@ import unittest
 
 import jupyter_kernel_test as jkt
 
-from acp_kernel.install import install
+from acp_kernel.frontends.install import install
 
 
 class AcpKernelConformance(jkt.KernelTests):

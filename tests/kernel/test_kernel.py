@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 
-from acp_kernel import proctree
+from acp_kernel.protocol import proctree
 
 from .conftest import scripted_command, wait_until
 

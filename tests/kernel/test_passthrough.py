@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from acp_kernel import proctree
+from acp_kernel.protocol import proctree
 
 from .conftest import wait_until
 from .terminal_frontend import TerminalFrontend
@@ -23,7 +23,7 @@ async def open_demo(k, front: TerminalFrontend, extra: str = "") -> None:
     res = await k.execute("%passthrough demo" + extra, on_output=front.feed)
     assert res.status == "ok", res.text()
     assert front.comm_id, "the cell showed no terminal widget"
-    assert front.state["title"] == f"Demo agent (scripted, no model) · {PY} -m acp_kernel.demo_cli"
+    assert front.state["title"] == f"Demo agent (scripted, no model) · {PY} -m acp_kernel.demo.cli"
     assert "typed into `demo`" in res.text()
 
 

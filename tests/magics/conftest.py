@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from jupyter_client.manager import AsyncKernelManager
 
-from acp_kernel import proctree
+from acp_kernel.protocol import proctree
 from tests.kernel import conftest as _kernel
 from tests.kernel.conftest import KernelHarness, Result, scripted_command, wait_until  # noqa: F401
 

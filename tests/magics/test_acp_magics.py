@@ -8,11 +8,11 @@ import re
 import shlex
 import time
 
-from acp_kernel import proctree
+from acp_kernel.protocol import proctree
 
 from .conftest import agent_pids, button_clicker, scripted_command, wait_until
 
-DEMO = "acp_kernel.demo_agent"
+DEMO = "acp_kernel.demo.agent"
 SCRIPTED = "scripted_agent.py"
 
 
@@ -45,7 +45,7 @@ async def test_turn_renders_live_in_the_cell_and_its_value_is_a_turn(magics):
     assert "The acp-kernel demo agent" in res.text()
 
     # The next cell uses the turn: the cell's value (Out / _) is _acp.
-    assert await magics.value("from acp_kernel.turn import Turn\nisinstance(_, Turn) and _ is _acp") == "True"
+    assert await magics.value("from acp_kernel.client.turn import Turn\nisinstance(_, Turn) and _ is _acp") == "True"
     assert await magics.value("_acp.stop_reason") == "'end_turn'"
     assert await magics.value("_acp.text.startswith('# The acp-kernel demo agent'), len(_acp.text) > 1000") == "(True, True)"
     assert await magics.value("_acp.session_id") == repr(session_id)
@@ -60,10 +60,10 @@ async def test_turn_renders_live_in_the_cell_and_its_value_is_a_turn(magics):
 
 
 async def test_load_ext_magics_is_the_same_extension(ipython):
-    await ipython.ok("%load_ext magics")
+    await ipython.ok("%load_ext acp_kernel")
     await ipython.ok("%load_ext acp_kernel")  # same transformer, not registered twice
     assert await ipython.value(
-        "from magics.transform import transform_cell\n"
+        "from acp_kernel.magics.transform import transform_cell\n"
         "get_ipython().input_transformers_cleanup.count(transform_cell)") == "1"
     await ipython.ok("%acp connect demo")
     res = await ipython.ok("%%acp\nhello")

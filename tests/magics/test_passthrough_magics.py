@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from acp_kernel import proctree
+from acp_kernel.protocol import proctree
 from tests.kernel.terminal_frontend import TerminalFrontend
 
 from .conftest import agent_pids, wait_until
@@ -21,7 +21,7 @@ PY = os.path.basename(sys.executable)
 async def test_cells_are_typed_into_the_cli_and_the_reply_is_a_value(magics):
     front = TerminalFrontend(magics.kc)
     res = await magics.ok("%acp passthrough demo", on_output=front.feed)
-    assert front.comm_id and front.state["title"].endswith(f"{PY} -m acp_kernel.demo_cli")
+    assert front.comm_id and front.state["title"].endswith(f"{PY} -m acp_kernel.demo.cli")
     await magics.ok("x = 2")
     res = await magics.ok("%%acp\nhello {x}", on_output=front.feed)
     assert res.outputs[-1]["content"]["data"]["text/plain"].startswith("<Reply idle")
@@ -32,7 +32,7 @@ async def test_cells_are_typed_into_the_cli_and_the_reply_is_a_value(magics):
     status = await magics.ok("%acp status")
     assert "**demo-cli** (default): terminal" in status.text()
 
-    pids = agent_pids(magics.descendants(), "acp_kernel.demo_cli")
+    pids = agent_pids(magics.descendants(), "acp_kernel.demo.cli")
     assert len(pids) == 1
     await magics.ok("%acp disconnect demo-cli")
     await wait_until(lambda: not any(proctree.alive(p) for p in pids))
@@ -47,7 +47,7 @@ async def test_interrupt_is_ctrl_c_and_exit_kills_nothing_twice(magics):
     assert res.status == "ok", res.text()
     assert "Interrupted: Ctrl-C sent to `cli`" in res.text()
     assert await magics.value("_acp.outcome") == "'interrupted'"
-    pids = agent_pids(magics.descendants(), "acp_kernel.demo_cli")
+    pids = agent_pids(magics.descendants(), "acp_kernel.demo.cli")
     res = await magics.execute("%%acp\n/exitcode 0", on_output=front.feed)
     assert "`cli` exited with status 0" in res.text()
     await wait_until(lambda: not any(proctree.alive(p) for p in pids))

@@ -7,11 +7,11 @@ import re
 
 import pytest
 
-from acp_kernel import proctree
-from acp_kernel.host import ClientSettings
-from acp_kernel.shell import shell_argv, terminal_request
-from acp_kernel.shellcell import DEFAULT_LIMIT, ShellOptions, build, parse_options, run_shell
-from acp_kernel.terminals import TerminalService, plan_command
+from acp_kernel.protocol import proctree
+from acp_kernel.client.host import ClientSettings
+from acp_kernel.services.shell import shell_argv, terminal_request
+from acp_kernel.frontends.shellcell import DEFAULT_LIMIT, ShellOptions, build, parse_options, run_shell
+from acp_kernel.services.terminals import TerminalService, plan_command
 from tests.services.conftest import FakeContext, FakeHost
 
 # Pipes, quotes (a ; inside them), redirects both ways, stderr into the same pipe,
@@ -84,7 +84,7 @@ async def test_shell_magic_in_ipython(magics, tmp_path):
     assert line == '{"command": "/bin/bash", "args": ["-c", "echo hi | cat"]}'  # SHELL=/bin/bash
     assert rest == "hi\n"
     same = await magics.value(
-        "from acp_kernel.shell import terminal_request\n"
+        "from acp_kernel.services.shell import terminal_request\n"
         "r = terminal_request('echo hi | cat')\n"
         "_.argv == (r['command'], *r['args'])")
     assert same == "True"

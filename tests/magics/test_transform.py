@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import ast
 
-from magics.runtime import ATTACH_CAP, Runtime, attachment
-from magics.transform import RUNTIME, transform_cell
+from acp_kernel.magics.runtime import ATTACH_CAP, Runtime, attachment
+from acp_kernel.magics.transform import RUNTIME, transform_cell
 
 
 def _calls(lines: list[str]) -> list[tuple[str, tuple]]:

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from acp_kernel.connection import Connection
+from acp_kernel.protocol.connection import Connection
 from acp_kernel.errors import INVALID_PARAMS, RpcError
-from acp_kernel.host import ClientSettings
+from acp_kernel.client.host import ClientSettings
 from acp_kernel.services import Services, install
-from acp_kernel.transport import ProcessTransport
+from acp_kernel.protocol.transport import ProcessTransport
 
 AGENT = Path(__file__).resolve().parents[1] / "agents" / "requester_agent.py"
 

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from acp_kernel.service_events import ElicitationPrompt, Notice
+from acp_kernel.services.events import ElicitationPrompt, Notice
 from acp_kernel.services import client_capabilities
 
 from .conftest import FakeContext

@@ -16,9 +16,9 @@ import nbformat
 import pytest
 
 from acp_kernel.errors import INVALID_PARAMS, RESOURCE_NOT_FOUND, RpcError
-from acp_kernel.files import FileService, access_decision, atomic_write_text, is_within
-from acp_kernel.permissions import PermissionBroker
-from acp_kernel.service_events import FileWritten, PermissionPrompt
+from acp_kernel.services.files import FileService, access_decision, atomic_write_text, is_within
+from acp_kernel.services.permissions import PermissionBroker
+from acp_kernel.services.events import FileWritten, PermissionPrompt
 
 from .conftest import FakeContext, FakeHost
 
@@ -198,7 +198,7 @@ async def test_notebook_writes_must_be_valid(files: FileService, ctx: FakeContex
 _WRITER = r"""
 import sys
 sys.path.insert(0, sys.argv[3])
-from acp_kernel.files import atomic_write_text
+from acp_kernel.services.files import atomic_write_text
 print("start", flush=True)
 atomic_write_text(sys.argv[1], sys.argv[2] * (64 << 20), chunk_size=1 << 16)
 print("done", flush=True)

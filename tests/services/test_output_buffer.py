@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from acp_kernel.output_buffer import OutputBuffer, StreamDecoder, incomplete_tail
+from acp_kernel.services.output_buffer import OutputBuffer, StreamDecoder, incomplete_tail
 
 
 def test_under_limit_keeps_everything() -> None:

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from acp_kernel.permissions import PermissionBroker, parse_options, pick, policy_decision
-from acp_kernel.service_events import Notice, PermissionPrompt, PermissionResolved
+from acp_kernel.services.permissions import PermissionBroker, parse_options, pick, policy_decision
+from acp_kernel.services.events import Notice, PermissionPrompt, PermissionResolved
 
 from .conftest import FakeContext, FakeHost
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from acp_kernel import shell as shell_mod
-from acp_kernel.shell import default_shell, looks_like_shell_line, shell_argv, shell_name, terminal_request
-from acp_kernel.terminals import plan_command
+from acp_kernel.services import shell as shell_mod
+from acp_kernel.services.shell import default_shell, looks_like_shell_line, shell_argv, shell_name, terminal_request
+from acp_kernel.services.terminals import plan_command
 
 LINE = 'echo "a b" | tr a-z A-Z && ls -la; x=$(pwd) 2>&1'
 
@@ -128,7 +128,7 @@ def test_every_caller_builds_identical_argv(line: str, monkeypatch: pytest.Monke
         calls.append(l)
         return ("pwsh", "-Command", l)
 
-    import acp_kernel.terminals as terminals_mod
+    import acp_kernel.services.terminals as terminals_mod
 
     monkeypatch.setattr(shell_mod, "shell_argv", pwsh_argv)
     monkeypatch.setattr(terminals_mod, "shell_argv", pwsh_argv)

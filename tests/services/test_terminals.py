@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from acp_kernel import proctree
+from acp_kernel.protocol import proctree
 from acp_kernel.errors import INVALID_PARAMS, RESOURCE_NOT_FOUND, RpcError
-from acp_kernel.service_events import Notice, TerminalExited, TerminalStarted
-from acp_kernel.shell import shell_argv
-from acp_kernel.terminals import ExitStatus, Terminal, TerminalService
+from acp_kernel.services.events import Notice, TerminalExited, TerminalStarted
+from acp_kernel.services.shell import shell_argv
+from acp_kernel.services.terminals import ExitStatus, Terminal, TerminalService
 
 from .conftest import FakeContext, FakeHost
 
@@ -236,7 +236,7 @@ async def test_live_output_decodes_split_chars_and_survives_release(tmp_path: Pa
 
 
 async def test_terminal_start_errors(tmp_path: Path) -> None:
-    from acp_kernel.terminals import TerminalError
+    from acp_kernel.services.terminals import TerminalError
 
     with pytest.raises(TerminalError, match="no such program"):
         await Terminal([str(tmp_path / "missing")], cwd=str(tmp_path)).start()

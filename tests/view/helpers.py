@@ -6,8 +6,8 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from acp_kernel import service_events as se
-from acp_kernel.terminals import ExitStatus
+from acp_kernel.services import events as se
+from acp_kernel.services.terminals import ExitStatus
 
 
 def text(t: str, kind: str = "agent_message_chunk") -> dict[str, Any]:
@@ -34,7 +34,7 @@ def plan(*entries: tuple[str, str]) -> dict[str, Any]:
 
 
 class FakeTerminal:
-    """The subscribe/output API of acp_kernel.terminals.Terminal, driven by the test."""
+    """The subscribe/output API of acp_kernel.services.terminals.Terminal, driven by the test."""
 
     def __init__(self) -> None:
         self.chunks: list[str] = []

@@ -1,4 +1,4 @@
-"""Questions through stdin (acp_kernel.ask): the dialogs with scripted
+"""Questions through stdin (acp_kernel.frontends.ask): the dialogs with scripted
 answers, and the runner that stops waiting when a question is answered elsewhere."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from acp_kernel.ask import (
+from acp_kernel.frontends.ask import (
     RETRIES,
     Abandoned,
     StdinQuestions,

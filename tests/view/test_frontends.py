@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from acp_kernel.turn import Turn
+from acp_kernel.client.turn import Turn
 from acp_kernel.view import RecordingSink, TurnView
 from acp_kernel.view.frontend import HEADLESS, NOTEBOOK, TERMINAL, WidgetClients, frontend_for
 from tests.hostile.render import live

@@ -17,7 +17,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 CELL = textwrap.dedent(
     """
     import asyncio
-    from acp_kernel.turn import Turn
+    from acp_kernel.client.turn import Turn
     from acp_kernel.view import TurnView, IPythonSink
 
     async def run():
@@ -60,7 +60,7 @@ def test_a_notebook_run_keeps_markdown_fallbacks_and_widget_views():
 
 MANY = textwrap.dedent(
     """
-    from acp_kernel.turn import Turn
+    from acp_kernel.client.turn import Turn
     from acp_kernel.view import TurnView, IPythonSink
 
     async def run(n):

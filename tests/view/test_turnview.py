@@ -6,8 +6,8 @@ import asyncio
 import random
 import time
 
-from acp_kernel import service_events as se
-from acp_kernel.turn import Notice, Turn
+from acp_kernel.services import events as se
+from acp_kernel.client.turn import Notice, Turn
 from acp_kernel.view import RecordingSink, TurnView, render_markdown
 from tests.hostile.render import live, render_html
 
@@ -287,7 +287,7 @@ async def test_terminal_started_after_the_tool_call_names_it():
 
 
 async def test_real_terminal_process_output_reaches_the_row():
-    from acp_kernel.terminals import Terminal
+    from acp_kernel.services.terminals import Terminal
 
     turn, sink = Turn("s1"), RecordingSink()
     view = TurnView(turn, sink)

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from acp_kernel.content import ContentRefused, embedded_resource, gate, prompt_capabilities, text_block
-from acp_kernel.session import Client
+from acp_kernel.client.content import ContentRefused, embedded_resource, gate, prompt_capabilities, text_block
+from acp_kernel.client.session import Client
 
 from ..conftest import scripted_spec
 

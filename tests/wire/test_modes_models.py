@@ -7,8 +7,8 @@ import json
 import pytest
 
 from acp_kernel.errors import AcpError
-from acp_kernel.host import ClientSettings
-from acp_kernel.session import Choice, Client, Session, config_choices
+from acp_kernel.client.host import ClientSettings
+from acp_kernel.client.session import Choice, Client, Session, config_choices
 
 from ..conftest import scripted_spec
 

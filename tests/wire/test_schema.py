@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from acp_kernel.content import embedded_resource, resource_link, text_block
-from acp_kernel.host import ClientSettings
-from acp_kernel.service_events import ElicitationPrompt, PermissionPrompt
-from acp_kernel.session import Client
+from acp_kernel.client.content import embedded_resource, resource_link, text_block
+from acp_kernel.client.host import ClientSettings
+from acp_kernel.services.events import ElicitationPrompt, PermissionPrompt
+from acp_kernel.client.session import Client
 
 from ..conftest import scripted_spec
 from .recording import NOTIFICATIONS, REQUESTS, RESPONSES, UNSTABLE, check, load

@@ -1,0 +1,191 @@
+"""Is an agent here? Installed, downloadable on first use, missing, or broken.
+
+The I/O half of the registry (:mod:`acp_kernel.client.registry` holds the data):
+programs are looked up on PATH, a launcher's package is looked for in its
+cache on disk (never over the network), and, for ``acp-kernel agents`` only,
+each program found is asked ``--version`` with a short timeout, so a CLI
+that exists but cannot run is not called available.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import shutil
+import signal
+import subprocess
+from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .registry import AgentSpec, LaunchedPackage
+
+State = Literal["installed", "downloadable", "missing", "broken"]
+
+#: How long ``PROGRAM --version`` may take before the program counts as broken.
+PROBE_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class Availability:
+    """One agent (or passthrough CLI) on this machine."""
+
+    state: State
+    #: One line for a person: what was found, what the first start downloads, what failed.
+    detail: str = ""
+
+
+def which(program: str, env: Mapping[str, str] | None = None) -> str | None:
+    """The program's full path (a path with a separator is checked as is)."""
+    if not program:
+        return None
+    if os.sep in program or (os.altsep and os.altsep in program):
+        return program if os.path.isfile(program) and os.access(program, os.X_OK) else None
+    path = (env or {}).get("PATH") or os.environ.get("PATH")
+    return shutil.which(program, path=path)
+
+
+# -- a launcher's cache, on disk ----------------------------------------------------
+
+
+def _home(env: Mapping[str, str]) -> Path:
+    return Path(env.get("HOME") or os.path.expanduser("~"))
+
+
+def _npm_places(name: str, env: Mapping[str, str], launcher_path: str | None) -> Iterable[str]:
+    cache = env.get("npm_config_cache") or env.get("NPM_CONFIG_CACHE") or str(_home(env) / ".npm")
+    # npx (npm 7+) installs each package set under _npx/<hash>/node_modules.
+    yield from glob.glob(os.path.join(glob.escape(cache), "_npx", "*", "node_modules", glob.escape(name), "package.json"))
+    prefixes = [env.get("npm_config_prefix"), env.get("NPM_CONFIG_PREFIX")]
+    if launcher_path:
+        prefixes.append(os.path.dirname(os.path.dirname(os.path.realpath(launcher_path))))
+    for prefix in filter(None, prefixes):  # a global install (npm install -g)
+        yield os.path.join(prefix, "lib", "node_modules", name, "package.json")
+
+
+def _uv_places(name: str, env: Mapping[str, str]) -> Iterable[str]:
+    norm = re.sub(r"[-_.]+", "-", name).lower()
+    data = env.get("XDG_DATA_HOME") or str(_home(env) / ".local" / "share")
+    tools = env.get("UV_TOOL_DIR") or os.path.join(data, "uv", "tools")
+    yield os.path.join(tools, norm)  # uv tool install
+    cache = env.get("UV_CACHE_DIR") or os.path.join(env.get("XDG_CACHE_HOME") or str(_home(env) / ".cache"), "uv")
+    for variant in {norm, norm.replace("-", "_")}:  # uvx's cached environments
+        yield from glob.glob(os.path.join(glob.escape(cache), "environments-v*", glob.escape(variant) + "-*"))
+
+
+def package_cached(launched: "LaunchedPackage", env: Mapping[str, str] | None = None) -> bool | None:
+    """Whether the launcher already holds the package (True), does not (False),
+    or this launcher's cache cannot be read cheaply (None). Disk only."""
+    merged = {**os.environ, **(env or {})}
+    kind = launched.launcher.cache
+    if kind == "npm":
+        places = _npm_places(launched.name, merged, which(launched.launcher.name, merged))
+    elif kind == "uv":
+        places = _uv_places(launched.name, merged)
+    else:
+        return None
+    return any(os.path.exists(p) for p in places)
+
+
+# -- a program that is there but cannot run -----------------------------------------
+
+
+def probe(path: str, timeout: float = PROBE_SECONDS, env: Mapping[str, str] | None = None) -> str | None:
+    """Run ``PATH --version`` (no stdin, its own process group); None when
+    it exits 0, else what went wrong in one line."""
+    try:
+        proc = subprocess.Popen([path, "--version"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, start_new_session=True,
+                                env={**os.environ, **(env or {})})
+    except OSError as exc:
+        return f"cannot run: {exc.strerror or exc}"
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        return f"'--version' gave no answer within {timeout:g} s"
+    if proc.returncode == 0:
+        return None
+    said = next((ln.strip() for ln in (err + b"\n" + out).decode(errors="replace").splitlines() if ln.strip()), "")
+    status = (f"killed by {_signal_name(-proc.returncode)}" if proc.returncode < 0
+              else f"exit status {proc.returncode}")
+    return f"'--version' failed ({status})" + (f": {said[:200]}" if said else "")
+
+
+def _signal_name(num: int) -> str:
+    try:
+        return signal.Signals(num).name
+    except ValueError:
+        return f"signal {num}"
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    try:
+        proc.communicate(timeout=5)
+    except subprocess.TimeoutExpired:  # pragma: no cover - a process that survives SIGKILL
+        pass
+
+
+# -- an agent --------------------------------------------------------------------------
+
+
+def availability(spec: "AgentSpec", *, probe_version: bool = False,
+                 probes: dict[str, str | None] | None = None) -> Availability:
+    """Installed / downloadable / missing / broken for one agent's ACP command.
+
+    ``probe_version`` runs the program with ``--version`` (``acp-kernel
+    agents`` only); ``probes`` gives results already known, by full path."""
+    from .registry import launched_package
+
+    env = {**os.environ, **spec.env}
+    program = spec.program()
+    path = which(program, env)
+    launched = launched_package(spec.command)
+    if path is None:
+        via = f" (runs {launched.spec} with it)" if launched else ""
+        return Availability("missing", f"{os.path.basename(program) or '(no program)'} not found{via}")
+    problem = _probed(path, env, probe_version, probes)
+    if problem:
+        return Availability("broken", f"{os.path.basename(program)}: {problem}")
+    if launched is None:
+        return Availability("installed", path)
+    cached = package_cached(launched, spec.env)
+    if cached:
+        return Availability("installed", f"{launched.name} is in the {launched.launcher.cache} cache")
+    return Availability("downloadable", f"downloads on first use ({launched.spec} via {launched.launcher.name})")
+
+
+def program_availability(argv: tuple[str, ...], env: Mapping[str, str] | None = None, *,
+                         probe_version: bool = False, probes: dict[str, str | None] | None = None) -> Availability:
+    """The same for a plain program (an agent's own CLI for passthrough terminals)."""
+    merged = {**os.environ, **(env or {})}
+    path = which(argv[0] if argv else "", merged)
+    if path is None:
+        return Availability("missing", "not installed")
+    problem = _probed(path, merged, probe_version, probes)
+    return Availability("broken", problem) if problem else Availability("installed", path)
+
+
+def _probed(path: str, env: Mapping[str, str], wanted: bool, probes: dict[str, str | None] | None) -> str | None:
+    if not wanted:
+        return None
+    if probes is not None and path in probes:
+        return probes[path]
+    return probe(path, env=env)
+
+
+def probe_all(paths: Iterable[str], workers: int = 8) -> dict[str, str | None]:
+    """``--version`` for many programs at once (each once): path -> problem or None."""
+    unique = sorted(set(paths))
+    if not unique:
+        return {}
+    with ThreadPoolExecutor(max_workers=min(workers, len(unique))) as pool:
+        return dict(zip(unique, pool.map(probe, unique)))

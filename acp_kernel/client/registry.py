@@ -1,0 +1,517 @@
+"""Known agents and user configuration, as data.
+
+Per-agent differences (launch commands, passthrough settings, install hints)
+live in the table below and in the user's config file, never in ``if agent
+== ...`` branches elsewhere. The config file is
+``<jupyter config dir>/acp_kernel.json`` (or ``$ACP_KERNEL_CONFIG``)::
+
+    {
+      "default_agent": "claude",
+      "permissions": "allow-reads",
+      "agents": {
+        "claude": {"env": {"ANTHROPIC_API_KEY": "..."}},
+        "mine": {"title": "My agent", "command": ["my-agent", "--acp"]}
+      },
+      "mcp_servers": [{"name": "fs", "command": "mcp-fs", "args": [], "env": []}]
+    }
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import shlex
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..errors import AcpError
+from .host import LIMIT_NAMES, ClientSettings, Limits
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .discovery import Availability
+
+
+@dataclass(frozen=True)
+class Passthrough:
+    """How to run the agent's own interactive CLI under a PTY."""
+
+    command: tuple[str, ...]
+    submit: str = "\r"
+    bracketed_paste: bool = True  # when the application asks for it (mode 2004)
+    idle_seconds: float = 1.0  # no output this long: ready, or the reply is done
+    submit_delay: float = 0.15  # longest wait for the paste to be taken before submit
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    name: str
+    title: str
+    command: tuple[str, ...]
+    env: dict[str, str] = field(default_factory=dict)
+    #: How to get the program (a command or an instruction), shown when it is missing.
+    install: str = ""
+    passthrough: Optional[Passthrough] = None
+    source: str = "built-in"
+    #: Environment variables holding an API key the agent accepts instead of a login.
+    env_keys: tuple[str, ...] = ()
+    #: The command a person runs once to sign the agent in (its own CLI).
+    login: str = ""
+
+    def program(self) -> str:
+        return self.command[0] if self.command else ""
+
+    def display_name(self) -> str:
+        """What a person calls this agent: its title, or for a command given
+        on the command line the program (a launcher's package), not the whole line."""
+        if self.source != "command line" or not self.command:
+            return self.title
+        launched = launched_package(self.command)
+        return launched.name if launched else os.path.basename(self.program())
+
+    def availability(self, probe_version: bool = False) -> "Availability":
+        """Installed, downloadable (a launcher fetches it on first use),
+        missing or broken: see :func:`acp_kernel.client.discovery.availability`."""
+        from .discovery import availability
+
+        return availability(self, probe_version=probe_version)
+
+    def available(self) -> bool:
+        """Whether it can start here now: installed, or a launcher that can fetch it."""
+        return self.availability().state in ("installed", "downloadable")
+
+
+# -- launchers: programs that fetch the agent's package on first use ------------
+
+
+@dataclass(frozen=True)
+class Launcher:
+    """A program that downloads a package (once, into its cache) and runs it.
+
+    The package is the value of one of ``package_options`` if given, else the
+    first argument that is not an option (nor the value of one of
+    ``value_options``)."""
+
+    name: str
+    #: Whose cache holds the package ("npm", "uv"), or "" when it cannot be checked.
+    cache: str = ""
+    package_options: frozenset[str] = frozenset()
+    value_options: frozenset[str] = frozenset()
+
+
+LAUNCHERS: dict[str, Launcher] = {
+    launcher.name: launcher
+    for launcher in [
+        Launcher("npx", "npm", frozenset({"-p", "--package"}),
+                 frozenset({"-c", "--call", "--cache", "--registry", "--userconfig", "-w", "--workspace"})),
+        Launcher("pnpx", "", frozenset({"--package"}), frozenset({"--dir", "-C"})),
+        Launcher("bunx", "", frozenset({"-p", "--package"}), frozenset()),
+        Launcher("uvx", "uv", frozenset({"--from"}),
+                 frozenset({"--with", "--with-editable", "--with-requirements", "-p", "--python", "--index",
+                            "--default-index", "-i", "--index-url", "--extra-index-url", "--cache-dir",
+                            "-c", "--constraints", "--overrides", "--directory", "--project", "--config-file"})),
+    ]
+}
+
+
+@dataclass(frozen=True)
+class LaunchedPackage:
+    launcher: Launcher
+    #: As given on the command line (may carry a version: ``pkg@1.2``, ``pkg==1.2``).
+    spec: str
+    #: The package's name alone (``@scope/name``, ``name``).
+    name: str
+
+
+def _package_name(spec: str, cache: str) -> str:
+    if cache == "uv" or "==" in spec or ">=" in spec:
+        return re.split(r"[=<>!~\[;@ ]", spec, maxsplit=1)[0] or spec
+    at = spec.find("@", 1)  # "@scope/name@1.2": the scope's "@" is the first character
+    return spec[:at] if at > 0 else spec
+
+
+def launched_package(command: tuple[str, ...] | list[str]) -> LaunchedPackage | None:
+    """The package a launcher command (``npx --yes pkg``, ``uvx --from pkg cmd``) runs, or None."""
+    if not command:
+        return None
+    launcher = LAUNCHERS.get(os.path.basename(command[0]))
+    if launcher is None:
+        return None
+    args = list(command[1:])
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            i += 1
+            break
+        opt, eq, value = arg.partition("=")
+        if opt in launcher.package_options:
+            spec = value if eq else (args[i + 1] if i + 1 < len(args) else "")
+            return LaunchedPackage(launcher, spec, _package_name(spec, launcher.cache)) if spec else None
+        if arg.startswith("-"):
+            i += 1 if eq or opt not in launcher.value_options else 2
+            continue
+        break
+    if i >= len(args):
+        return None
+    spec = args[i]
+    return LaunchedPackage(launcher, spec, _package_name(spec, launcher.cache))
+
+
+def first_start_download(spec: AgentSpec) -> str | None:
+    """The package the agent's launcher will download before it first
+    starts, or None (not a launcher, or the package is already in the
+    launcher's cache: checked on disk, no network). For "Starting X…" lines."""
+    launched = launched_package(spec.command)
+    if launched is None:
+        return None
+    from .discovery import package_cached
+
+    return None if package_cached(launched, spec.env) else launched.spec
+
+
+def _npx(package: str) -> tuple[str, ...]:
+    return ("npx", "--yes", "--prefer-offline", package)
+
+
+NODE_HINT = "install Node.js (which provides npx)"
+
+BUILTIN: dict[str, AgentSpec] = {
+    spec.name: spec
+    for spec in [
+        AgentSpec(
+            "demo",
+            "Demo agent (scripted, no model)",
+            (sys.executable, "-m", "acp_kernel.demo.agent"),
+            install="ships with acp-kernel",
+            passthrough=Passthrough((sys.executable, "-m", "acp_kernel.demo.cli"), idle_seconds=0.5),
+        ),
+        AgentSpec(
+            "claude",
+            "Claude Code",
+            _npx("@agentclientprotocol/claude-agent-acp"),
+            install=NODE_HINT,
+            passthrough=Passthrough(("claude",)),
+            env_keys=("ANTHROPIC_API_KEY",),
+            login="claude",
+        ),
+        AgentSpec(
+            "codex",
+            "Codex",
+            _npx("@zed-industries/codex-acp"),
+            install=NODE_HINT,
+            passthrough=Passthrough(("codex",)),
+            env_keys=("OPENAI_API_KEY",),
+            login="codex login",
+        ),
+        AgentSpec(
+            "gemini",
+            "Gemini CLI",
+            ("gemini", "--acp"),
+            install="npm install -g @google/gemini-cli",
+            passthrough=Passthrough(("gemini",)),
+            env_keys=("GEMINI_API_KEY",),
+            login="gemini",
+        ),
+        AgentSpec(
+            "kimi",
+            "Kimi CLI",
+            ("kimi", "acp"),
+            install="pip install kimi-cli",
+            passthrough=Passthrough(("kimi",)),
+        ),
+        AgentSpec(
+            "goose",
+            "Goose",
+            ("goose", "acp"),
+            install="see Goose's install guide",
+            passthrough=Passthrough(("goose", "session")),
+            login="goose configure",
+        ),
+        AgentSpec(
+            "opencode",
+            "OpenCode",
+            ("opencode", "acp"),
+            install="npm install -g opencode-ai",
+            passthrough=Passthrough(("opencode",)),
+            login="opencode auth login",
+        ),
+        AgentSpec(
+            "qwen",
+            "Qwen Code",
+            ("qwen", "--acp"),
+            install="npm install -g @qwen-code/qwen-code",
+            passthrough=Passthrough(("qwen",)),
+            login="qwen",
+        ),
+        AgentSpec(
+            "copilot",
+            "GitHub Copilot CLI",
+            ("copilot", "--acp"),
+            install="npm install -g @github/copilot",
+            passthrough=Passthrough(("copilot",)),
+        ),
+        AgentSpec(
+            "cursor",
+            "Cursor",
+            ("cursor-agent", "acp"),
+            install="install Cursor's CLI (cursor-agent)",
+            passthrough=Passthrough(("cursor-agent",)),
+            env_keys=("CURSOR_API_KEY",),
+            login="cursor-agent login",
+        ),
+        AgentSpec(
+            "pi",
+            "Pi",
+            _npx("pi-acp"),
+            install=NODE_HINT + "; for its own CLI: npm install -g --ignore-scripts @earendil-works/pi-coding-agent",
+            passthrough=Passthrough(("pi",)),
+        ),
+    ]
+}
+
+
+# -- the config file, validated at the edge ----------------------------------
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PassthroughConfig(_Strict):
+    command: list[str] = Field(min_length=1)
+    submit: str = "\r"
+    bracketed_paste: bool = True
+    idle_seconds: float = Field(1.0, gt=0)
+    submit_delay: float = Field(0.15, ge=0)
+
+
+class AgentConfig(_Strict):
+    title: Optional[str] = None
+    command: Optional[list[str]] = Field(None, min_length=1)
+    env: dict[str, str] = Field(default_factory=dict)
+    install: Optional[str] = None
+    passthrough: Optional[PassthroughConfig] = None
+    env_keys: Optional[list[str]] = None
+    login: Optional[str] = None
+
+
+class ConfigFile(_Strict):
+    default_agent: Optional[str] = None
+    permissions: Optional[Literal["ask", "allow-reads", "allow-all", "deny"]] = None
+    shell_fallback: Optional[bool] = None
+    extra_roots: list[str] = Field(default_factory=list)
+    #: How often a streaming answer is redrawn. 10/s keeps the browser cheap;
+    #: higher shows each word sooner (lower latency) for more frontend traffic.
+    refresh_hz: Optional[float] = Field(None, gt=0, le=240)
+    agents: dict[str, AgentConfig] = Field(default_factory=dict)
+    #: Overrides of :class:`acp_kernel.client.host.Limits` (names as there).
+    limits: dict[str, float] = Field(default_factory=dict)
+    mcp_servers: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class ConfigError(AcpError):
+    """A config file that cannot be used; the message names the key and the fix."""
+
+
+def config_path() -> Path:
+    explicit = os.environ.get("ACP_KERNEL_CONFIG")
+    if explicit:
+        return Path(explicit)
+    return _default_config_path()
+
+
+def _default_config_path() -> Path:
+    try:
+        from jupyter_core.paths import jupyter_config_dir
+
+        base = jupyter_config_dir()
+    except Exception:  # pragma: no cover - jupyter_core is a dependency
+        base = os.path.expanduser("~/.jupyter")
+    return Path(base) / "acp_kernel.json"
+
+
+_FIXES = {
+    "extra_forbidden": "remove it, or check its spelling",
+    "missing": "add it",
+    "list_type": 'give a list of strings, e.g. ["my-agent", "--acp"]',
+    "too_short": "give at least one item (the program)",
+    "literal_error": "use one of the allowed values",
+    "string_type": "give a string",
+    "bool_type": "give true or false",
+    "dict_type": "give an object",
+    "greater_than": "give a larger number",
+    "greater_than_equal": "give a larger number",
+    "less_than_equal": "give a smaller number",
+    "float_parsing": "give a number",
+    "float_type": "give a number",
+}
+
+
+def _explain(path: Path, exc: ValidationError) -> str:
+    lines = [f"{path}: invalid configuration"]
+    for err in exc.errors():
+        key = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        fix = _FIXES.get(err["type"], "")
+        lines.append(f"  {key}: {err['msg']}" + (f" -> fix: {fix}" if fix else ""))
+    return "\n".join(lines)
+
+
+@dataclass
+class Config:
+    """The merged view: built-in agents plus the user's file."""
+
+    agents: dict[str, AgentSpec]
+    default_agent: str = "demo"
+    permissions: str | None = None
+    shell_fallback: bool = True
+    extra_roots: list[str] = field(default_factory=list)
+    mcp_servers: list[dict[str, Any]] = field(default_factory=list)
+    refresh_hz: float = 10.0
+    limits: Limits = field(default_factory=Limits)
+    path: Path | None = None
+
+    def client_settings(self, permissions: str | None = None) -> ClientSettings:
+        """How clients serve the agent: ``permissions`` (a command-line or
+        kernel choice) over the file's policy, else ``ask``."""
+        return ClientSettings(
+            permissions=permissions or self.permissions or "ask",  # type: ignore[arg-type]
+            shell_fallback=self.shell_fallback,
+            extra_roots=list(self.extra_roots),
+            limits=dataclasses.replace(self.limits),
+        )
+
+    def agent(self, name: str) -> AgentSpec:
+        try:
+            return self.agents[name]
+        except KeyError:
+            known = ", ".join(sorted(self.agents))
+            raise AcpError(
+                f"unknown agent {name!r}; known agents: {known}. "
+                f"Add it under \"agents\" in {self.path or config_path()}, or pass a command."
+            ) from None
+
+
+def load_config(path: Path | None = None, *, missing_ok: bool = True) -> Config:
+    """The built-in agents merged with the config file (absent: none).
+
+    ``missing_ok=False`` (the command line) makes a ``$ACP_KERNEL_CONFIG``
+    that names no file an error: a mistyped path must not silently mean
+    "no settings". An empty file is a file with no settings (``/dev/null`` works).
+    """
+    from_env = path is None and bool(os.environ.get("ACP_KERNEL_CONFIG"))
+    path = path or config_path()
+    data: dict[str, Any] = {}
+    if from_env and not missing_ok and not path.exists():
+        raise ConfigError(
+            f"ACP_KERNEL_CONFIG={str(path)!r}: no such file -> fix: create it (an empty file means no "
+            f"settings), or unset ACP_KERNEL_CONFIG to use {_default_config_path()}"
+        )
+    if path.exists():
+        try:
+            raw = path.read_text(encoding="utf-8")
+            data = json.loads(raw) if raw.strip() else {}
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{path}: cannot read ({exc})") from exc
+        except json.JSONDecodeError as exc:
+            raise ConfigError(
+                f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+            ) from exc
+    try:
+        cfg = ConfigFile.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_explain(path, exc)) from None
+    agents = dict(BUILTIN)
+    for name, over in cfg.agents.items():
+        base = agents.get(name)
+        if base is None and over.command is None:
+            raise ConfigError(
+                f"{path}: agents.{name}: a new agent needs a command -> fix: add "
+                f'"command": ["program", "arg", ...]'
+            )
+        passthrough = (
+            Passthrough(**{**over.passthrough.model_dump(), "command": tuple(over.passthrough.command)})
+            if over.passthrough else (base.passthrough if base else None)
+        )
+        agents[name] = AgentSpec(
+            name=name,
+            title=over.title or (base.title if base else name),
+            command=tuple(over.command) if over.command else base.command,  # type: ignore[union-attr]
+            env={**(base.env if base else {}), **over.env},
+            install=over.install or (base.install if base else ""),
+            passthrough=passthrough,
+            source=str(path) if base is None else f"built-in, overridden in {path}",
+            env_keys=tuple(over.env_keys) if over.env_keys is not None else (base.env_keys if base else ()),
+            login=over.login if over.login is not None else (base.login if base else ""),
+        )
+    chosen = os.environ.get("ACP_KERNEL_AGENT")
+    if chosen and chosen not in agents:
+        raise ConfigError(
+            f"ACP_KERNEL_AGENT={chosen!r} is not a known agent -> fix: use one of "
+            + ", ".join(sorted(agents))
+            + (f" (or add it under \"agents\" in {path})" if path.exists() else "") + ", or unset ACP_KERNEL_AGENT"
+        )
+    default = chosen or cfg.default_agent or "demo"
+    if default not in agents:
+        raise ConfigError(
+            f"{path}: default_agent {default!r} is not a known agent -> fix: use one of "
+            + ", ".join(sorted(agents))
+        )
+    return Config(
+        agents=agents,
+        default_agent=default,
+        permissions=cfg.permissions,
+        shell_fallback=True if cfg.shell_fallback is None else cfg.shell_fallback,
+        extra_roots=cfg.extra_roots,
+        mcp_servers=cfg.mcp_servers,
+        refresh_hz=_refresh_hz(cfg.refresh_hz, path),
+        limits=_limits(cfg.limits, path),
+        path=path,
+    )
+
+
+def _limits(given: dict[str, float], path: Path) -> Limits:
+    """The file's ``limits`` over the defaults; unknown names and values <= 0 say the fix."""
+    out = Limits()
+    for name, value in given.items():
+        if name not in LIMIT_NAMES:
+            raise ConfigError(f"{path}: limits.{name}: unknown limit -> fix: use one of " + ", ".join(LIMIT_NAMES))
+        if isinstance(value, bool) or not value > 0:
+            raise ConfigError(f"{path}: limits.{name}: {value!r} -> fix: a number above 0")
+        kind = type(getattr(out, name))
+        if kind is int and value != int(value):
+            raise ConfigError(f"{path}: limits.{name}: {value!r} -> fix: a whole number")
+        setattr(out, name, kind(value))
+    return out
+
+
+def _refresh_hz(configured: float | None, path: Path) -> float:
+    """``ACP_KERNEL_REFRESH_HZ`` over the file's ``refresh_hz``, else 10."""
+    raw = os.environ.get("ACP_KERNEL_REFRESH_HZ")
+    if not raw:
+        return configured or 10.0
+    try:
+        value = float(raw)
+    except ValueError:
+        value = 0.0
+    if not 0 < value <= 240:
+        raise ConfigError(f"ACP_KERNEL_REFRESH_HZ={raw!r}: not a rate -> fix: a number of refreshes "
+                          "per second, above 0 and at most 240")
+    return value
+
+
+def adhoc_agent(command: str | list[str], name: str = "custom") -> AgentSpec:
+    """An agent from a command line given by the user (``--agent-command``)."""
+    try:
+        argv = shlex.split(command) if isinstance(command, str) else list(command)
+    except ValueError as exc:  # "No closing quotation", "No escaped character"
+        raise AcpError(f"cannot read the agent command {command!r}: {str(exc).lower()}") from None
+    if not argv or not argv[0]:
+        raise AcpError("empty agent command: give a program and its arguments, e.g. 'my-agent --acp'")
+    return AgentSpec(name=name, title=" ".join(argv), command=tuple(argv), source="command line")
+

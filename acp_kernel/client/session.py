@@ -1,0 +1,750 @@
+"""Client and sessions: one agent process, its connection, its sessions and turns.
+
+Data flows one way: ``Session.prompt`` -> ``Connection`` -> agent; the
+agent's updates come back through ``Client._on_update`` -> ``Session`` ->
+``Turn`` -> whoever subscribed (a view, the CLI printer, a test).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any, Optional
+
+from . import content
+from ..protocol import proctree
+from ..protocol.connection import Connection
+from .content import embedded_resource, resource_link, text_block  # noqa: F401 (re-exported: front-ends build prompts)
+from ..errors import AUTH_REQUIRED, INVALID_PARAMS, AcpError, AuthRequired, ConnectionClosed, RpcError
+from .host import ClientSettings
+from .registry import AgentSpec
+from ..protocol.transport import ProcessTransport
+from .turn import STOP_REASONS, Notice, Turn
+
+log = logging.getLogger(__name__)
+
+try:
+    __version__ = version("acp-kernel")
+except PackageNotFoundError:  # pragma: no cover - running from a source tree
+    __version__ = "0.0.0"
+
+#: How long a cancelled turn may take to end before the client stops waiting.
+CANCEL_GRACE = 1.0
+#: Distinct unknown session ids whose updates are kept (the total count of
+#: updates kept is ``Limits.unknown_session_updates``).
+EARLY_SESSIONS = 8
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One mode or model the agent offers, whichever way it offers it.
+
+    ``config_id`` names the session config option it is a value of
+    (``session/set_config_option``), or is None when it comes from the
+    session's ``modes`` / ``models`` state (``session/set_mode`` /
+    ``session/set_model``). All strings are the agent's: escape them to show.
+    """
+
+    id: str
+    name: str
+    description: Optional[str] = None
+    current: bool = False
+    config_id: Optional[str] = None
+    #: The option group's name, for a config option with grouped values.
+    group: Optional[str] = None
+
+
+def _opt_str(value: Any) -> Optional[str]:
+    return value if type(value) is str else None
+
+
+def config_choices(option: dict[str, Any]) -> list[Choice]:
+    """The values of a ``select`` config option (flat or grouped) as choices."""
+    config_id = option.get("id")
+    values = option.get("options")
+    if type(config_id) is not str or type(values) is not list:
+        return []
+    current = option.get("currentValue")
+    out: list[Choice] = []
+
+    def add(value: Any, group: Optional[str]) -> None:
+        if type(value) is dict and type(value.get("value")) is str:
+            vid = value["value"]
+            out.append(Choice(vid, _opt_str(value.get("name")) or vid, _opt_str(value.get("description")),
+                              vid == current, config_id, group))
+
+    for item in values:
+        if type(item) is dict and type(item.get("options")) is list and "value" not in item:
+            group = _opt_str(item.get("name")) or _opt_str(item.get("group"))
+            for value in item["options"]:
+                add(value, group)
+        else:
+            add(item, None)
+    return out
+
+
+def state_choices(state: Any, list_key: str, id_key: str, current_key: str) -> list[Choice]:
+    """Choices from a ``modes`` (``availableModes``/``id``) or ``models``
+    (``availableModels``/``modelId``) state object."""
+    if type(state) is not dict or type(state.get(list_key)) is not list:
+        return []
+    current = state.get(current_key)
+    return [
+        Choice(item[id_key], _opt_str(item.get("name")) or item[id_key], _opt_str(item.get("description")),
+               item[id_key] == current)
+        for item in state[list_key]
+        if type(item) is dict and type(item.get(id_key)) is str
+    ]
+
+
+def merge_choices(from_config: list[Choice], from_state: list[Choice]) -> list[Choice]:
+    """Config option values first (the protocol's newer way, which clients
+    should prefer), then state-only ones. The current one is the config
+    option's when there is one."""
+    if not from_config:
+        return from_state
+    ids = {c.id for c in from_config}
+    extra = [Choice(c.id, c.name, c.description, False, None, c.group) for c in from_state if c.id not in ids]
+    return from_config + extra
+
+
+def pick(choices: list[Choice], wanted: str) -> Optional[Choice]:
+    """The choice named ``wanted``: by id, else by id or name ignoring case."""
+    for c in choices:
+        if c.id == wanted:
+            return c
+    folded = wanted.casefold()
+    for c in choices:
+        if c.id.casefold() == folded or c.name.casefold() == folded:
+            return c
+    return None
+
+
+def describe_auth(methods: list[dict[str, Any]], spec: AgentSpec | None = None) -> str:
+    """The agent's ``authMethods`` in plain words, one line each."""
+    if not methods:
+        return "The agent requires authentication but lists no methods; see its documentation."
+    lines = ["The agent needs you to log in. Ways it offers:"]
+    for m in methods:
+        if not isinstance(m, dict):
+            continue
+        name = m.get("name") or m.get("id")
+        desc = f" ({m['description']})" if m.get("description") else ""
+        kind = m.get("type") or "agent"
+        if kind == "env_var":
+            names = ", ".join(v.get("name", "?") for v in m.get("vars") or [] if isinstance(v, dict))
+            link = f"; get one at {m['link']}" if m.get("link") else ""
+            lines.append(f"- {name}{desc}: set {names} in the environment and restart{link}")
+        elif kind == "terminal":
+            program = " ".join(spec.command) if spec else "<agent>"
+            command = " ".join([program, *(str(a) for a in m.get("args") or [])])
+            lines.append(f"- {name}{desc}: run `{command}` in a terminal and follow it")
+        else:
+            lines.append(f"- {name}{desc}: let the agent do it (authenticate with method id {m.get('id')!r})")
+    return "\n".join(lines)
+
+
+@dataclass
+class Session:
+    """One ACP session. Implements the services' ``SessionContext``."""
+
+    client: "Client"
+    id: str
+    cwd: str
+    settings: ClientSettings
+    interactive: bool = False
+    modes: Optional[dict[str, Any]] = None
+    models: Optional[dict[str, Any]] = None
+    config_options: list[dict[str, Any]] = field(default_factory=list)
+    commands: list[dict[str, Any]] = field(default_factory=list)
+    title: Optional[str] = None
+    usage: Optional[dict[str, Any]] = None
+    turns: list[Turn] = field(default_factory=list)
+    #: Updates outside any turn (before the first prompt, history replay).
+    background: Turn = field(init=False)
+    _active: Optional[Turn] = field(default=None, repr=False)
+    _prompt_future: Optional[asyncio.Future[Any]] = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self.background = self._new_turn()
+
+    def _new_turn(self, prompt: Any = None) -> Turn:
+        return Turn(self.id, prompt=prompt, tool_output_limit=self.settings.limits.tool_output_chars)
+
+    # -- SessionContext -----------------------------------------------------
+
+    @property
+    def turn(self) -> Turn:
+        """The turn events go to now: the active one, else the last, else background."""
+        if self._active is not None:
+            return self._active
+        return self.turns[-1] if self.turns else self.background
+
+    def emit(self, event: Any) -> None:
+        self.turn.add(event)
+
+    def tool_call_kind(self, tool_call_id: str) -> str | None:
+        for turn in (self._active, *reversed(self.turns), self.background):
+            if turn is not None:
+                call = turn.tool_calls.get(tool_call_id)
+                if call is not None and call.kind:
+                    return call.kind
+        return None
+
+    # -- modes and models, whichever way the agent offers them ------------------
+
+    def option_of(self, category: str) -> dict[str, Any] | None:
+        """The first ``select`` config option of this category ("mode", "model")."""
+        for opt in self.config_options:
+            if opt.get("category") == category and opt.get("type", "select") == "select" and type(opt.get("id")) is str:
+                return opt
+        return None
+
+    def model_option(self) -> dict[str, Any] | None:
+        return self.option_of("model")
+
+    def available_modes(self) -> list[Choice]:
+        """Modes from a config option of category "mode" (OpenCode offers
+        them only so) and from the session's ``modes`` state, merged."""
+        opt = self.option_of("mode")
+        return merge_choices(config_choices(opt) if opt else [],
+                             state_choices(self.modes, "availableModes", "id", "currentModeId"))
+
+    def available_models(self) -> list[Choice]:
+        """Models from a config option of category "model" and from the
+        unstable ``models`` state (``availableModels``), merged."""
+        opt = self.option_of("model")
+        return merge_choices(config_choices(opt) if opt else [],
+                             state_choices(self.models, "availableModels", "modelId", "currentModelId"))
+
+    @property
+    def current_mode(self) -> str | None:
+        """The current mode's id: the mode config option's value, else ``modes.currentModeId``."""
+        opt = self.option_of("mode")
+        if opt is not None and type(opt.get("currentValue")) is str:
+            return opt["currentValue"]
+        mode = (self.modes or {}).get("currentModeId")
+        return mode if type(mode) is str else None
+
+    @property
+    def current_model(self) -> str | None:
+        """The current model's id: the model config option's value, else ``models.currentModelId``."""
+        opt = self.option_of("model")
+        if opt is not None and type(opt.get("currentValue")) is str:
+            return opt["currentValue"]
+        model = (self.models or {}).get("currentModelId")
+        return model if type(model) is str else None
+
+    def _note_current(self, category: str, value: str, *, config: bool = True) -> None:
+        """Keep both sources in step after a change through either (the
+        config options only when ``config``: an agent's own answer to
+        ``session/set_config_option`` is not overridden)."""
+        if config:
+            opts = []
+            for opt in self.config_options:
+                if opt.get("category") == category and opt.get("currentValue") != value and any(
+                    c.id == value for c in config_choices(opt)
+                ):
+                    opt = {**opt, "currentValue": value}
+                opts.append(opt)
+            self.config_options = opts
+        state, key = (self.modes, "currentModeId") if category == "mode" else (self.models, "currentModelId")
+        if isinstance(state, dict):
+            state = {**state, key: value}
+            if category == "mode":
+                self.modes = state
+            else:
+                self.models = state
+
+    # -- updates ------------------------------------------------------------
+
+    def apply(self, update: Any) -> None:
+        if type(update) is dict:
+            kind = update.get("sessionUpdate")
+            if kind not in ("agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update"):
+                self._apply_state(kind, update)
+        self.turn.apply_update(update)
+
+    def _apply_state(self, kind: Any, update: dict[str, Any]) -> None:
+        if kind == "available_commands_update":
+            cmds = update.get("availableCommands")
+            self.commands = [c for c in cmds if isinstance(c, dict)] if isinstance(cmds, list) else []
+        elif kind == "current_mode_update":
+            mode = update.get("currentModeId")
+            if isinstance(mode, str):
+                self.modes = {**(self.modes or {}), "currentModeId": mode}
+                self._note_current("mode", mode)
+        elif kind == "config_option_update":
+            opts = update.get("configOptions")
+            if isinstance(opts, list):
+                self.config_options = [o for o in opts if isinstance(o, dict)]
+        elif kind == "session_info_update":
+            if "title" in update:
+                self.title = update.get("title")
+        elif kind == "usage_update":
+            self.usage = update
+
+    def _adopt(self, result: dict[str, Any]) -> None:
+        modes = result.get("modes")
+        if isinstance(modes, dict):
+            self.modes = modes
+        models = result.get("models")
+        if isinstance(models, dict):
+            self.models = models
+        opts = result.get("configOptions")
+        if isinstance(opts, list):
+            self.config_options = [o for o in opts if isinstance(o, dict)]
+
+    # -- prompting ----------------------------------------------------------
+
+    def begin(self, prompt: Any) -> Turn:
+        """Start a turn and send the prompt; await :meth:`finish` for the end.
+
+        Split from :meth:`prompt` so a kernel can attach its view to the turn
+        before the first update can arrive.
+        """
+        if self._active is not None:
+            raise AcpError("a turn is already running in this session; cancel it or wait")
+        blocks = [text_block(prompt)] if isinstance(prompt, str) else list(prompt)
+        # What this agent cannot take is rewritten or refused (ContentRefused) before a turn exists.
+        gated = content.gate(blocks, content.prompt_capabilities(self.client.capabilities))
+        blocks = gated.blocks
+        self._compact_history(self.settings.limits.detailed_turns)
+        turn = self._new_turn(blocks)
+        for note in gated.notes:
+            turn.add(Notice("info", note))
+        self._active = turn
+        self.turns.append(turn)
+        try:
+            _, self._prompt_future = self.client.conn.send_request(
+                "session/prompt",
+                {"sessionId": self.id, "prompt": blocks},
+                on_settle=lambda outcome: self._settle(turn, outcome),
+            )
+        except ConnectionClosed as exc:
+            self._end(turn, None, error=exc.explain())
+        return turn
+
+    def _settle(self, turn: Turn, outcome: Any) -> None:
+        """The agent answered the prompt (or went away): end the turn right
+        here in the stream, so updates after the answer count as late."""
+        if turn.done:
+            return
+        if isinstance(outcome, RpcError):
+            self._end(turn, None, error=f"the agent answered the prompt with an error: {outcome.message} (code {outcome.code})")
+        elif isinstance(outcome, ConnectionClosed):
+            self._end(turn, None, error=outcome.explain())
+        elif isinstance(outcome, BaseException):
+            self._end(turn, None, error=f"{type(outcome).__name__}: {outcome}")
+        else:
+            stop = outcome.get("stopReason") if isinstance(outcome, dict) else None
+            if isinstance(outcome, dict) and isinstance(outcome.get("usage"), dict):
+                turn.usage = {**(turn.usage or {}), **outcome["usage"]}
+            if not isinstance(stop, str):
+                self._end(turn, "end_turn", note=f"the agent's prompt result has no stopReason: {outcome!r:.200}")
+            elif stop not in STOP_REASONS:
+                self._end(turn, stop, note=f"unknown stop reason {stop!r}")
+            else:
+                self._end(turn, stop)
+
+    async def finish(self, turn: Turn) -> Turn:
+        """Wait for the agent to end ``turn``; never raises for agent failures."""
+        fut = self._prompt_future if self._active is turn else None
+        if turn.done or fut is None:
+            return turn
+        try:
+            await asyncio.shield(fut)
+        except (RpcError, ConnectionClosed):
+            pass  # _settle already ended the turn with the message
+        if not turn.done:  # pragma: no cover - _settle always ends it
+            self._end(turn, None, error="the prompt ended without an answer")
+        return turn
+
+    async def prompt(self, prompt: Any) -> Turn:
+        """Send a prompt and wait for the turn to end. Cancelling this await
+        cancels the turn per the protocol."""
+        turn = self.begin(prompt)
+        try:
+            return await self.finish(turn)
+        except asyncio.CancelledError:
+            await asyncio.shield(self.cancel())
+            raise
+
+    def _end(self, turn: Turn, stop: str | None, *, error: str | None = None, note: str | None = None, forced: bool = False) -> None:
+        if note:
+            turn.add(Notice("warning", note))
+        if error:
+            turn.add(Notice("error", error))
+        if self._active is turn:
+            self._active = None
+            self._prompt_future = None
+        turn.finish(stop, error=error, forced=forced)
+        # The turn that just ended stays whole until the next prompt (its
+        # readers may still be reading it), even with detailed_turns 0.
+        self._compact_history(max(1, self.settings.limits.detailed_turns))
+
+    def _compact_history(self, keep: int) -> None:
+        """Compact every finished turn but the newest ``keep``
+        (``limits.detailed_turns``): old turns keep their final text and
+        tool-call state, not every event."""
+        finished = 0
+        for turn in reversed(self.turns):
+            if not turn.done:
+                continue
+            finished += 1
+            if finished <= keep:
+                continue
+            if turn.compacted:
+                break  # older ones were compacted before
+            turn.compact()
+
+    async def cancel(self, grace: float = CANCEL_GRACE) -> None:
+        """Cancel the running turn per the spec: ``session/cancel``, answer
+        pending permission requests ``cancelled``, keep taking updates. If the
+        agent does not end the turn within ``grace`` seconds, end it here and
+        mark the client for restart."""
+        turn, fut = self._active, self._prompt_future
+        if turn is None:
+            return
+        turn.add(Notice("info", "cancelling..."))
+        try:
+            self.client.conn.notify("session/cancel", {"sessionId": self.id})
+        except ConnectionClosed:
+            pass
+        self.client.services.cancel_pending(self.id)
+        if fut is not None and not fut.done():
+            await asyncio.wait({fut}, timeout=grace)
+        if turn.done:
+            return
+        self.client.needs_restart = True
+        self._end(
+            turn,
+            "cancelled",
+            note=f"the agent did not end the turn within {grace:g} s of the cancel; "
+            "it will be restarted before the next prompt",
+            forced=True,
+        )
+        if fut is not None and not fut.done():
+            # Release whoever awaits the prompt; a late answer finds it done.
+            fut.set_result({"stopReason": "cancelled"})
+
+    # -- session settings ---------------------------------------------------
+
+    async def set_mode(self, mode_id: str) -> Choice | None:
+        """Switch mode by id (or name): ``session/set_config_option`` when the
+        mode is a config option's value, else ``session/set_mode``. A mode the
+        agent does not offer is refused here when it lists any."""
+        choice = self._resolve("mode", self.available_modes(), mode_id)
+        wanted = choice.id if choice is not None else mode_id
+        by_config = choice is not None and choice.config_id is not None
+        if by_config:
+            await self.set_config_option(choice.config_id, wanted)  # type: ignore[union-attr,arg-type]
+        else:
+            await self.client.request("session/set_mode", {"sessionId": self.id, "modeId": wanted})
+            self.modes = {**(self.modes or {}), "currentModeId": wanted}
+        self._note_current("mode", wanted, config=not by_config)
+        return choice
+
+    async def set_model(self, model_id: str) -> Choice | None:
+        """Switch model by id (or name): ``session/set_config_option`` for a
+        model config option's value, else the unstable ``session/set_model``."""
+        choice = self._resolve("model", self.available_models(), model_id)
+        wanted = choice.id if choice is not None else model_id
+        by_config = choice is not None and choice.config_id is not None
+        if by_config:
+            await self.set_config_option(choice.config_id, wanted)  # type: ignore[union-attr,arg-type]
+        else:
+            await self.client.request("session/set_model", {"sessionId": self.id, "modelId": wanted})
+        self._note_current("model", wanted, config=not by_config)
+        return choice
+
+    @staticmethod
+    def _resolve(what: str, choices: list[Choice], wanted: str) -> Choice | None:
+        if not choices:
+            return None  # the agent lists none: let it judge
+        choice = pick(choices, wanted)
+        if choice is None:
+            offered = ", ".join(c.id for c in choices[:30]) + (", ..." if len(choices) > 30 else "")
+            raise AcpError(f"the agent offers no {what} {wanted!r}; it offers: {offered}")
+        return choice
+
+    async def set_config_option(self, config_id: str, value: Any) -> list[dict[str, Any]]:
+        params: dict[str, Any] = {"sessionId": self.id, "configId": config_id, "value": value}
+        if type(value) is bool:
+            params["type"] = "boolean"
+        result = await self.client.request("session/set_config_option", params)
+        if isinstance(result, dict) and isinstance(result.get("configOptions"), list):
+            self.config_options = [o for o in result["configOptions"] if isinstance(o, dict)]
+        else:
+            # No options in the answer: assume the agent took the value.
+            self.config_options = [
+                {**o, "currentValue": value} if o.get("id") == config_id else o for o in self.config_options
+            ]
+        return self.config_options
+
+
+class Client:
+    """One agent process and everything that talks to it."""
+
+    def __init__(
+        self,
+        spec: AgentSpec,
+        *,
+        cwd: str | None = None,
+        settings: ClientSettings | None = None,
+        mcp_servers: list[dict[str, Any]] | None = None,
+        interactive: bool = False,
+        max_line: int | None = None,
+    ) -> None:
+        self.spec = spec
+        self.cwd = os.path.abspath(cwd or os.getcwd())
+        self.settings = settings or ClientSettings()
+        self.mcp_servers = mcp_servers or []
+        self.interactive = interactive
+        self.max_line = max_line
+        self.sessions: dict[str, Session] = {}
+        self.needs_restart = False
+        self.init: dict[str, Any] = {}
+        self.reports: list[Notice] = []
+        #: Updates for session ids not known yet (they may precede the
+        #: session/new answer), bounded in total and in distinct ids.
+        self._early: dict[str, list[Any]] = {}
+        self._early_count = 0
+        #: Updates dropped because that buffer was full (reported once per overflow).
+        self.early_dropped = 0
+        self._early_reported = False
+        self.transport: ProcessTransport | None = None
+        self.conn: Connection = None  # type: ignore[assignment]
+        self.services: Any = None
+
+    # -- lifecycle ----------------------------------------------------------
+
+    async def start(self) -> "Client":
+        from .. import services as services_mod
+
+        limits = self.settings.limits
+        self.transport = ProcessTransport(
+            self.spec.command, env=self.spec.env, cwd=self.cwd, hint=self.spec.install,
+            write_buffer_bytes=limits.write_buffer_bytes, write_stall_seconds=limits.write_stall_seconds,
+        )
+        kwargs = {"max_line": self.max_line} if self.max_line else {}
+        self.conn = Connection(self.transport, name=f"agent {self.spec.name!r}", max_depth=limits.json_depth, **kwargs)
+        self.conn.on_report = self._on_report
+        self.conn.on_notification("session/update", self._on_update)
+        self.services = services_mod.install(self.conn, self)
+        await self.conn.start()
+        try:
+            self.init = await self.request(
+                "initialize",
+                {
+                    "protocolVersion": 1,
+                    "clientCapabilities": services_mod.client_capabilities(
+                        terminal_auth=self.settings.terminal_auth),
+                    "clientInfo": {"name": "acp-kernel", "title": "acp-kernel (Jupyter)", "version": __version__},
+                },
+            ) or {}
+        except BaseException:
+            await self.close()
+            raise
+        if not isinstance(self.init, dict):
+            self.init = {}
+        version_ = self.init.get("protocolVersion")
+        if version_ not in (1, None):
+            self._on_report("protocol", f"the agent speaks protocol version {version_!r}; this client speaks 1")
+        return self
+
+    async def request(self, method: str, params: Any = None) -> Any:
+        """Every request but ``session/prompt`` goes here: it has a timeout
+        (``limits.initialize_seconds`` for ``initialize``, generous since
+        ``npx`` may download the agent first; ``limits.request_seconds`` for
+        the rest). A turn has none: cancelling it is the user's call."""
+        limits = self.settings.limits
+        if method == "initialize":
+            seconds, setting = limits.initialize_seconds, "initialize_seconds"
+        else:
+            seconds, setting = limits.request_seconds, "request_seconds"
+        return await self.conn.request(method, params, timeout=seconds if seconds > 0 else None, setting=setting)
+
+    async def close(self) -> None:
+        """End every terminal, close stdin, give the agent a moment, end its tree."""
+        if self.services is not None:
+            await self.services.shutdown()
+        if self.conn is not None:
+            await self.conn.close()
+
+    def kill_now(self) -> None:
+        """Synchronous last resort (interpreter exit, a close that failed):
+        SIGKILL every terminal's tree and the agent's."""
+        if self.services is not None:
+            for term in self.services.terminals.terminals():
+                if term.pid:
+                    proctree.kill_tree_now(term.pid)
+        if self.transport is not None:
+            self.transport.kill_now()
+
+    @property
+    def alive(self) -> bool:
+        return self.conn is not None and not self.conn.closed
+
+    # -- what the agent said about itself -------------------------------------
+
+    @property
+    def agent_info(self) -> dict[str, Any]:
+        info = self.init.get("agentInfo")
+        return info if isinstance(info, dict) else {}
+
+    @property
+    def capabilities(self) -> dict[str, Any]:
+        caps = self.init.get("agentCapabilities")
+        return caps if isinstance(caps, dict) else {}
+
+    @property
+    def auth_methods(self) -> list[dict[str, Any]]:
+        methods = self.init.get("authMethods")
+        return [m for m in methods if isinstance(m, dict)] if isinstance(methods, list) else []
+
+    def can(self, feature: str) -> bool:
+        """``load``, ``list``, ``resume``, ``close``: what the agent advertised."""
+        caps = self.capabilities
+        if feature == "load":
+            return bool(caps.get("loadSession"))
+        session_caps = caps.get("sessionCapabilities")
+        return isinstance(session_caps, dict) and session_caps.get(feature) is not None
+
+    # -- sessions -----------------------------------------------------------
+
+    def _session(self, session_id: str, cwd: str) -> Session:
+        session = Session(self, session_id, cwd, self.settings, interactive=self.interactive)
+        self.sessions[session_id] = session
+        early = self._early.pop(session_id, ())
+        self._early_count -= len(early)
+        if not self._early:
+            self._early_reported = False  # a later overflow is reported again
+        for update in early:
+            session.apply(update)
+        return session
+
+    async def _call_session(self, method: str, params: dict[str, Any]) -> Any:
+        try:
+            return await self.request(method, params)
+        except RpcError as exc:
+            if exc.code == AUTH_REQUIRED:
+                raise AuthRequired(self.auth_methods, describe_auth(self.auth_methods, self.spec)) from exc
+            raise
+
+    async def new_session(self, cwd: str | None = None, mcp_servers: list[dict[str, Any]] | None = None) -> Session:
+        cwd = os.path.abspath(cwd or self.cwd)
+        result = await self._call_session(
+            "session/new", {"cwd": cwd, "mcpServers": self.mcp_servers if mcp_servers is None else mcp_servers}
+        )
+        sid = result.get("sessionId") if isinstance(result, dict) else None
+        if not isinstance(sid, str) or not sid:
+            raise AcpError(f"the agent's session/new result has no sessionId: {result!r:.200}")
+        session = self._session(sid, cwd)
+        session._adopt(result)
+        return session
+
+    async def load_session(self, session_id: str, cwd: str | None = None, *, resume: bool | None = None) -> Session:
+        """Reopen a session: ``session/resume`` (no replay) where the agent
+        offers it and ``resume`` is not False, else ``session/load``, whose
+        history replay lands in ``session.background``."""
+        cwd = os.path.abspath(cwd or self.cwd)
+        use_resume = self.can("resume") if resume is None else resume
+        if not use_resume and not self.can("load"):
+            raise AcpError("this agent cannot reopen sessions (it advertises neither load nor resume)")
+        session = self._session(session_id, cwd)
+        method = "session/resume" if use_resume else "session/load"
+        try:
+            result = await self._call_session(
+                method, {"sessionId": session_id, "cwd": cwd, "mcpServers": self.mcp_servers}
+            )
+        except BaseException:
+            self.sessions.pop(session_id, None)
+            raise
+        if isinstance(result, dict):
+            session._adopt(result)
+        return session
+
+    async def list_sessions(self, cwd: str | None = None) -> list[dict[str, Any]]:
+        if not self.can("list"):
+            raise AcpError("this agent does not list sessions")
+        params: dict[str, Any] = {}
+        if cwd:
+            params["cwd"] = os.path.abspath(cwd)
+        result = await self.request("session/list", params)
+        sessions = result.get("sessions") if isinstance(result, dict) else None
+        return [s for s in sessions if isinstance(s, dict)] if isinstance(sessions, list) else []
+
+    async def authenticate(self, method_id: str) -> Any:
+        return await self.request("authenticate", {"methodId": method_id})
+
+    # -- Host (for services) --------------------------------------------------
+
+    def session_context(self, session_id: Any) -> Session:
+        session = self.sessions.get(session_id) if isinstance(session_id, str) else None
+        if session is None:
+            raise RpcError(INVALID_PARAMS, f"unknown session id {session_id!r}")
+        return session
+
+    # -- incoming -------------------------------------------------------------
+
+    def _on_update(self, params: Any) -> None:
+        if type(params) is not dict:
+            self._on_report("protocol", f"session/update without params object: {params!r:.200}")
+            return
+        sid = params.get("sessionId")
+        session = self.sessions.get(sid) if type(sid) is str else None
+        if session is not None:
+            session.apply(params.get("update"))
+            return
+        self._keep_early(sid if type(sid) is str else "", params.get("update"))
+
+    def _keep_early(self, sid: str, update: Any) -> None:
+        """Keep an update for a session id not known (yet): at most
+        ``limits.unknown_session_updates`` in all, for at most
+        ``EARLY_SESSIONS`` ids; the overflow is dropped with one report."""
+        early = self._early.get(sid)
+        limit = self.settings.limits.unknown_session_updates
+        if self._early_count < limit and (early is not None or len(self._early) < EARLY_SESSIONS):
+            if early is None:
+                early = self._early[sid] = []
+            early.append(update)
+            self._early_count += 1
+            return
+        self.early_dropped += 1
+        if not self._early_reported:
+            self._early_reported = True
+            why = (f"{limit:,} updates (limits.unknown_session_updates)" if self._early_count >= limit
+                   else f"{EARLY_SESSIONS} distinct unknown session ids")
+            self._on_report(
+                "protocol",
+                f"updates for unknown session ids: keeping at most {why}; dropping the rest "
+                f"(first dropped: session {sid!r:.80})",
+            )
+
+    def _on_report(self, kind: str, text: str) -> None:
+        if kind == "stalled":
+            self.needs_restart = True
+        # Repeats coalesce by kind; noise and handler errors by their reason
+        # ("not JSON", "invalid UTF-8", the method), so each reason shows once.
+        group = f"{kind}: {text.split(':', 1)[0]}" if kind in ("noise", "handler-error") else kind
+        notice = Notice("warning", f"{kind}: {text}", kind=group)
+        self.reports.append(notice)
+        del self.reports[:-200]
+        for session in self.sessions.values():
+            if session._active is not None:
+                session._active.add(notice)
+
+
+async def connect(
+    spec: AgentSpec,
+    *,
+    cwd: str | None = None,
+    settings: ClientSettings | None = None,
+    **kwargs: Any,
+) -> Client:
+    """Start an agent and initialize it."""
+    return await Client(spec, cwd=cwd, settings=settings, **kwargs).start()

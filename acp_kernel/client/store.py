@@ -1,0 +1,77 @@
+"""Which session a notebook was talking to, so a restarted kernel can resume it.
+
+Keyed by the notebook (``JPY_SESSION_NAME``, which Jupyter Server sets to the
+notebook's path) or, failing that, the kernel id. Stored as one small JSON
+file under the Jupyter data dir; written atomically.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from ..services.files import atomic_write_text
+
+
+@dataclass
+class Remembered:
+    """The agent (name and command: an ad hoc ``%agent --command`` one is
+    started again from its command), the session ("" before the first
+    prompt), its directory, and the agent the kernel was started for
+    (``default``: when the notebook is later opened with another agent's
+    kernel, this entry does not apply)."""
+
+    agent: str
+    command: list[str]
+    session_id: str
+    cwd: str
+    default: str = ""
+
+
+def store_path() -> Path:
+    explicit = os.environ.get("ACP_KERNEL_STATE")
+    if explicit:
+        return Path(explicit)
+    from jupyter_core.paths import jupyter_data_dir
+
+    return Path(jupyter_data_dir()) / "acp_kernel" / "sessions.json"
+
+
+def notebook_key(kernel_id: str | None) -> str | None:
+    return os.environ.get("JPY_SESSION_NAME") or kernel_id
+
+
+def _read(path: Path) -> dict[str, dict]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def recall(key: str | None) -> Remembered | None:
+    if not key:
+        return None
+    entry = _read(store_path()).get(key)
+    if not isinstance(entry, dict):
+        return None
+    try:
+        return Remembered(str(entry["agent"]), [str(w) for w in entry["command"]], str(entry["session_id"]),
+                          str(entry["cwd"]), str(entry.get("default") or ""))
+    except (KeyError, TypeError):
+        return None
+
+
+def remember(key: str | None, value: Remembered | None) -> None:
+    if not key:
+        return
+    path = store_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = _read(path)
+    if value is None:
+        data.pop(key, None)
+    else:
+        data[key] = asdict(value)
+    atomic_write_text(str(path), json.dumps(data, indent=1))

@@ -1,0 +1,890 @@
+"""``acp-kernel``: the command line (headless prompts, agent list, demo agent).
+
+Exit codes of ``acp-kernel prompt`` (distinct so scripts can tell them apart):
+0 end_turn, 1 agent failure, 2 usage or config error, 3 authentication
+required, 4 refusal, 5 cancelled (by the agent), 6 max_tokens or
+max_turn_requests; 130 SIGINT (Ctrl-C), 143 SIGTERM, 129 SIGHUP (the turn is
+cancelled and the agent's process tree ended first).
+
+Everything the agent wrote is cleaned of terminal control and escape
+sequences before it is printed (:mod:`acp_kernel.termsafe`); a permission
+question shows the real command or paths from the tool call's ``rawInput``,
+not only the agent's title.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import json
+import os
+import re
+import shlex
+import signal
+import sys
+import time
+from typing import Any, Sequence, TextIO
+
+# What a permission question shows, and form answers typed on a terminal: shared with stdin questions.
+from .ask import RAW_INPUT_SHOWN, action_details, field_question, parse_answer, permission_question  # noqa: F401
+from ..termsafe import clean, json_safe, line, scan
+
+EXIT_OK, EXIT_AGENT, EXIT_USAGE, EXIT_AUTH, EXIT_REFUSAL, EXIT_CANCELLED, EXIT_LIMIT = range(7)
+STOP_EXIT = {
+    "end_turn": EXIT_OK,
+    "refusal": EXIT_REFUSAL,
+    "cancelled": EXIT_CANCELLED,
+    "max_tokens": EXIT_LIMIT,
+    "max_turn_requests": EXIT_LIMIT,
+}
+
+
+#: Exit codes when a signal ends the run: 128 + the signal number, as shells report it.
+EXIT_SIGNAL = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129}
+_STOP_SIGNALS = tuple(EXIT_SIGNAL)
+
+
+# -- pure: events as JSON or as clean lines ------------------------------------
+
+
+def _jsonable(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        out = {}
+        for f in dataclasses.fields(value):
+            if f.name in ("future", "loop", "terminal", "request") or f.name.startswith("_"):
+                continue
+            out[f.name] = _jsonable(getattr(value, f.name))
+        return out
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return repr(value)
+
+
+def event_json(event: Any) -> dict[str, Any]:
+    """One event as one JSON object for ``--format json``."""
+    from ..client.turn import Chunk, Notice, PlanEvent, StateEvent, ToolCallEvent, UnknownUpdate
+
+    kind = type(event)
+    if kind is Chunk:
+        return {"type": event.role, "text": event.text} if event.text else {"type": event.role, "content": event.content}
+    if kind is ToolCallEvent:
+        c = event.call
+        return {"type": "tool_call", "new": event.new, "id": c.id, "title": c.title, "kind": c.kind,
+                "status": c.status, "update": event.raw}
+    if kind is PlanEvent:
+        return {"type": "plan", "entries": event.entries}
+    if kind is StateEvent:
+        return {"type": event.kind, "update": event.raw}
+    if kind is UnknownUpdate:
+        return {"type": "unknown_update", "kind": event.kind, "update": event.raw}
+    if kind is Notice:
+        return {"type": "notice", "level": event.level, "text": event.text}
+    return {"type": _snake(kind.__name__), **_jsonable(event)}
+
+
+def _snake(name: str) -> str:
+    return "".join("_" + c.lower() if c.isupper() and i else c.lower() for i, c in enumerate(name))
+
+
+def _block(text: Any) -> str:
+    """Multi-line agent-derived text, cleaned, continuation lines indented:
+    a newline in it cannot start a line that looks like one of ours."""
+    return clean(str(text)).replace("\n", "\n  ")
+
+
+def describe(event: Any) -> str | None:
+    """A one-line account of an event for stderr in ``--format text``.
+
+    Every agent-derived field is cleaned (:mod:`acp_kernel.termsafe`).
+    """
+    from ..client.turn import Chunk, Notice, PlanEvent, ToolCallEvent, UnknownUpdate
+
+    kind = type(event)
+    if kind is ToolCallEvent:
+        c = event.call
+        if event.new or c.final:
+            return f"[tool] {line(c.kind or 'other')}: {line(c.title or c.id)} ({line(c.status)})"
+        return None
+    if kind is PlanEvent:
+        marks = {"completed": "x", "in_progress": "~"}
+        return "[plan] " + "; ".join(
+            f"[{marks.get(e.get('status'), ' ')}] {line(e.get('content', ''))}" for e in event.entries)
+    if kind is Notice:
+        return f"[{line(event.level)}] {_block(event.text)}"
+    if kind is UnknownUpdate:
+        return f"[update] unknown kind {line(repr(event.kind))} kept"
+    if kind is Chunk:
+        return None
+    name = kind.__name__
+    if name == "TerminalStarted":
+        via = " (shell line run through the shell)" if event.via_shell else ""
+        return f"[terminal] {line(shlex.join(str(a) for a in event.argv))}{via}"
+    if name == "PermissionResolved":
+        return (f"[permission] {line(event.title or event.tool_call_id)}: "
+                f"{line(event.option_kind or 'cancelled')} ({line(event.by)})")
+    if name in ("FileRead", "FileWritten"):
+        return f"[fs] {name[4:].lower()} {line(event.path)}"
+    return None
+
+
+# -- I/O: streams that survive closed pipes, lines read without a thread --------
+
+
+class _Out:
+    """A text stream that never raises: the first failed write (a closed pipe
+    as in ``2>&1 | head -1``, a hung-up terminal) marks it broken, points its
+    file descriptor at /dev/null (so exit does not complain) and drops the rest."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.broken = False
+
+    def write(self, text: str) -> None:
+        if self.broken or not text:
+            return
+        try:
+            try:
+                self.stream.write(text)
+            except UnicodeEncodeError:
+                enc = getattr(self.stream, "encoding", None) or "utf-8"
+                self.stream.write(text.encode(enc, "replace").decode(enc))
+            self.stream.flush()
+        except (OSError, ValueError):  # BrokenPipeError, EIO, a closed file
+            self.broken = True
+            _to_devnull(self.stream)
+
+    def isatty(self) -> bool:
+        try:
+            return not self.broken and self.stream.isatty()
+        except (OSError, ValueError):
+            return False
+
+
+def _to_devnull(stream: TextIO) -> None:
+    try:
+        fd = stream.fileno()
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, fd)
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+class _Lines:
+    """Lines typed on the terminal, read when the event loop says fd 0 is
+    readable (``add_reader``): no thread that could block exit, and a wait
+    that is cancelled like any other await."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.buf = b""
+        self.closed = False
+
+    def discard_typeahead(self) -> None:
+        """Drop what was typed before the question was shown: an answer must
+        not come from keys pressed before the person could read it."""
+        self.buf = b""
+        try:
+            import termios
+
+            termios.tcflush(self.fd, termios.TCIFLUSH)
+        except (ImportError, OSError):
+            pass
+
+    async def readline(self) -> str | None:
+        """The next line, or None at end of input (Ctrl-D, a closed or hung-up stdin)."""
+        loop = asyncio.get_running_loop()
+        while b"\n" not in self.buf:
+            if self.closed:
+                return None
+            ready: asyncio.Future[None] = loop.create_future()
+            try:
+                loop.add_reader(self.fd, lambda: ready.done() or ready.set_result(None))
+            except (OSError, ValueError):
+                self.closed = True
+                return None
+            try:
+                await ready
+            finally:
+                loop.remove_reader(self.fd)
+            try:
+                data = os.read(self.fd, 4096)
+            except BlockingIOError:
+                continue
+            except OSError:
+                data = b""
+                self.closed = True
+            if not data:
+                rest, self.buf = self.buf, b""
+                return rest.decode(errors="replace") if rest else None
+            self.buf += data
+        text, _, self.buf = self.buf.partition(b"\n")
+        return text.decode(errors="replace")
+
+
+class _Printer:
+    """Subscribes to a turn and writes it out, as text or as JSON lines.
+
+    Output is gathered and written once per burst of events (a loop
+    callback), not once per event: one system call per 32-byte chunk would
+    cost more than parsing it. Agent text is cleaned of terminal controls
+    (plain colours kept only on a TTY); JSON has C1 and bidi controls escaped.
+    """
+
+    def __init__(self, fmt: str, out: _Out, err: _Out, *, colour: bool = False) -> None:
+        self.fmt, self.out, self.err = fmt, out, err
+        self.colour = colour
+        self.removed = 0
+        self._buf: list[str] = []
+        self._carry = ""
+        self._scheduled = False
+
+    @property
+    def broken(self) -> bool:
+        return self.out.broken
+
+    def _emit(self, text: str) -> None:
+        self._buf.append(text)
+        if not self._scheduled:
+            self._scheduled = True
+            try:
+                asyncio.get_running_loop().call_soon(self.flush)
+            except RuntimeError:
+                self.flush()
+
+    def flush(self) -> None:
+        self._scheduled = False
+        if self._buf:
+            data = "".join(self._buf)
+            self._buf.clear()
+            self.out.write(data)
+
+    def note(self, text: str) -> None:
+        """A line for stderr, after what is already buffered for stdout."""
+        self.flush()
+        self.err.write(text + "\n")
+
+    def _agent_text(self, text: str) -> None:
+        text = self._carry + text
+        self._carry = ""
+        if text.endswith("\r"):  # maybe half of a "\r\n" split across chunks
+            self._carry, text = "\r", text[:-1]
+        cleaned, removed = scan(text, colour=self.colour)
+        self.removed += removed
+        self._emit(cleaned)
+
+    def __call__(self, event: Any) -> None:
+        if event is None:
+            if self._carry:  # a lone "\r" at the very end
+                self._carry = ""
+                self._emit(clean("\r"))
+                self.removed += 1
+            self.flush()
+            return
+        name = type(event).__name__
+        if self.fmt == "json":
+            if name == "Chunk" and event.text:
+                self._emit('{"type": "' + event.role + '", "text": ' + json_safe(_encode(event.text)) + "}\n")
+            else:
+                self._emit(json_safe(_encode(event_json(event))) + "\n")
+            return
+        if name == "Chunk" and event.role == "agent":
+            self._agent_text(event.text)
+            return
+        if name in ("PermissionPrompt", "ElicitationPrompt"):
+            return  # handled by the asker
+        text = describe(event)
+        if text:
+            self.note(text)
+
+
+_encode = json.JSONEncoder(ensure_ascii=False, default=repr).encode
+
+
+class _Asker:
+    """Asks permission and form questions on the terminal, one at a time.
+
+    Questions go to stderr and answers come from stdin (a TTY). A question
+    the agent or a cancel answers meanwhile stops waiting at once; end of
+    input (Ctrl-D, a closed terminal) or a broken stderr rejects/cancels.
+    """
+
+    def __init__(self, printer: _Printer, lines: _Lines) -> None:
+        self.printer = printer
+        self.lines = lines
+        self.turn: Any = None
+        self._queue: list[Any] = []
+        self._task: asyncio.Task[None] | None = None
+
+    def __call__(self, event: Any) -> None:
+        if type(event).__name__ in ("PermissionPrompt", "ElicitationPrompt"):
+            self._queue.append(event)
+            if self._task is None or self._task.done():
+                self._task = asyncio.ensure_future(self._work())
+
+    def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+        for prompt in self._queue:
+            prompt.cancel()
+        self._queue.clear()
+
+    async def _work(self) -> None:
+        while self._queue:
+            prompt = self._queue.pop(0)
+            if prompt.done:
+                continue
+            try:
+                if type(prompt).__name__ == "PermissionPrompt":
+                    await self._permission(prompt)
+                else:
+                    await self._form(prompt)
+            finally:
+                if not prompt.done:
+                    prompt.cancel()
+
+    async def _read(self, prompt: Any) -> str | None:
+        """A line, or None at end of input; raises _Answered if the prompt
+        was answered (cancelled) while waiting."""
+        read = asyncio.ensure_future(self.lines.readline())
+        try:
+            await asyncio.wait({read, prompt.future}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not read.done():
+                read.cancel()
+                # Its reader must be gone before the next question adds one.
+                await asyncio.wait({read})
+        if read.cancelled():
+            raise _Answered
+        return read.result()
+
+    def _say(self, text: str) -> bool:
+        """Write to stderr (after the answer so far); False when nobody can see it."""
+        self.printer.flush()
+        self.printer.err.write(text)
+        return not self.printer.err.broken
+
+    _raw = _say
+
+    async def _permission(self, prompt: Any) -> None:
+        calls = getattr(self.turn, "tool_calls", {}) if self.turn is not None else {}
+        tcid = getattr(getattr(prompt.request, "tool_call", None), "tool_call_id", None)
+        self.lines.discard_typeahead()
+        if not self._say(permission_question(prompt, calls.get(tcid))):
+            prompt.reject()
+            return
+        self._raw("choose a number (empty = reject): ")
+        try:
+            answer = await self._read(prompt)
+        except _Answered:
+            self._say("\n(answered without you: the turn was cancelled)\n")
+            return
+        if answer is None:
+            self._say("\n(end of input: rejected)\n")
+            prompt.reject()
+            return
+        answer = answer.strip()
+        options = prompt.options
+        if answer.isdigit() and 1 <= int(answer) <= len(options):
+            prompt.answer(options[int(answer) - 1]["optionId"])
+        else:
+            prompt.reject()
+
+    async def _form(self, prompt: Any) -> None:
+        from ..view.form import UNSET, validate
+
+        self.lines.discard_typeahead()
+        head = f"\n[form] the agent asks: {_block(prompt.message)}\n"
+        if not self._say(head):
+            prompt.decline()
+            return
+        try:
+            self._raw("answer it? [y/N] ")
+            first = await self._read(prompt)
+            if first is None:
+                self._say("\n(end of input: cancelled)\n")
+                prompt.cancel()
+                return
+            if first.strip().lower() not in ("y", "yes"):
+                self._say("(declined)\n")
+                prompt.decline()
+                return
+            values: dict[str, Any] = {}
+            for name, schema in prompt.fields.items():
+                required = name in prompt.required
+                while True:
+                    self._raw(field_question(name, schema, required))
+                    text = await self._read(prompt)
+                    if text is None:
+                        self._say("\n(end of input: cancelled)\n")
+                        prompt.cancel()
+                        return
+                    try:
+                        value = parse_answer(schema, text)
+                        _, problems = validate({name: schema}, [name] if required else [], {name: value})
+                    except ValueError as exc:
+                        problems = [str(exc)]
+                    if not problems:
+                        break
+                    self._say("  ! " + line("; ".join(problems)) + "\n")
+                if value is not UNSET:
+                    values[name] = value
+            content, problems = validate(prompt.fields, prompt.required, values)
+            if problems:  # cannot happen field by field, but never send a bad answer
+                self._say("  ! " + line("; ".join(problems)) + " (declined)\n")
+                prompt.decline()
+                return
+            try:
+                prompt.accept(content)
+            except ValueError as exc:
+                self._say("  ! " + line(str(exc)) + " (declined)\n")
+                prompt.decline()
+        except _Answered:
+            self._say("\n(answered without you: the turn was cancelled)\n")
+
+
+class _Answered(Exception):
+    """The question was answered (cancelled) while the person was asked."""
+
+
+# -- signals --------------------------------------------------------------------
+
+
+class _Stopper:
+    """SIGINT, SIGTERM and SIGHUP, in every state of a run.
+
+    The first signal cancels the run's task (agent start, session set-up,
+    the turn, a question): the turn is cancelled per the protocol, the agent
+    closed, and the run exits 128 + the signal number. A signal while the
+    client is already closing, or a second one, kills the agent's process
+    tree at once (SIGKILL), so closing cannot be held up.
+    """
+
+    def __init__(self, err: _Out) -> None:
+        self.err = err
+        self.signum: int | None = None
+        self.closing = False
+        self.client: Any = None
+        self.task: asyncio.Task[Any] | None = None
+
+    def install(self) -> None:
+        loop = asyncio.get_running_loop()
+        self.task = asyncio.current_task()
+        for sig in _STOP_SIGNALS:
+            try:
+                loop.add_signal_handler(sig, self.on_signal, sig)
+            except (NotImplementedError, RuntimeError, ValueError):  # pragma: no cover - Windows
+                pass
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_SIGNAL.get(self.signum, 128 + (self.signum or 0))  # type: ignore[call-overload]
+
+    def on_signal(self, signum: int) -> None:
+        first = self.signum is None
+        if first:
+            self.signum = signum
+            name = signal.Signals(signum).name
+            self.err.write(f"\nacp-kernel: {name}: stopping the turn and the agent\n")
+        if self.closing or not first:
+            if self.client is not None:
+                self.client.kill_now()
+            return
+        if self.task is not None:
+            self.task.cancel()
+
+
+class _Signalled(Exception):
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+# -- the prompt command ---------------------------------------------------------
+
+
+async def run_prompt(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+    from ..errors import AcpError
+    from ..client.registry import ConfigError, adhoc_agent, load_config
+    from ..client.session import Client
+
+    out_, err_ = _Out(out), _Out(err)
+    stopper = _Stopper(err_)
+    stopper.install()
+    try:
+        config = load_config(missing_ok=False)
+        if args.agent_command is not None:
+            try:
+                spec = adhoc_agent(args.agent_command)
+            except AcpError as exc:
+                raise AcpError(f"--agent-command: {exc}") from None
+        else:
+            spec = config.agent(args.agent or config.default_agent)
+    except (ConfigError, AcpError) as exc:
+        err_.write(f"acp-kernel: {_block(exc)}\n")
+        return EXIT_USAGE
+    if args.prompt:
+        text = " ".join(args.prompt)
+    else:
+        text = getattr(args, "stdin_text", None)
+        if text is None:
+            text = "" if _isatty(sys.stdin) else _read_stdin()
+    text, replaced = prompt_text(text)
+    if replaced:
+        err_.write(f"acp-kernel: the prompt held {replaced} byte(s) that are not valid "
+                   f"{_input_encoding()}; each was replaced with U+FFFD (\ufffd)\n")
+    if not text.strip():
+        err_.write("acp-kernel: no prompt given (pass it as arguments or on stdin)\n")
+        return EXIT_USAGE
+    policy = args.permissions or config.permissions or "ask"
+    interactive = _isatty(sys.stdin) and policy in ("ask", "allow-reads")
+    settings = config.client_settings(policy)
+    client = Client(spec, cwd=args.cwd, settings=settings, mcp_servers=config.mcp_servers, interactive=interactive)
+    stopper.client = client
+    colour = args.format == "text" and out_.isatty() and "NO_COLOR" not in os.environ
+    printer = _Printer(args.format, out_, err_, colour=colour)
+    asker = _Asker(printer, _Lines(sys.stdin.fileno())) if interactive else None
+    code = EXIT_AGENT
+    try:
+        code = await _converse(client, text, args, printer, asker, stopper)
+    except asyncio.CancelledError:
+        if stopper.signum is None:
+            raise
+        task = asyncio.current_task()
+        if task is not None:
+            task.uncancel()
+    finally:
+        if asker is not None:
+            asker.close()
+        stopper.closing = True
+        await client.close()
+        stopper.client = None  # closed: its pids may belong to others from now on
+        if printer.removed and args.format == "text":
+            err_.write(f"acp-kernel: {printer.removed} terminal control character(s) or escape sequence(s) "
+                       "in the agent's text were removed or shown as symbols\n")
+        if stopper.signum is not None:
+            err_.write(f"acp-kernel: stopped by {signal.Signals(stopper.signum).name}; the agent is closed\n")
+    return stopper.exit_code if stopper.signum is not None else code
+
+
+async def _converse(client: Any, text: str, args: argparse.Namespace, printer: _Printer,
+                    asker: _Asker | None, stopper: _Stopper) -> int:
+    """Start the agent, open a session, run one turn; the exit code."""
+    from ..errors import AcpError, AuthRequired
+
+    from ..client.registry import first_start_download
+    from ..client.startup import explain_failure, starting_line
+
+    err = printer.err
+    spec = client.spec
+    download = first_start_download(spec)
+    starting = starting_line(spec, download)
+    if args.format == "json":
+        printer._emit(json_safe(_encode({"type": "starting", "agent": spec.name, "text": starting,
+                                         "download": download})) + "\n")
+        printer.flush()
+    elif err.isatty():  # progress for a person; a log or a script reading stderr gets no noise
+        err.write(f"acp-kernel: {line(starting)}\n")
+    try:
+        await client.start()
+        session = await client.new_session()
+    except (AcpError, OSError) as exc:
+        await client.close()  # its stderr read to the end, its process tree gone
+        transport = getattr(client, "transport", None)
+        status, stderr = transport.exit_info() if transport is not None else (None, "")
+        failure = explain_failure(spec, exc, stderr=stderr, returncode=status)
+        if args.format == "json":
+            printer._emit(json_safe(_encode({"type": "error", "stage": "start", **failure.as_json()})) + "\n")
+            printer._emit(json_safe(_encode({"type": "end", "stopReason": None, "error": failure.headline})) + "\n")
+            printer.flush()
+        err.write(f"acp-kernel: {_block(failure.plain())}\n")
+        return EXIT_AUTH if isinstance(exc, AuthRequired) else EXIT_AGENT
+    turn = session.begin(text)
+    turn.subscribe(printer)
+    if asker is not None:
+        asker.turn = turn
+        turn.subscribe(asker)
+        session.background.subscribe(asker)  # a question asked before the turn began
+    try:
+        await session.finish(turn)
+    except asyncio.CancelledError:
+        if stopper.signum is not None:
+            await session.cancel()  # per the spec, bounded by its grace
+        raise
+    if args.format == "text" and turn.text and not turn.text.endswith("\n"):
+        printer._emit("\n")
+    if args.format == "json":
+        printer._emit(json_safe(_encode({"type": "end", "stopReason": turn.stop_reason, "error": turn.error})) + "\n")
+    printer.flush()
+    if turn.error:
+        if args.format == "text":
+            err.write(f"acp-kernel: {_block(turn.error)}\n")
+        return EXIT_AGENT
+    return STOP_EXIT.get(turn.stop_reason or "", EXIT_AGENT)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def prompt_text(text: str) -> tuple[str, int]:
+    """The prompt as valid Unicode: bytes that did not decode (Python keeps
+    them as lone surrogates, which JSON would carry and agents choke on)
+    become U+FFFD. Returns the text and how many were replaced."""
+    return _SURROGATE.subn("\ufffd", text)
+
+
+def _input_encoding() -> str:
+    return (getattr(sys.stdin, "encoding", None) or "utf-8").upper().replace("UTF8", "UTF-8")
+
+
+def _read_stdin() -> str:
+    """All of stdin, decoded as the locale says, undecodable bytes kept as
+    surrogates (:func:`prompt_text` replaces them): never a traceback."""
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:
+        return sys.stdin.read()
+    return stream.read().decode(getattr(sys.stdin, "encoding", None) or "utf-8", "surrogateescape")
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def prompt_main(args: argparse.Namespace) -> int:
+    """``acp-kernel prompt``: the run, with signals handled from the first
+    instruction (reading the prompt from stdin included) to exit."""
+
+    def stop(signum: int, frame: Any) -> None:
+        raise _Signalled(signum)
+
+    for sig in _STOP_SIGNALS:
+        signal.signal(sig, stop)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(errors="replace")  # type: ignore[attr-defined]
+        except (AttributeError, ValueError):
+            pass
+    try:
+        if not args.prompt and not _isatty(sys.stdin):
+            args.stdin_text = _read_stdin()
+        code = _run(run_prompt(args))
+    except (_Signalled, KeyboardInterrupt) as exc:
+        signum = exc.signum if isinstance(exc, _Signalled) else signal.SIGINT
+        _Out(sys.stderr).write(f"\nacp-kernel: stopped by {signal.Signals(signum).name}\n")
+        code = EXIT_SIGNAL.get(signal.Signals(signum), 128 + signum)
+    for sig in _STOP_SIGNALS:
+        signal.signal(sig, signal.SIG_DFL if sig != signal.SIGINT else signal.default_int_handler)
+    _exit_now_if_stuck(code)
+    return code
+
+
+def _run(main: Any) -> int:
+    """``asyncio.run`` without its wait for the default executor's threads:
+    one blocked for good (a read that never returns) must not hold the exit.
+    Everything the run started is closed by the time ``main`` returns."""
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(main)
+    finally:
+        try:
+            tasks = [t for t in asyncio.all_tasks(loop) if not t.done()]
+            for task in tasks:
+                task.cancel()
+            if tasks:
+                loop.run_until_complete(asyncio.wait(tasks, timeout=2.0))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            loop.close()  # shuts the executor down without waiting
+
+
+def _exit_now_if_stuck(code: int, grace: float = 1.0) -> None:
+    """A worker thread still blocked after ``grace`` would hold interpreter
+    exit forever (its join at exit): flush and leave without waiting for it."""
+    import threading
+
+    deadline = time.monotonic() + grace
+    for thread in threading.enumerate():
+        if thread is not threading.main_thread() and not thread.daemon:
+            thread.join(max(0.0, deadline - time.monotonic()))
+    stuck = [t for t in threading.enumerate() if t is not threading.main_thread() and t.is_alive() and not t.daemon]
+    if stuck:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(code)
+
+
+#: How ``acp-kernel agents`` shows each state.
+STATE_WORDS = {"installed": "installed", "downloadable": "downloadable", "missing": "missing", "broken": "broken"}
+
+
+def run_agents(out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+    """The agents, each installed / downloadable (a launcher fetches it on
+    first use) / missing (with how to install it) / broken (the program is
+    there but ``--version`` fails), and its own CLI for passthrough terminals."""
+    from ..client import discovery
+    from ..client.registry import ConfigError, load_config
+
+    try:
+        config = load_config(missing_ok=False)
+    except ConfigError as exc:
+        err.write(f"acp-kernel: {_block(exc)}\n")
+        return EXIT_USAGE
+    names = sorted(config.agents, key=lambda n: (n != "demo", n))
+    specs = [config.agents[n] for n in names]
+    programs = [discovery.which(s.program(), {**os.environ, **s.env}) for s in specs]
+    programs += [discovery.which(s.passthrough.command[0]) for s in specs if s.passthrough is not None]
+    probes = discovery.probe_all(p for p in programs if p)
+    rows = []
+    for spec in specs:
+        state = discovery.availability(spec, probe_version=True, probes=probes)
+        default = " (default)" if spec.name == config.default_agent else ""
+        rows.append((spec, spec.name + default, line(spec.title), STATE_WORDS[state.state], state))
+    widths = [max(len(r[i]) for r in rows + [(None, "agent", "title", "status", None)]) for i in (1, 2, 3)]
+    pad = " " * (sum(widths) + 6)
+    out.write(f"{'agent':<{widths[0]}}  {'title':<{widths[1]}}  {'status':<{widths[2]}}  command\n")
+    for spec, name, title, word, state in rows:
+        out.write(f"{name:<{widths[0]}}  {title:<{widths[1]}}  {word:<{widths[2]}}  {line(shlex.join(spec.command))}\n")
+        for note in _agent_notes(spec, state):
+            out.write(f"{pad}{line(note)}\n")
+        if spec.passthrough is not None:
+            cli = discovery.program_availability(spec.passthrough.command, spec.env, probe_version=True, probes=probes)
+            found = {"installed": "", "missing": " (not installed)"}.get(cli.state, f" (broken: {cli.detail})")
+            out.write(f"{pad}passthrough: {line(' '.join(spec.passthrough.command))}{line(found)}\n")
+    out.write(f"\nconfig file: {config.path}\n")
+    return EXIT_OK
+
+
+def _agent_notes(spec: Any, state: Any) -> list[str]:
+    """The lines under an agent: what the first start downloads, what to install, how to sign in."""
+    notes = []
+    if state.state == "downloadable":
+        notes.append(state.detail)
+    elif state.state == "broken":
+        notes.append(f"broken: {state.detail}")
+    elif state.state == "missing":
+        notes.append(f"missing: {state.detail}")
+        if spec.install:
+            notes.append(f"install: {spec.install}")
+    if state.state != "missing" and (spec.env_keys or spec.login):
+        ways = [f"set {' or '.join(spec.env_keys)}"] if spec.env_keys else []
+        ways += [f"run `{spec.login}` once"] if spec.login else []
+        notes.append("sign in: " + ", or ".join(ways))
+    return notes
+
+
+def run_install(args: argparse.Namespace) -> int:
+    from .install import install
+    from ..client.registry import load_config
+
+    spec = None
+    if args.agent:
+        try:
+            spec = load_config(missing_ok=False).agent(args.agent)
+        except Exception as exc:  # ConfigError or unknown agent
+            print(f"acp-kernel: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    prefix = args.prefix or (None if args.user else sys.prefix)
+    path = install(spec, user=args.user, prefix=prefix)
+    print(f"installed kernelspec in {path}")
+    return EXIT_OK
+
+
+EXIT_CODES_HELP = """\
+exit codes:
+  0    the turn ended (end_turn)
+  1    the agent failed: it could not start, exited, or answered with an error
+  2    usage or configuration error (nothing was sent)
+  3    the agent requires authentication (log in, or set its API key)
+  4    the agent refused (refusal)
+  5    the turn was cancelled (by the agent)
+  6    a limit was reached (max_tokens or max_turn_requests)
+  130  SIGINT (Ctrl-C), 143 SIGTERM, 129 SIGHUP: the turn was cancelled and the agent ended
+
+The prompt is read from stdin when none is given. Bytes in it that are not
+valid in the locale's encoding are replaced with U+FFFD (with a warning).
+In --format json every event is one JSON object per line on stdout, starting
+with {"type": "starting", ...} and ending with {"type": "end", ...}.
+"""
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("acp-kernel")
+    except PackageNotFoundError:  # pragma: no cover - run from a checkout without installing
+        return "unknown (not installed)"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="acp-kernel", description="Work with ACP coding agents from Jupyter and the shell.",
+        epilog="Run `acp-kernel COMMAND --help` for a command's options. With no command, this help "
+               "is printed and the exit status is 2 (a usage error).")
+    parser.add_argument("--version", action="version", version=f"acp-kernel {_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("prompt", help="send one prompt to an agent and print the turn",
+                       description="Send one prompt to an agent and print the turn: the answer on stdout, "
+                       "tool calls, plans and questions on stderr.",
+                       epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    who = p.add_mutually_exclusive_group()
+    who.add_argument("--agent", help="a known or configured agent (see `acp-kernel agents`)")
+    who.add_argument("--agent-command", help="any ACP agent command line, e.g. 'my-agent --acp'")
+    p.add_argument("--cwd", default=None, help="the session's working directory (default: here)")
+    p.add_argument("--permissions", choices=["ask", "allow-reads", "allow-all", "deny"], default=None,
+                   help="how to answer permission requests (default: config, else ask; "
+                   "with nobody to ask, requests are rejected)")
+    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.add_argument("prompt", nargs="*", help="the prompt (default: read stdin)")
+
+    sub.add_parser("agents", help="list known and configured agents: installed, downloadable on first use, "
+                   "missing or broken")
+
+    i = sub.add_parser("install", help="install the ACP Agent kernelspec (or one bound to an agent)")
+    where = i.add_mutually_exclusive_group()
+    where.add_argument("--user", action="store_true", help="for this user only")
+    where.add_argument("--sys-prefix", action="store_true", help="into this Python environment (default)")
+    where.add_argument("--prefix", help="under this prefix")
+    i.add_argument("--agent", help="bind the kernelspec to this agent (\"ACP: Claude Code\")")
+    sub.add_parser("demo-agent", help="run the built-in demo ACP agent on stdio (a script, no model)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["demo-agent"]:
+        from ..demo.agent import main as demo_main
+
+        return demo_main(argv[1:]) or 0
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:  # like `pip`: the help, not argparse's one-line error
+        parser.print_help()
+        return EXIT_USAGE
+    if args.command == "agents":
+        try:
+            return run_agents()
+        except BrokenPipeError:  # `acp-kernel agents | head`
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - nothing more to write
+            return EXIT_OK
+    if args.command == "install":
+        return run_install(args)
+    if args.command == "prompt":
+        return prompt_main(args)
+    return EXIT_USAGE
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,285 @@
+"""The ACP kernel: each cell a prompt, the turn rendered live, interrupt cancels.
+
+A wrapper kernel on ipykernel's ``Kernel`` with an async ``do_execute``
+(ipykernel >= 7.4 handles widget comms while it awaits, so permission buttons
+work mid-turn); a thin adapter over :class:`~acp_kernel.client.controller.Controller`
+(the agent, its sessions, the command table's verbs). The agent starts on the
+first cell, in its own session, so the kernel's SIGINT never reaches it;
+SIGINT here cancels the turn instead. Nothing escapes ``do_execute``: an
+exception there would leave the frontend waiting for a reply forever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import os
+import signal
+import traceback
+from typing import Any
+
+from ipykernel.kernelbase import Kernel
+
+from . import cells, kernel_io
+from .. import compat, termsafe
+from ..client import params, store
+from ..passthrough import ptycell
+from ..protocol import watchdog
+from ..client.commands import POLICIES, UsageError
+from ..client.controller import Controller, Unavailable
+from ..errors import AcpError, PassthroughError, RpcError
+from .kernel_io import KernelFrontend, KernelSink, install_comms
+from ..safe import Markdown, bundle, code, text
+from ..client.session import __version__, resource_link, text_block
+from ..view.frontend import WidgetClients
+
+#: A whole cell that means "leave", as a console user types it.
+EXIT_WORDS = frozenset({"exit", "quit", "exit()", "quit()"})
+
+
+class AcpKernel(Kernel):
+    implementation = "acp_kernel"
+    implementation_version = __version__
+    banner = "ACP Agent: each cell is a prompt for a coding agent. %help lists the kernel's commands."
+    language_info = {
+        "name": "markdown",
+        "mimetype": "text/markdown",
+        "file_extension": ".md",
+        "pygments_lexer": "markdown",
+        "codemirror_mode": "markdown",
+    }
+    help_links = [{"text": "Agent Client Protocol", "url": "https://agentclientprotocol.com"}]
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        install_comms(self)
+        self.widget_clients = WidgetClients()
+        compat.register_widget_control(self.comm_manager)  # a reloaded page gets widget state via the control comm
+        # After install_comms, which replaces the comm_open handler: who announced a widget manager.
+        compat.watch_shell_messages(self, ("comm_open", "comm_info_request"), self.widget_clients.note)
+        for line in compat.untested():
+            self.log.warning(line)
+        self._sink: KernelSink | None = None
+        self._allow_stdin = False
+        self._handling = self._interrupted = False  # an interrupt between "busy" and the cell counts
+        self.ptys = ptycell.Terminals()
+        policy = os.environ.get("ACP_KERNEL_PERMISSIONS")
+        self.controller = Controller(
+            KernelFrontend(self), permissions=policy if policy in POLICIES else None,
+            key=store.notebook_key(self._kernel_id()), ptys=self.ptys)
+        c = self.controller
+        c.spec = c.config.agents.get(os.environ.get("ACP_KERNEL_AGENT", ""), None) or c.spec
+        c.default_name = c.spec.name
+        c.restore()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._cell: asyncio.Task | None = None  # the running cell: an interrupt elsewhere cancels it
+        atexit.register(self._kill_now)
+
+    @property
+    def kernel_info(self) -> dict[str, Any]:
+        """No debugger: this kernel runs no Python to debug (ipykernel
+        advertises one whenever debugpy is importable)."""
+        info = dict(super().kernel_info)
+        info["supported_features"] = [f for f in info.get("supported_features", []) if f != "debugger"]
+        info["debugger"] = False
+        return info
+
+    # -- process-level plumbing ----------------------------------------------
+
+    def _kernel_id(self) -> str | None:
+        """Jupyter's kernel id (from ``kernel-<id>.json``), else the connection
+        file itself: both survive a restart, which is what the key is for."""
+        conn = getattr(getattr(self, "parent", None), "connection_file", "") or ""
+        name = os.path.basename(conn)
+        if name.startswith("kernel-") and name.endswith(".json"):
+            return name[len("kernel-"):-len(".json")]
+        return os.path.abspath(conn) if conn else None
+
+    def start(self) -> None:
+        super().start()
+        signal.signal(signal.SIGINT, self._on_sigint)
+        try:  # agents and terminals die with the kernel, even by SIGKILL (see watchdog)
+            watchdog.enable()
+        except OSError as exc:
+            self.log.warning("could not start the process watchdog: %s", exc)
+
+    def pre_handler_hook(self) -> None:  # keeps our SIGINT handler during handlers
+        self._handling, self._interrupted = True, False
+
+    def post_handler_hook(self) -> None:
+        self._handling, self._interrupted = False, False
+
+    def _on_sigint(self, signum: int, frame: Any) -> None:
+        loop = self._loop
+        if loop is not None and (self.controller.running is not None or self._cell is not None):
+            loop.call_soon_threadsafe(self.controller.interrupt, self._cell)
+        elif self._handling:  # a cell about to start: it starts interrupted
+            self._interrupted = True
+
+    def _kill_now(self) -> None:
+        self.controller.kill_now()
+        self.ptys.kill_now()
+
+    def _say(self, md: Markdown, plain_text: str | None = None) -> None:
+        self.controller.say(md, plain_text)  # text/plain is the rendered text unless given
+
+    # -- execute -------------------------------------------------------------
+
+    async def do_execute(self, code: str, silent: bool, store_history: bool = True,
+                         user_expressions: Any = None, allow_stdin: bool = False,
+                         *, cell_meta: Any = None, cell_id: Any = None) -> dict[str, Any]:
+        self._loop = asyncio.get_running_loop()
+        self._sink = KernelSink(self, self.get_parent("shell"))
+        self._allow_stdin = bool(allow_stdin)
+        if self._interrupted:
+            self._interrupted = False
+            self._say(Markdown("*Interrupted.*"))
+            return self._error("Interrupted", "the cell was interrupted")
+        # The cell runs as a task of its own, so an interrupt can cancel it
+        # wherever it waits without cancelling ipykernel's handler.
+        self._cell = asyncio.ensure_future(self._execute(code))
+        try:
+            return await self._cell
+        except BaseException as exc:  # noqa: BLE001 - nothing may escape do_execute
+            if isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError)):
+                self._say(Markdown("*Interrupted.*"))
+                return self._error("Interrupted", "the cell was interrupted")
+            self.log.error("cell failed: %s", "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
+            self._say(Markdown("**Internal error:** {} (the kernel is still alive)").format(code(f"{type(exc).__name__}: {exc}")))
+            return self._error(type(exc).__name__, str(exc))
+        finally:
+            self.controller.running = None
+            self._cell = None
+
+    def _ok(self, payload: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        return {"status": "ok", "execution_count": self.execution_count, "payload": payload or [], "user_expressions": {}}
+
+    def _error(self, ename: str, evalue: str) -> dict[str, Any]:
+        """An error reply and an ``error`` message: one line each (what
+        nbclient / nbconvert / papermill show as the reason), no traceback."""
+        evalue = termsafe.clean(evalue.split("\n", 1)[0] if evalue else "", oneline=True)[:500]
+        content = {"ename": ename, "evalue": evalue, "traceback": [f"{ename}: {evalue}"]}
+        if self._sink is not None:
+            self.session.send(self.iopub_socket, "error", content, parent=self._sink.parent, ident=self._topic("error"))
+        return {"status": "error", "execution_count": self.execution_count, **content}
+
+    async def _execute(self, code: str) -> dict[str, Any]:
+        if code.strip() in EXIT_WORDS:  # as IPython does: ask the frontend to exit (a console does)
+            self._say(Markdown("*Asked the frontend to exit (a console closes; a notebook keeps the kernel).*"))
+            return self._ok([{"source": "ask_exit", "keepkernel": False}])
+        cell = cells.parse_cell(code)
+        if cell.errors:
+            self._say(Markdown("  \n").join(Markdown("**Error:** {}").format(text(e)) for e in cell.errors))
+            return self._error("UsageError", "; ".join(cell.errors))
+        if cell.shell is not None:
+            return await self._shell(cell)
+        for command in cell.commands:
+            failed = await self._command(command)
+            if failed is not None:
+                return failed
+        if not cell.prompt:
+            return self._ok()
+        prompt = params.interpolate(cell.prompt, self.controller.values)  # {NAME} of %set
+        if self.controller.pty_target is not None:
+            return await self._pty_prompt(self.controller.pty_target, prompt)
+        return await self._prompt(prompt)
+
+    async def _prompt(self, prompt: str) -> dict[str, Any]:
+        c = self.controller
+        try:
+            cwd = c.session.cwd if c.session is not None else c.cwd
+            blocks = [text_block(prompt)] + [resource_link(p) for p in cells.mentions(prompt, cwd)]
+            turn = await c.prompt(blocks)
+        except Unavailable as exc:
+            return self._error("AgentUnavailable", str(exc))
+        except AcpError as exc:  # refused before a turn began (ContentRefused, a turn still running)
+            self._say(Markdown("**Not sent:** {}").format(text(str(exc))))
+            return self._error(type(exc).__name__, str(exc))
+        if turn.error is not None:
+            return self._error("AgentError", turn.error.splitlines()[0] if turn.error else "")
+        # A forced cancel left the agent marked for restart: the next cell
+        # restarts it (and reopens the session), so this one returns at once.
+        return self._ok()
+
+    async def _pty_prompt(self, name: str, prompt: str) -> dict[str, Any]:
+        try:
+            reply = await self.controller.prompt_terminal(name, prompt)
+        except PassthroughError as exc:
+            self._say(Markdown("**Passthrough:** {}").format(text(str(exc))))
+            return self._error("PassthroughError", str(exc))
+        if reply.outcome == "exited":
+            return self._error("PassthroughExited", self.ptys.get(name).terminal.describe_exit())
+        return self._ok()
+
+    # -- kernel commands: the table's verbs, run by the controller --------------
+
+    async def _command(self, cmd: cells.Command) -> dict[str, Any] | None:
+        """None when it went well, else the error reply."""
+        try:
+            if cmd.name == "help":
+                self._say(cells.help_markdown(), cells.help_text())
+            else:
+                await self.controller.run(cmd.call)  # type: ignore[arg-type]
+            return None
+        except Unavailable as exc:
+            return self._error("AgentUnavailable", str(exc))
+        except UsageError as exc:
+            self._say(Markdown("**{}:** {}").format(text(cmd.line), text(str(exc))))
+            return self._error("UsageError", str(exc))
+        except (RpcError, AcpError, ValueError) as exc:
+            self._say(Markdown("**{}:** {}").format(text(cmd.line), text(str(exc))))
+            return self._error("CommandError", f"{cmd.line}: {exc}")
+
+    # -- %%shell --------------------------------------------------------------
+
+    async def _shell(self, cell: cells.Cell) -> dict[str, Any]:
+        from .shellcell import ShellCellError, parse_options, run_shell
+        from ..services.terminals import TerminalError
+
+        sink = self._sink
+        try:
+            opts = parse_options(cell.shell_args)
+            result = await run_shell(cell.shell or "", opts, sink.stream, cwd=self.controller.cwd,  # type: ignore[union-attr]
+                                     on_start=lambda term: setattr(self.controller, "running", term))
+        except (ShellCellError, TerminalError) as exc:
+            sink.stream(f"{exc}\n", "stderr")  # type: ignore[union-attr]
+            return self._error(type(exc).__name__, str(exc))
+        if result.status.exit_code != 0 and opts.raise_on_error:
+            return self._error("ShellError", str(result.status))
+        return self._ok()
+
+    # -- completion, inspection, shutdown --------------------------------------
+
+    async def do_is_complete(self, code: str) -> dict[str, Any]:
+        status = "complete" if code.strip() in EXIT_WORDS else cells.is_complete(code)
+        return {"status": status, **({"indent": ""} if status == "incomplete" else {})}
+
+    async def do_complete(self, code: str, cursor_pos: int) -> dict[str, Any]:
+        from .complete import complete
+
+        matches, start = complete(code, cursor_pos, controller=self.controller, pty_target=self.controller.pty_target)
+        return {"status": "ok", "matches": matches, "cursor_start": start, "cursor_end": cursor_pos, "metadata": {}}
+
+    async def do_inspect(self, code: str, cursor_pos: int, detail_level: int = 0, omit_sections: Any = ()) -> dict[str, Any]:
+        from .complete import inspect
+
+        found = inspect(code, cursor_pos, controller=self.controller)
+        if not found:
+            return {"status": "ok", "found": False, "data": {}, "metadata": {}}
+        return {"status": "ok", "found": True, "data": bundle(found), "metadata": {}}
+
+    async def do_shutdown(self, restart: bool) -> dict[str, Any]:
+        # This runs on the control thread's loop; the agent and terminals live on the shell's.
+        await kernel_io.on_loop(self._loop, self.controller.close(), self.log, "the agent")
+        self.controller.kill_now()
+        await kernel_io.on_loop(self._loop, self.ptys.close_all(), self.log, "the passthrough terminals")
+        self.ptys.kill_now()
+        return {"status": "ok", "restart": restart}
+
+
+def main() -> None:
+    kernel_io.launch(AcpKernel)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,127 @@
+"""The ACP kernel's plumbing on ipykernel: widget comms, the iopub sink, the
+cell's frontend, the app.
+
+Kept apart from :mod:`acp_kernel.frontends.kernel` (what a cell does) because it leans on
+ipykernel's internals: the comm manager, ``session.send`` on iopub, the
+request's ``allow_stdin`` and parent, the IOPub thread of ``IPKernelApp``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from .. import compat
+from ..client.commands import KERNEL
+from ..safe import check_data
+from ..view.frontend import Frontend
+
+
+def install_comms(kernel: Any) -> None:
+    """Give ipywidgets a comm manager bound to this kernel (as IPythonKernel does)."""
+    import comm
+    from ipykernel.comm.comm import BaseComm
+    from ipykernel.comm.manager import CommManager
+
+    manager = CommManager(kernel=kernel)
+    comm.create_comm = lambda *a, **k: BaseComm(*a, **k)
+    comm.get_comm_manager = lambda *a, **k: manager
+    for msg_type in ("comm_open", "comm_msg", "comm_close"):
+        kernel.shell_handlers[msg_type] = getattr(manager, msg_type)
+    kernel.comm_manager = manager  # type: ignore[attr-defined]
+
+
+class KernelSink:
+    """The view's DisplaySink: display messages on iopub, parented to the cell."""
+
+    def __init__(self, kernel: Any, parent: dict[str, Any]) -> None:
+        self.kernel = kernel
+        self.parent = parent
+
+    def _send(self, msg_type: str, content: dict[str, Any]) -> None:
+        if "data" in content:
+            check_data(content["data"])
+        k = self.kernel
+        k.session.send(k.iopub_socket, msg_type, content, parent=self.parent, ident=k._topic(msg_type))
+
+    def display(self, data: dict, metadata: dict | None = None, display_id: str | None = None) -> None:
+        self._send("display_data", {"data": data, "metadata": metadata or {},
+                                    "transient": {"display_id": display_id} if display_id else {}})
+
+    def update(self, data: dict, metadata: dict | None = None, display_id: str = "") -> None:
+        self._send("update_display_data", {"data": data, "metadata": metadata or {},
+                                           "transient": {"display_id": display_id}})
+
+    def stream(self, text: str, name: str = "stdout") -> None:
+        self._send("stream", {"name": name, "text": text})
+
+
+class KernelFrontend:
+    """What the controller may use of this kernel: the running cell's sink,
+    what its frontend shows (:mod:`acp_kernel.view.frontend`: a widget
+    manager announced by the cell's client means a notebook; else a client
+    that allows stdin is a console, one that does not is headless), and who
+    answers questions. Called within the cell's context."""
+
+    kind = KERNEL
+
+    def __init__(self, kernel: Any) -> None:
+        self.kernel = kernel
+
+    def sink(self) -> KernelSink:
+        return self.kernel._sink or KernelSink(self.kernel, {})
+
+    def frontend(self) -> Frontend:
+        k = self.kernel
+        return k.widget_clients.frontend(k.get_parent("shell"), k._allow_stdin)
+
+    def interactive(self) -> bool:
+        """Someone can answer: a notebook (buttons) or a console (stdin); headless runs cannot."""
+        return self.kernel._allow_stdin
+
+    def widgets(self) -> bool:
+        return self.frontend().widgets
+
+    def asker(self) -> Any:
+        """A console's questions go through ``input_request`` (widgets answer in a notebook)."""
+        if self.frontend().ask != "stdin":
+            return None
+        from .ask import StdinQuestions
+
+        return StdinQuestions(compat.stdin_reader(self.kernel))
+
+
+def launch(kernel_class: Any) -> None:
+    """Start the kernel app (``python -m acp_kernel.frontends.kernel``)."""
+    from ipykernel import kernelapp
+    from ipykernel.iostream import IOPubThread
+
+    class _NoForkPipe(IOPubThread):
+        def __init__(self, socket: Any, pipe: bool = False, **kwargs: Any) -> None:
+            super().__init__(socket, pipe=False, **kwargs)
+
+    class AcpKernelApp(kernelapp.IPKernelApp):
+        def init_iopub(self, context: Any) -> None:
+            # IPKernelApp's IOPub thread listens on a sixth TCP port (127.0.0.1)
+            # for output of *forked* Python children. This kernel runs no user
+            # Python and forks none (agents and terminals are exec'd with pipes
+            # of their own): no port beyond the five in the connection file.
+            saved, kernelapp.IOPubThread = kernelapp.IOPubThread, _NoForkPipe
+            try:
+                super().init_iopub(context)
+            finally:
+                kernelapp.IOPubThread = saved
+
+    AcpKernelApp.launch_instance(kernel_class=kernel_class)
+
+
+async def on_loop(loop: asyncio.AbstractEventLoop | None, coro: Any, log: Any, what: str) -> None:
+    """Run ``coro`` on the shell's loop from the control thread's (shutdown), within 5 s."""
+    try:
+        if loop is not None and loop.is_running() and loop is not asyncio.get_running_loop():
+            done = asyncio.run_coroutine_threadsafe(coro, loop)
+            await asyncio.wait_for(asyncio.wrap_future(done), 5.0)
+        else:
+            await coro
+    except Exception:  # noqa: BLE001 - shutting down regardless
+        log.warning("closing %s cleanly failed; killing", what, exc_info=True)

@@ -1,0 +1,158 @@
+"""Passthrough terminals for cells: one runner for the ACP kernel and the magics.
+
+``%passthrough claude`` (kernel) and ``%acp passthrough claude`` (magics)
+both resolve their words with :func:`resolve` and keep their terminals in a
+:class:`Terminals`; a prompt cell shows the live terminal again and types
+the cell into it with :meth:`Terminals.prompt`.
+
+Importing it is cheap: terminado (and the widget) load with the first terminal,
+so a kernel that never opens one does not pay for them at start-up.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ..client.commands import KERNEL, VERBS
+from ..errors import PassthroughError
+from ..client.registry import AgentSpec, Config, Passthrough
+from ..safe import Markdown, code
+from ..protocol.transport import CommandNotFound
+
+if TYPE_CHECKING:
+    from .manager import PassthroughManager, PassthroughTerminal, Reply
+    from ..view.sink import DisplaySink
+    from ..view.terminal import TerminalPanel
+
+USAGE = VERBS["passthrough"].usage(KERNEL)
+
+
+@dataclass(frozen=True)
+class Target:
+    """What to run under the PTY, and the name its terminal goes by."""
+
+    name: str
+    settings: Passthrough
+    env: dict[str, str] = field(default_factory=dict)
+    title: str = ""
+    install: str = ""  # how to get the program, for the not-found message
+
+    def heading(self) -> str:
+        """What the terminal's header says: the agent, then the command (program by its base name)."""
+        argv = list(self.settings.command)
+        shown = shlex.join([os.path.basename(argv[0]), *argv[1:]]) if argv else ""
+        return f"{self.title} · {shown}" if self.title else shown
+
+
+def resolve(words: list[str], config: Config, current: AgentSpec | None) -> Target:
+    """``[AGENT]`` (default: the current agent) or ``--command CMD ...``."""
+    if words and words[0] == "--command":
+        argv = words[1:]
+        if len(argv) == 1:
+            argv = shlex.split(argv[0])
+        if not argv:
+            raise PassthroughError("--command needs a program, e.g. --command 'bash -l'")
+        return Target(os.path.basename(argv[0]) or "terminal", Passthrough(tuple(argv)))
+    if len(words) > 1:
+        raise PassthroughError(f"usage: {USAGE}")
+    spec = config.agent(words[0]) if words else current
+    if spec is None:
+        raise PassthroughError(f"no agent given; usage: {USAGE}")
+    if spec.passthrough is None:
+        raise PassthroughError(
+            f"{spec.title} has no interactive CLI in the registry; give one in the config file "
+            f"(agents.{spec.name}.passthrough.command) or use %passthrough --command CMD"
+        )
+    return Target(spec.name, spec.passthrough, dict(spec.env), spec.title, spec.install)
+
+
+def login_target(spec: AgentSpec, method: dict) -> Target:
+    """An agent's ``terminal`` auth method: the agent's own command plus the
+    method's ``args`` and ``env`` (never a command of the method's choosing).
+    Checked against the SDK's ``TerminalAuthMethod`` (ACP v1); v2's list form
+    of ``env`` (``[{name, value}]``) is accepted too."""
+    from acp.schema import TerminalAuthMethod
+    from pydantic import ValidationError
+
+    raw = dict(method)
+    if isinstance(raw.get("env"), list):
+        raw["env"] = {e.get("name"): e.get("value") for e in raw["env"] if isinstance(e, dict)}
+    try:
+        parsed = TerminalAuthMethod.model_validate(raw)
+    except ValidationError as exc:
+        where = ", ".join(".".join(str(p) for p in err["loc"]) for err in exc.errors())
+        raise PassthroughError(f"the agent's login method {method.get('id')!r} is malformed ({where})") from None
+    settings = Passthrough((*spec.command, *(parsed.args or [])))
+    return Target(f"{spec.name}-login", settings, {**spec.env, **(parsed.env or {})}, f"{spec.title} (log in)")
+
+
+class Terminals:
+    """The terminals a kernel has open, by name, and the views that show them."""
+
+    def __init__(self) -> None:
+        self._manager: PassthroughManager | None = None
+        self.panels: dict[str, TerminalPanel] = {}
+
+    def open(self, target: Target, cwd: str, *, reuse: bool = True) -> TerminalPanel:
+        """The running terminal for ``target`` if there is one (same command), else a new one."""
+        from .manager import PassthroughManager
+        from ..view.terminal import TerminalPanel
+
+        old = self.panels.get(target.name)
+        if reuse and old is not None and old.terminal.alive and old.terminal.settings == target.settings:
+            return old
+        if self._manager is None:
+            self._manager = PassthroughManager()
+        try:
+            terminal = self._manager.open(target.name, target.settings, cwd=cwd, env=target.env)
+        except CommandNotFound as exc:
+            hint = f" ({target.install})" if target.install else ""
+            raise PassthroughError(f"cannot start {target.heading()}: {exc.program!r} was not found on PATH{hint}") from None
+        panel = TerminalPanel(terminal, title=target.heading())
+        self.panels[terminal.name] = panel
+        return panel
+
+    def get(self, name: str) -> TerminalPanel:
+        panel = self.panels.get(name)
+        if panel is None:
+            known = ", ".join(self.panels) or "none"
+            raise PassthroughError(f"no terminal {name!r} (open: {known})")
+        return panel
+
+    async def prompt(self, name: str, text: str, sink: DisplaySink) -> Reply:
+        """Show the terminal in this cell and type ``text`` into it."""
+        panel = self.get(name)
+        sink.display(panel.bundle())
+        return await panel.terminal.send_prompt(text)
+
+    async def close(self, name: str) -> None:
+        panel = self.panels.pop(name, None)
+        if panel is not None:
+            await panel.terminal.close()
+
+    async def close_all(self) -> None:
+        for name in list(self.panels):
+            await self.close(name)
+
+    def kill_now(self) -> None:
+        for panel in self.panels.values():
+            panel.terminal.kill_now()
+
+    def listing(self) -> Markdown:
+        if not self.panels:
+            return Markdown("*No passthrough terminals.*")
+        return Markdown("\n").join(
+            Markdown("- {}: {} · {} · pid {}").format(code(name), code(p.terminal.title), p.widget.status, str(p.terminal.pid))
+            for name, p in self.panels.items())
+
+
+def outcome_markdown(terminal: PassthroughTerminal, reply: Reply) -> Markdown | None:
+    """A line under the terminal when the reply did not simply settle."""
+    if reply.outcome == "interrupted":
+        return Markdown("*Interrupted: Ctrl-C sent to {}.*").format(code(terminal.name))
+    if reply.outcome == "exited":
+        return Markdown("**{} {}.** `%passthrough` starts it again.").format(code(terminal.name), terminal.describe_exit())
+    return None
