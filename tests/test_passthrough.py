@@ -143,7 +143,7 @@ async def test_exit_status_and_prompt_after_exit(manager, tmp_path):
 async def test_hangup_ends_a_tree_that_ignores_it(manager, tmp_path):
     """A shell that traps SIGHUP and a background child: close() still leaves nothing."""
     script = "trap '' HUP; sleep 300 & echo ready; while :; do sleep 1; done"
-    settings = Passthrough(("/bin/bash", "-c", script), idle_seconds=0.2)
+    settings = Passthrough(("/bin/bash", "-c", script), idle_seconds=0.2, raw_mode=False)
     term = manager.open("stubborn", settings, cwd=str(tmp_path))
     assert await term.ready() == "idle"
     members = proctree.tree(term.pid) | {term.pid}

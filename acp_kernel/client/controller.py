@@ -571,8 +571,7 @@ class Controller:
             panel = self.ptys.open(ptycell.resolve(args, self.config, self.spec), self.cwd)
             self.pty_target = panel.terminal.name
             self.frontend.sink().display(panel.bundle())
-            self.say(Markdown("*The next cells are typed into {} "
-                              "(interrupt sends Ctrl-C; `%passthrough off` goes back to ACP).*").format(code(panel.terminal.name)))
+            self.say(ptycell.opened_markdown(panel.terminal))
 
     def status_lines(self) -> list[Markdown]:
         M = Markdown

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .registry import AgentSpec, LaunchedPackage
+    from .registry import AgentSpec, LaunchedPackage, Passthrough
 
 State = Literal["installed", "downloadable", "missing", "broken"]
 
@@ -134,6 +134,95 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         pass
 
 
+# -- a passthrough CLI: its command words and its version probe -------------------------
+
+
+def interpreter_of(program: str, env: Mapping[str, str] | None = None) -> str | None:
+    """The interpreter on the ``#!`` line of ``program`` (found on PATH), or None.
+
+    How a registry entry names "the python that runs kimi" (``{interpreter-of:kimi}``)
+    without running the ``kimi`` script itself."""
+    path = which(program, env)
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as f:
+            first = f.readline(512)
+    except OSError:
+        return None
+    if not first.startswith(b"#!"):
+        return None
+    words = first[2:].decode(errors="replace").split()
+    if not words:
+        return None
+    if os.path.basename(words[0]) == "env" and len(words) > 1:  # #!/usr/bin/env python3
+        return which(words[-1], env)
+    return words[0] if os.path.isfile(words[0]) else None
+
+
+def resolve_command(argv: tuple[str, ...] | list[str], env: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """``argv`` with each ``{interpreter-of:PROGRAM}`` word replaced; raises
+    ``LookupError(PROGRAM)`` when PROGRAM is not installed as a script."""
+    from .registry import INTERPRETER_OF
+
+    merged = {**os.environ, **(env or {})}
+    out = []
+    for word in argv:
+        found = INTERPRETER_OF.match(word)
+        if found:
+            interp = interpreter_of(found.group(1), merged)
+            if interp is None:
+                raise LookupError(found.group(1))
+            word = interp
+        out.append(word)
+    return tuple(out)
+
+
+def probe_argv(argv: tuple[str, ...], timeout: float = PROBE_SECONDS, env: Mapping[str, str] | None = None) -> str | None:
+    """Run a version probe (``argv``, no stdin, its own process group); None
+    when it exits 0, else what went wrong in one line."""
+    shown = "'" + " ".join(os.path.basename(argv[0]) if i == 0 else w for i, w in enumerate(argv)) + "'"
+    try:
+        proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, start_new_session=True,
+                                env={**os.environ, **(env or {})})
+    except OSError as exc:
+        return f"cannot run: {exc.strerror or exc}"
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        return f"{shown} gave no answer within {timeout:g} s"
+    if proc.returncode == 0:
+        return None
+    said = next((ln.strip() for ln in (err + b"\n" + out).decode(errors="replace").splitlines() if ln.strip()), "")
+    status = (f"killed by {_signal_name(-proc.returncode)}" if proc.returncode < 0
+              else f"exit status {proc.returncode}")
+    return f"{shown} failed ({status})" + (f": {said[:200]}" if said else "")
+
+
+def passthrough_availability(settings: "Passthrough", env: Mapping[str, str] | None = None, *,
+                             probe_version: bool = True) -> Availability:
+    """Whether an agent's own CLI is installed: found, and (``probe_version``)
+    its version probe (the registry's ``version_command``) exits 0. The
+    install hint is the registry's ``install`` for the CLI."""
+    merged = {**os.environ, **(env or {})}
+    hint = f" ({settings.install})" if settings.install else ""
+    try:
+        argv = resolve_command(settings.command, merged)
+        probe_cmd = resolve_command(settings.version_argv(), merged)
+    except LookupError as exc:
+        return Availability("missing", f"{exc.args[0]} not found{hint}")
+    path = which(argv[0] if argv else "", merged)
+    if path is None:
+        return Availability("missing", f"{os.path.basename(argv[0]) if argv else '(no program)'} not found{hint}")
+    if probe_version and probe_cmd:
+        problem = probe_argv(probe_cmd, env=merged)
+        if problem:
+            return Availability("broken", problem + hint)
+    return Availability("installed", path)
+
+
 # -- an agent --------------------------------------------------------------------------
 
 
@@ -163,9 +252,13 @@ def availability(spec: "AgentSpec", *, probe_version: bool = False,
     return Availability("downloadable", f"downloads on first use ({launched.spec} via {launched.launcher.name})")
 
 
-def program_availability(argv: tuple[str, ...], env: Mapping[str, str] | None = None, *,
+def program_availability(argv: "tuple[str, ...] | Passthrough", env: Mapping[str, str] | None = None, *,
                          probe_version: bool = False, probes: dict[str, str | None] | None = None) -> Availability:
-    """The same for a plain program (an agent's own CLI for passthrough terminals)."""
+    """The same for a plain program (an agent's own CLI for passthrough terminals).
+    Given the agent's :class:`Passthrough`, its own version probe decides
+    (:func:`passthrough_availability`)."""
+    if not isinstance(argv, (tuple, list)):
+        return passthrough_availability(argv, env, probe_version=probe_version)
     merged = {**os.environ, **(env or {})}
     path = which(argv[0] if argv else "", merged)
     if path is None:

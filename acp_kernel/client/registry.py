@@ -26,9 +26,9 @@ import shlex
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Optional
+from typing import TYPE_CHECKING, Any, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..errors import AcpError
 from .host import LIMIT_NAMES, ClientSettings, Limits
@@ -37,15 +37,59 @@ if TYPE_CHECKING:  # pragma: no cover
     from .discovery import Availability
 
 
+#: A key and the pause after it, in seconds (a cancel sequence is a tuple of these).
+Key = tuple[str, float]
+
+
 @dataclass(frozen=True)
 class Passthrough:
-    """How to run the agent's own interactive CLI under a PTY."""
+    """How to run and drive the agent's own interactive CLI under a PTY.
+
+    Every difference between CLIs is a value here (see ``PASSTHROUGH`` for the
+    built-in ones and the config file's ``agents.NAME.passthrough`` for a
+    user's), never a branch on the agent's name. Screen patterns are regular
+    expressions searched in the *rendered* screen (a terminal emulator's
+    text), not in the raw output.
+    """
 
     command: tuple[str, ...]
     submit: str = "\r"
     bracketed_paste: bool = True  # when the application asks for it (mode 2004)
-    idle_seconds: float = 1.0  # no output this long: ready, or the reply is done
-    submit_delay: float = 0.15  # longest wait for the paste to be taken before submit
+    #: The rendered screen unchanged this long (and not busy): ready, or the reply is done.
+    idle_seconds: float = 1.0
+    #: Seconds from the paste to the submit key, a write of its own (an early
+    #: Enter inside an Ink app's paste burst becomes a newline).
+    submit_delay: float = 0.15
+    #: Keys that empty the input box before a paste ("" none; Ctrl-U is "\x15").
+    clear_input: str = ""
+    #: What an interrupt sends: keys, each with the pause after it.
+    cancel_keys: tuple[Key, ...] = (("\x03", 0.0),)
+    #: Wait for the program to leave canonical mode (raw input) before typing.
+    raw_mode: bool = True
+    #: On the screen once the CLI takes input (its input box); "" none.
+    ready_pattern: str = ""
+    #: On the screen while the CLI works: a cell never ends while it matches.
+    busy_pattern: str = ""
+    #: Lines of the screen that are the CLI's own chrome (input box, footer), left out of a reply.
+    chrome_pattern: str = ""
+    #: Seconds the first prompt waits for the CLI to become ready.
+    ready_timeout: float = 60.0
+    #: Seconds a cell waits for the reply to end (0: no limit).
+    cell_timeout: float = 600.0
+    #: argv that asks "does it run?" (exit status 0 = yes); () means COMMAND[0] --version.
+    version_command: tuple[str, ...] = ()
+    #: Arguments added to ``command`` to continue the latest conversation (() none).
+    resume_args: tuple[str, ...] = ()
+    #: How to install the CLI, for the not-found message.
+    install: str = ""
+
+    def version_argv(self) -> tuple[str, ...]:
+        return self.version_command or ((self.command[0], "--version") if self.command else ())
+
+
+#: The command word ``{interpreter-of:PROGRAM}`` stands for the interpreter named
+#: on PROGRAM's ``#!`` line (kimi: its own venv's python, never the bare script).
+INTERPRETER_OF = re.compile(r"^\{interpreter-of:([^{}]+)\}$")
 
 
 @dataclass(frozen=True)
@@ -179,6 +223,48 @@ def _npx(package: str) -> tuple[str, ...]:
     return ("npx", "--yes", "--prefer-offline", package)
 
 
+ESC, CTRL_C, CTRL_U = "\x1b", "\x03", "\x15"
+#: Lines no reply is made of: the input box and footers of the CLIs below.
+_INK_CHROME = r"^\s*[>❯›]\s*$|\? for shortcuts|esc to (interrupt|cancel)"
+
+#: The six real CLIs as they behaved under a PTY (tests/realclis/FINDINGS.md: claude-code
+#: 2.1.197, codex 0.171, gemini-cli 0.61, pi 0.74, kimi-cli 1.52, opencode 1.18).
+PASSTHROUGH: dict[str, Passthrough] = {
+    "claude": Passthrough(
+        ("claude",), clear_input=CTRL_U, cancel_keys=((ESC, 0.0),),
+        ready_pattern=r"\? for shortcuts|❯", busy_pattern=r"esc to interrupt",
+        chrome_pattern=_INK_CHROME + r"|Ctrl\+Y to paste|^\s*[✻✽✶✳✢·]\s+\w+(ing…|ed for \d)",
+        resume_args=("--continue",), install="npm install -g @anthropic-ai/claude-code"),
+    "codex": Passthrough(
+        ("codex",), clear_input=CTRL_U, cancel_keys=((ESC, 0.0),),  # Ctrl-C opens a dialog
+        ready_pattern=r"Ask Codex to do anything|\? for shortcuts", busy_pattern=r"esc to interrupt|Working \(",
+        chrome_pattern=_INK_CHROME + r"|Ask Codex to do anything|context left|^\s*›",
+        resume_args=("resume", "--last"), install="npm install -g @openai/codex"),
+    "gemini": Passthrough(
+        ("gemini",), clear_input=CTRL_U, cancel_keys=((ESC, 0.0),),  # a second Ctrl-C quits
+        ready_pattern=r"Type your message", busy_pattern=r"esc to cancel",
+        chrome_pattern=_INK_CHROME + r"|Type your message|context left|no sandbox",
+        resume_args=("--resume", "latest"), install="npm install -g @google/gemini-cli"),
+    "pi": Passthrough(
+        ("pi",), clear_input=CTRL_U, cancel_keys=((ESC, 0.0),),  # Ctrl-C only clears the editor
+        ready_pattern=r"\d+\.\d%/\d+k", busy_pattern=r"Working\.\.\.",
+        chrome_pattern=r"\d+\.\d%/\d+k", resume_args=("--continue",),
+        install="npm install -g --ignore-scripts @earendil-works/pi-coding-agent"),
+    "kimi": Passthrough(
+        # kimi-cli 1.52's `kimi` script with no arguments pipes a remote installer into bash.
+        ("{interpreter-of:kimi}", "-m", "kimi_cli.cli"),
+        version_command=("{interpreter-of:kimi}", "-m", "kimi_cli.cli", "--version"),
+        clear_input=CTRL_U, cancel_keys=((ESC, 0.0),),
+        ready_pattern=r"── input ──", busy_pattern=r"Composing\.\.\.|[🌑🌒🌓🌔🌕🌖🌗🌘]",
+        chrome_pattern=r"── input ──", resume_args=("--continue",), install="pip install kimi-cli"),
+    "opencode": Passthrough(
+        ("opencode",), clear_input=CTRL_U, cancel_keys=((ESC, 0.25), (ESC, 0.0)),  # Ctrl-C quits
+        ready_pattern=r"Ask anything|ctrl\+p commands", busy_pattern=r"esc (again to )?interrupt",
+        chrome_pattern=r"Ask anything|ctrl\+p commands|esc (again to )?interrupt|tab (agents|switch)",
+        resume_args=("--continue",), install="npm install -g opencode-ai"),
+}
+
+
 NODE_HINT = "install Node.js (which provides npx)"
 
 BUILTIN: dict[str, AgentSpec] = {
@@ -189,14 +275,15 @@ BUILTIN: dict[str, AgentSpec] = {
             "Demo agent (scripted, no model)",
             (sys.executable, "-m", "acp_kernel.demo.agent"),
             install="ships with acp-kernel",
-            passthrough=Passthrough((sys.executable, "-m", "acp_kernel.demo.cli"), idle_seconds=0.5),
+            passthrough=Passthrough((sys.executable, "-m", "acp_kernel.demo.cli"), idle_seconds=0.5,
+                                    clear_input=CTRL_U, ready_pattern=r"(?m)^> ", busy_pattern=r"thinking…"),
         ),
         AgentSpec(
             "claude",
             "Claude Code",
             _npx("@agentclientprotocol/claude-agent-acp"),
             install=NODE_HINT,
-            passthrough=Passthrough(("claude",)),
+            passthrough=PASSTHROUGH["claude"],
             env_keys=("ANTHROPIC_API_KEY",),
             login="claude",
         ),
@@ -205,7 +292,7 @@ BUILTIN: dict[str, AgentSpec] = {
             "Codex",
             _npx("@zed-industries/codex-acp"),
             install=NODE_HINT,
-            passthrough=Passthrough(("codex",)),
+            passthrough=PASSTHROUGH["codex"],
             env_keys=("OPENAI_API_KEY",),
             login="codex login",
         ),
@@ -214,7 +301,7 @@ BUILTIN: dict[str, AgentSpec] = {
             "Gemini CLI",
             ("gemini", "--acp"),
             install="npm install -g @google/gemini-cli",
-            passthrough=Passthrough(("gemini",)),
+            passthrough=PASSTHROUGH["gemini"],
             env_keys=("GEMINI_API_KEY",),
             login="gemini",
         ),
@@ -223,7 +310,7 @@ BUILTIN: dict[str, AgentSpec] = {
             "Kimi CLI",
             ("kimi", "acp"),
             install="pip install kimi-cli",
-            passthrough=Passthrough(("kimi",)),
+            passthrough=PASSTHROUGH["kimi"],
         ),
         AgentSpec(
             "goose",
@@ -238,7 +325,7 @@ BUILTIN: dict[str, AgentSpec] = {
             "OpenCode",
             ("opencode", "acp"),
             install="npm install -g opencode-ai",
-            passthrough=Passthrough(("opencode",)),
+            passthrough=PASSTHROUGH["opencode"],
             login="opencode auth login",
         ),
         AgentSpec(
@@ -270,7 +357,7 @@ BUILTIN: dict[str, AgentSpec] = {
             "Pi",
             _npx("pi-acp"),
             install=NODE_HINT + "; for its own CLI: npm install -g --ignore-scripts @earendil-works/pi-coding-agent",
-            passthrough=Passthrough(("pi",)),
+            passthrough=PASSTHROUGH["pi"],
         ),
     ]
 }
@@ -284,11 +371,47 @@ class _Strict(BaseModel):
 
 
 class PassthroughConfig(_Strict):
-    command: list[str] = Field(min_length=1)
-    submit: str = "\r"
-    bracketed_paste: bool = True
-    idle_seconds: float = Field(1.0, gt=0)
-    submit_delay: float = Field(0.15, ge=0)
+    """Overrides of a :class:`Passthrough`: the fields given replace the built-in ones."""
+
+    command: Optional[list[str]] = Field(None, min_length=1)
+    submit: Optional[str] = None
+    bracketed_paste: Optional[bool] = None
+    idle_seconds: Optional[float] = Field(None, gt=0)
+    submit_delay: Optional[float] = Field(None, ge=0)
+    clear_input: Optional[str] = None
+    #: Keys, each a string or ``[keys, pause seconds]``.
+    cancel_keys: Optional[list[Union[str, tuple[str, float]]]] = Field(None, min_length=1)
+    raw_mode: Optional[bool] = None
+    ready_pattern: Optional[str] = None
+    busy_pattern: Optional[str] = None
+    chrome_pattern: Optional[str] = None
+    ready_timeout: Optional[float] = Field(None, gt=0)
+    cell_timeout: Optional[float] = Field(None, ge=0)
+    version_command: Optional[list[str]] = None
+    resume_args: Optional[list[str]] = None
+    install: Optional[str] = None
+
+    @field_validator("ready_pattern", "busy_pattern", "chrome_pattern")
+    @classmethod
+    def _regex(cls, value: Optional[str]) -> Optional[str]:
+        if value:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"not a regular expression ({exc})") from None
+        return value
+
+    def apply(self, base: Optional[Passthrough]) -> Passthrough:
+        given = self.model_dump(exclude_unset=True)
+        for name in ("command", "version_command", "resume_args"):
+            if name in given:
+                given[name] = tuple(given[name] or ())
+        if "cancel_keys" in given:
+            given["cancel_keys"] = tuple((k, 0.0) if isinstance(k, str) else (k[0], float(k[1]))
+                                         for k in self.cancel_keys or ())
+        if base is None:
+            return Passthrough(**given)
+        return dataclasses.replace(base, **given)
 
 
 class AgentConfig(_Strict):
@@ -434,10 +557,13 @@ def load_config(path: Path | None = None, *, missing_ok: bool = True) -> Config:
                 f"{path}: agents.{name}: a new agent needs a command -> fix: add "
                 f'"command": ["program", "arg", ...]'
             )
-        passthrough = (
-            Passthrough(**{**over.passthrough.model_dump(), "command": tuple(over.passthrough.command)})
-            if over.passthrough else (base.passthrough if base else None)
-        )
+        base_pt = base.passthrough if base else None
+        if over.passthrough is not None and base_pt is None and not over.passthrough.command:
+            raise ConfigError(
+                f"{path}: agents.{name}.passthrough: {name} has no built-in CLI -> fix: add "
+                f'"command": ["program", "arg", ...]'
+            )
+        passthrough = over.passthrough.apply(base_pt) if over.passthrough is not None else base_pt
         agents[name] = AgentSpec(
             name=name,
             title=over.title or (base.title if base else name),

@@ -8,10 +8,22 @@ terminal's readers are terminado's duck-typed clients (``size``,
 that knows about prompts, and the notebook widget (``view/terminal.py``) is
 another.
 
-A prompt is typed the way a person would paste it (``pty_input.paste``),
-then the submit key. Readiness and the end of a reply are both the idle
-window: no output for ``idle_seconds``. That is agent-agnostic (no screen
-scraping), and per agent it is data in the registry.
+Each terminal runs a terminal emulator (``screen.ScreenModel``, pyte) over
+its output, and every decision is made on the *rendered* screen, with the
+agent's registry data (:class:`~acp_kernel.client.registry.Passthrough`):
+
+- ready: the program left canonical mode (``termios`` on the master shows the
+  slave's flags), has drawn, shows its ready pattern, and the screen stayed
+  the same for ``idle_seconds`` without the busy pattern; the first cell (and
+  the first after an interrupt) waits for that, up to ``ready_timeout``;
+- a prompt: leftover input cleared (``clear_input``), the text pasted
+  (bracketed when the application asked for it and the agent allows), then
+  the submit key as a write of its own ``submit_delay`` after the paste;
+- the end of a reply: the screen unchanged for ``idle_seconds`` and not
+  showing the busy pattern, or ``cell_timeout``;
+- an interrupt: the agent's ``cancel_keys``, then the screen settles;
+- the reply's text: the lines the screen gained since the prompt, less the
+  CLI's chrome.
 """
 
 from __future__ import annotations
@@ -19,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import termios
 from collections import deque
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -28,6 +41,7 @@ from tornado.ioloop import IOLoop
 
 from ..protocol import proctree, watchdog
 from . import pty_input
+from .screen import ScreenModel, last_lines, reply_text
 from ..errors import PassthroughError
 from ..client.registry import Passthrough
 from ..protocol.transport import CommandNotFound
@@ -41,25 +55,38 @@ OUTBOX_LIMIT = 8 * 1024 * 1024
 #: How long a terminal gets to exit after a hangup before its tree is killed.
 HANGUP_GRACE = 1.0
 
-Outcome = Literal["idle", "interrupted", "exited"]
+#: How long the screen may take to settle after an interrupt before the cell reports it.
+SETTLE_SECONDS = 10.0
+#: Between the clear-input keys and the paste (so they arrive as separate reads).
+CLEAR_PAUSE = 0.05
+#: How often readiness looks at the terminal's mode (a change of mode prints nothing).
+MODE_POLL = 0.05
+
+Outcome = Literal["idle", "interrupted", "exited", "timeout"]
 
 __all__ = ["PassthroughError", "PassthroughManager", "PassthroughTerminal", "Reply"]
 
 
 @dataclass
 class Reply:
-    """What a prompt typed into the terminal got back."""
+    """What a prompt typed into the terminal got back.
+
+    ``text`` is the reply as the screen shows it (the lines new since the
+    prompt, without the echo of the prompt nor the CLI's chrome); ``screen``
+    is the whole screen when the cell ended; ``raw`` the output as it came.
+    """
 
     prompt: str
     raw: str  # the output after the submit key, as the terminal got it
     outcome: Outcome
     exit_status: int | None = None
     truncated: bool = False
-
-    @property
-    def text(self) -> str:
-        """The output as plain text (escape sequences removed)."""
-        return pty_input.plain_text(self.raw).strip("\n")
+    text: str = ""
+    screen: str = ""
+    #: Why the cell ended as it did, for a person ("not ready after 60 s", "Esc sent").
+    detail: str = ""
+    #: Whether the prompt was typed at all (not when the CLI never got ready).
+    sent: bool = True
 
     def __str__(self) -> str:
         return self.text
@@ -166,7 +193,7 @@ class PassthroughManager(NamedTermManager):
         return f"{base}-{n}"
 
     def open(self, name: str, settings: Passthrough, *, cwd: str, env: dict[str, str] | None = None,
-             rows: int = 24, cols: int = 80) -> "PassthroughTerminal":
+             rows: int = 40, cols: int = 120) -> "PassthroughTerminal":
         """Start ``settings.command`` under a new PTY named ``name`` (made unique)."""
         name = self.unique_name(name)
         _, pty = self.new_named_terminal(
@@ -197,9 +224,9 @@ def _reap(proc: Any) -> int | None:
 class PassthroughTerminal:
     """One agent CLI in a PTY: type prompts, wait for replies, interrupt, end it.
 
-    A terminado client: it reads every output chunk to know when the
-    application is busy, when it asked for bracketed paste, and what a reply
-    said. It shows nothing itself.
+    A terminado client: it reads every output chunk into its screen emulator
+    to know when the application is ready or busy, when it asked for
+    bracketed paste, and what a reply said. It shows nothing itself.
     """
 
     size = (None, None)  # not a viewer: terminado sizes the PTY by its views
@@ -214,12 +241,20 @@ class PassthroughTerminal:
         self.exit_status: int | None = None
         self.exited = asyncio.get_running_loop().create_future()
         self.modes = pty_input.ModeWatch()
+        try:
+            rows, cols = pty.ptyproc.getwinsize()
+        except OSError:
+            rows, cols = 24, 80
+        self.screen = ScreenModel(rows, cols)
         self._loop = asyncio.get_running_loop()
         self._started = self._loop.time()
         self._last_output = self._started
+        self._last_change = self._started
         self._output_count = 0
         self._activity = asyncio.Event()
         self._interrupt_seq = 0
+        self._need_ready = True  # at start, and after an interrupt
+        self._cancel: asyncio.Task | None = None
         self._capture: list[str] | None = None
         self._captured = 0
         self._busy = asyncio.Lock()
@@ -231,9 +266,12 @@ class PassthroughTerminal:
     # -- terminado client --------------------------------------------------------
 
     def on_pty_read(self, text: str) -> None:
-        self._last_output = self._loop.time()
+        now = self._loop.time()
+        self._last_output = now
         self._output_count += 1
         self.modes.feed(text)
+        if self.screen.feed(text):
+            self._last_change = now
         if self._capture is not None and self._captured < REPLY_KEEP:
             self._capture.append(text)
             self._captured += len(text)
@@ -266,6 +304,32 @@ class PassthroughTerminal:
     def title(self) -> str:
         return " ".join(self.settings.command)
 
+    def screen_text(self) -> str:
+        """The screen as the emulator renders it now, as text (trailing blanks dropped)."""
+        return self.screen.text()
+
+    def raw_mode(self) -> bool:
+        """Whether the program reads keys one by one (canonical mode off): it set up its UI."""
+        try:
+            return not termios.tcgetattr(self.pty.ptyproc.fd)[3] & termios.ICANON
+        except (termios.error, OSError, ValueError):
+            return False
+
+    def busy(self) -> str | None:
+        """What on the screen says the CLI is working (its busy pattern), or None."""
+        return self.screen.search(self.settings.busy_pattern)
+
+    def unready(self) -> str | None:
+        """Why the CLI cannot take a prompt yet, or None when it can (bar the idle window)."""
+        s = self.settings
+        if s.raw_mode and not self.raw_mode():
+            return "it has not switched its terminal to raw input"
+        if not self.screen.drawn():
+            return "it has drawn nothing"
+        if s.ready_pattern and self.screen.search(s.ready_pattern) is None:
+            return f"its screen does not show /{s.ready_pattern}/"
+        return None
+
     def describe_exit(self) -> str:
         status = self.exit_status
         if status is None:
@@ -280,7 +344,7 @@ class PassthroughTerminal:
     # -- input ---------------------------------------------------------------------
 
     def write(self, text: str) -> None:
-        """Keystrokes, as they are (from the widget, a prompt, or Ctrl-C).
+        """Keystrokes, as they are (from the widget, a prompt, or the cancel keys).
 
         Never blocks the event loop: an application that stops reading fills
         the PTY's input buffer, and a blocking write would freeze the kernel.
@@ -313,14 +377,29 @@ class PassthroughTerminal:
         if self._writer:
             self._loop.remove_writer(fd)
             self._writer = False
+        self._activity.set()  # the outbox is empty: a paste waiting for it goes on
+
+    @property
+    def cancel_description(self) -> str:
+        return pty_input.key_names(self.settings.cancel_keys)
 
     def interrupt(self) -> None:
-        """Ctrl-C, as a person at the terminal would press it; ends any wait for a
-        reply, and drops typed input the application has not taken yet."""
+        """The agent's cancel keys (Esc for most CLIs, Ctrl-C for a shell), as a
+        person would press them; ends any wait for a reply, and drops typed
+        input the application has not taken yet."""
         self._interrupt_seq += 1
+        self._need_ready = True  # the next prompt waits for the input box again (no dialog eats it)
         self._outbox.clear()
-        self.write(pty_input.CTRL_C)
+        if self._cancel is not None and not self._cancel.done():
+            self._cancel.cancel()
+        self._cancel = self._loop.create_task(self._press(self.settings.cancel_keys))
         self._activity.set()
+
+    async def _press(self, keys: tuple[tuple[str, float], ...]) -> None:
+        for key, pause in keys:
+            self.write(key)
+            if pause > 0:
+                await asyncio.sleep(pause)  # the CLI's own protocol (opencode: Esc, 250 ms, Esc)
 
     def pause_output(self) -> None:
         """Flow control: stop reading. A paused program is not idle (see wait_quiet)."""
@@ -332,7 +411,7 @@ class PassthroughTerminal:
         if self.manager is not None and self._output_paused:
             self.manager.resume_reading(self.pty)
             self._output_paused = False
-            self._last_output = self._loop.time()  # the quiet window starts again
+            self._last_output = self._last_change = self._loop.time()  # the quiet window starts again
             self._activity.set()
 
     def resize(self, rows: int, cols: int) -> None:
@@ -340,27 +419,43 @@ class PassthroughTerminal:
             return
         if self.pty.ptyproc.getwinsize() != (rows, cols):
             self.pty.ptyproc.setwinsize(rows, cols)
+        self.screen.resize(rows, cols)
 
-    async def wait_quiet(self, *, after: float | None = None) -> Outcome:
-        """Until no output for the idle window (after some output following
-        ``after``, if given), the process exits, or :meth:`interrupt`."""
+    # -- waiting -------------------------------------------------------------------
+
+    async def wait_quiet(self, *, after: float | None = None, ready: bool = False,
+                         timeout: float | None = None, seq: int | None = None) -> Outcome:
+        """Until the screen has stayed the same for the idle window without the
+        busy pattern (after some change following ``after``, if given; and, with
+        ``ready``, once :meth:`unready` has nothing to say), the process exits,
+        an interrupt (since ``seq``), or ``timeout`` seconds (``"timeout"``)."""
         idle = self.settings.idle_seconds
-        seq = self._interrupt_seq
+        seq = self._interrupt_seq if seq is None else seq
+        deadline = None if not timeout else self._loop.time() + timeout
         while True:
             if self.exited.done():
                 return "exited"
             if self._interrupt_seq != seq:
                 return "interrupted"
+            now = self._loop.time()
+            if deadline is not None and now >= deadline:
+                return "timeout"
             self._activity.clear()
-            timeout: float | None
-            if self._output_paused or (after is not None and self._last_output <= after):
-                timeout = None  # output held back by flow control, or no answer yet
+            wake: float | None = None
+            if self._output_paused or (after is not None and self._last_change <= after):
+                pass  # output held back by flow control, or no answer yet
+            elif ready and self.unready() is not None:
+                wake = MODE_POLL  # raw mode comes with no output to wake us
+            elif self.busy() is not None:
+                pass  # the CLI says it works: only a change of screen can end that
             else:
-                timeout = self._last_output + idle - self._loop.time()
-                if timeout <= 0:
+                wake = self._last_change + idle - now
+                if wake <= 0:
                     return "idle"
+            if deadline is not None:
+                wake = deadline - now if wake is None else min(wake, deadline - now)
             try:
-                await asyncio.wait_for(self._activity.wait(), timeout)
+                await asyncio.wait_for(self._activity.wait(), wake)
             except asyncio.TimeoutError:
                 pass
 
@@ -374,49 +469,97 @@ class PassthroughTerminal:
             await self._activity.wait()
         return "exited"
 
-    async def ready(self) -> Outcome:
-        """The application settled after starting: first quiet window since launch."""
-        return await self.wait_quiet()
+    async def ready(self, timeout: float | None = None) -> Outcome:
+        """The CLI takes input: see :meth:`unready`, then the idle window (``timeout``:
+        the agent's ``ready_timeout``)."""
+        return await self.wait_quiet(ready=True, timeout=self.settings.ready_timeout if timeout is None else timeout)
+
+    async def _drained(self, seq: int) -> bool:
+        """Until the outbox is written; False on an interrupt or exit."""
+        while self._outbox:
+            if self._interrupt_seq != seq or self.exited.done():
+                return False
+            self._activity.clear()
+            await self._activity.wait()
+        return self._interrupt_seq == seq and not self.exited.done()
+
+    async def _pause(self, seconds: float, seq: int) -> bool:
+        """A fixed pause (the CLI's submit delay); False when interrupted meanwhile."""
+        end = self._loop.time() + seconds
+        while self._interrupt_seq == seq and not self.exited.done():
+            left = end - self._loop.time()
+            if left <= 0:
+                return True
+            self._activity.clear()
+            try:
+                await asyncio.wait_for(self._activity.wait(), left)
+            except asyncio.TimeoutError:
+                pass
+        return False
+
+    # -- a prompt --------------------------------------------------------------------
 
     async def send_prompt(self, text: str) -> Reply:
-        """Type ``text`` as a paste, press submit, and wait for the reply to settle."""
+        """Wait until the CLI is ready, clear its input, paste ``text``, press submit
+        after the submit delay, and wait for the reply to end."""
         async with self._busy:
             if self.exited.done():
                 raise PassthroughError(f"{self.name} has {self.describe_exit()}; start it again with %passthrough")
+            s = self.settings
             seq = self._interrupt_seq
-            outcome = await self.ready()
+            if self._need_ready:
+                outcome = await self.ready()
+                if outcome == "timeout":
+                    why = self.unready() or (f"it still shows {self.busy()!r}" if self.busy() else "its screen kept changing")
+                    return self._unsent(text, "timeout", f"not ready after {s.ready_timeout:g} s: {why}")
+            else:
+                outcome = await self.wait_quiet(timeout=s.cell_timeout or None)
+                if outcome == "timeout":
+                    return self._unsent(text, "timeout", f"still busy after {s.cell_timeout:g} s")
             if outcome != "idle":
-                return Reply(text, "", outcome, self.exit_status)
-            bracketed = self.settings.bracketed_paste and self.modes.bracketed_paste
-            pasted_at = self._loop.time()
+                return await self._ended_early(text, outcome, seq)
+            self._need_ready = False
+            mark = self.screen.mark()
+            if s.clear_input:
+                self.write(s.clear_input)
+                if not await self._pause(CLEAR_PAUSE, seq):
+                    return await self._ended_early(text, "interrupted", seq)
+            bracketed = s.bracketed_paste and self.modes.bracketed_paste
             self.write(pty_input.paste(text, bracketed))
-            await self._echo(pasted_at)
-            if self._interrupt_seq != seq:
-                return Reply(text, "", "interrupted", self.exit_status)
+            if not (await self._drained(seq) and await self._pause(s.submit_delay, seq)):
+                return await self._ended_early(text, "interrupted" if self.alive else "exited", seq)
             self._capture, self._captured = [], 0
             submitted_at = self._loop.time()
             try:
-                self.write(self.settings.submit)
-                outcome = await self.wait_quiet(after=submitted_at)
+                self.write(s.submit)
+                outcome = await self.wait_quiet(after=submitted_at, timeout=s.cell_timeout or None)
+                detail = ""
+                if outcome == "interrupted":
+                    detail = f"{self.cancel_description} sent"
+                    await self.wait_quiet(timeout=SETTLE_SECONDS, seq=self._interrupt_seq)
+                elif outcome == "timeout":
+                    busy = self.busy()
+                    detail = (f"still working after {s.cell_timeout:g} s (the screen shows {busy!r})" if busy
+                              else f"the reply had not ended after {s.cell_timeout:g} s")
                 raw = "".join(self._capture)
             finally:
                 self._capture = None
-            return Reply(text, raw, outcome, self.exit_status, truncated=self._captured >= REPLY_KEEP)
+            return Reply(text, raw, outcome, self.exit_status, truncated=self._captured >= REPLY_KEEP,
+                         text=reply_text(self.screen.since(mark), text, s.chrome_pattern),
+                         screen=self.screen_text(), detail=detail)
 
-    async def _echo(self, since: float) -> None:
-        """Give the application up to ``submit_delay`` to take the pasted text, so
-        the submit key does not arrive inside the paste burst."""
-        deadline = since + self.settings.submit_delay
-        seq = self._interrupt_seq
-        while self._last_output <= since and not self.exited.done() and self._interrupt_seq == seq:
-            remaining = deadline - self._loop.time()
-            if remaining <= 0:
-                return
-            self._activity.clear()
-            try:
-                await asyncio.wait_for(self._activity.wait(), remaining)
-            except asyncio.TimeoutError:
-                return
+    def _unsent(self, prompt: str, outcome: Outcome, detail: str) -> Reply:
+        return Reply(prompt, "", outcome, self.exit_status, screen=self.screen_text(), detail=detail, sent=False)
+
+    async def _ended_early(self, prompt: str, outcome: Outcome, seq: int) -> Reply:
+        """Interrupted (or exited) before the prompt was submitted: nothing was sent."""
+        detail = ""
+        if outcome == "interrupted":
+            detail = f"{self.cancel_description} sent"
+            await self.wait_quiet(timeout=SETTLE_SECONDS, seq=self._interrupt_seq)
+        reply = self._unsent(prompt, outcome, detail)
+        reply.exit_status = self.exit_status
+        return reply
 
     # -- ending ----------------------------------------------------------------------
 
@@ -424,6 +567,8 @@ class PassthroughTerminal:
         """Hang up (SIGHUP to its process group, as closing a terminal does), then
         end whatever is left of the tree. Once the process is reaped its pid may
         belong to someone else: nothing is signalled by pid after that."""
+        if self._cancel is not None:
+            self._cancel.cancel()
         if self.exited.done():
             return
         members = proctree.tree(self.pid)
@@ -440,4 +585,6 @@ class PassthroughTerminal:
         if not self.exited.done():
             proctree.kill_tree_now(self.pid)
 
-
+    def last_words(self) -> str:
+        """The last lines of the screen, for a one-line message."""
+        return last_lines(reply_text(self.screen.lines(), "", self.settings.chrome_pattern))

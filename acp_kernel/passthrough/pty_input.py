@@ -36,6 +36,27 @@ def paste(text: str, bracketed: bool) -> str:
     return f"{PASTE_START}{body}{PASTE_END}" if bracketed else body
 
 
+_NAMED = {"\x1b": "Esc", "\r": "Enter", "\n": "Enter", "\t": "Tab", "\x7f": "Backspace"}
+
+
+def key_name(keys: str) -> str:
+    """How a person calls ``keys``: ``Esc``, ``Ctrl-C``, ``q``."""
+    names = []
+    for ch in keys:
+        if ch in _NAMED:
+            names.append(_NAMED[ch])
+        elif ord(ch) < 0x20:
+            names.append("Ctrl-" + chr(ord(ch) + 0x40))
+        else:
+            names.append(ch)
+    return "+".join(names) if names else "nothing"
+
+
+def key_names(sequence: "tuple[tuple[str, float], ...]") -> str:
+    """A cancel sequence for a message: ``Esc``, ``Esc, Esc``, ``Ctrl-C``."""
+    return ", ".join(key_name(k) for k, _ in sequence) or "nothing"
+
+
 class ModeWatch:
     """Whether the application in the PTY has bracketed paste on (DEC mode 2004)."""
 

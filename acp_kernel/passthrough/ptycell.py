@@ -11,6 +11,7 @@ so a kernel that never opens one does not pay for them at start-up.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shlex
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING
 from ..client.commands import KERNEL, VERBS
 from ..errors import PassthroughError
 from ..client.registry import AgentSpec, Config, Passthrough
-from ..safe import Markdown, code
+from ..safe import Markdown, code, text
 from ..protocol.transport import CommandNotFound
 
 if TYPE_CHECKING:
@@ -55,7 +56,8 @@ def resolve(words: list[str], config: Config, current: AgentSpec | None) -> Targ
             argv = shlex.split(argv[0])
         if not argv:
             raise PassthroughError("--command needs a program, e.g. --command 'bash -l'")
-        return Target(os.path.basename(argv[0]) or "terminal", Passthrough(tuple(argv)))
+        # An unknown program: no raw-mode wait (a line-mode program never leaves canonical mode).
+        return Target(os.path.basename(argv[0]) or "terminal", Passthrough(tuple(argv), raw_mode=False))
     if len(words) > 1:
         raise PassthroughError(f"usage: {USAGE}")
     spec = config.agent(words[0]) if words else current
@@ -66,7 +68,20 @@ def resolve(words: list[str], config: Config, current: AgentSpec | None) -> Targ
             f"{spec.title} has no interactive CLI in the registry; give one in the config file "
             f"(agents.{spec.name}.passthrough.command) or use %passthrough --command CMD"
         )
-    return Target(spec.name, spec.passthrough, dict(spec.env), spec.title, spec.install)
+    return Target(spec.name, _resolved(spec.passthrough, spec.env, spec.title), dict(spec.env), spec.title,
+                  spec.passthrough.install or spec.install)
+
+
+def _resolved(settings: Passthrough, env: dict[str, str], title: str) -> Passthrough:
+    """The settings with their command words resolved (``{interpreter-of:kimi}``)."""
+    from ..client.discovery import resolve_command
+
+    try:
+        command = resolve_command(settings.command, env)
+    except LookupError as exc:
+        hint = f" ({settings.install})" if settings.install else ""
+        raise PassthroughError(f"cannot start {title}: {exc.args[0]!r} was not found on PATH{hint}") from None
+    return dataclasses.replace(settings, command=command) if command != settings.command else settings
 
 
 def login_target(spec: AgentSpec, method: dict) -> Target:
@@ -85,7 +100,7 @@ def login_target(spec: AgentSpec, method: dict) -> Target:
     except ValidationError as exc:
         where = ", ".join(".".join(str(p) for p in err["loc"]) for err in exc.errors())
         raise PassthroughError(f"the agent's login method {method.get('id')!r} is malformed ({where})") from None
-    settings = Passthrough((*spec.command, *(parsed.args or [])))
+    settings = Passthrough((*spec.command, *(parsed.args or [])), raw_mode=False)
     return Target(f"{spec.name}-login", settings, {**spec.env, **(parsed.env or {})}, f"{spec.title} (log in)")
 
 
@@ -122,16 +137,23 @@ class Terminals:
             raise PassthroughError(f"no terminal {name!r} (open: {known})")
         return panel
 
-    async def prompt(self, name: str, text: str, sink: DisplaySink) -> Reply:
-        """Show the terminal in this cell and type ``text`` into it."""
+    async def prompt(self, name: str, prompt: str, sink: DisplaySink) -> Reply:
+        """Show the terminal in this cell (the cell that showed it before keeps
+        its own exchange as text) and type ``prompt`` into it."""
         panel = self.get(name)
-        sink.display(panel.bundle())
-        return await panel.terminal.send_prompt(text)
+        panel.show(sink, prompt)
+        try:
+            reply = await panel.terminal.send_prompt(prompt)
+        except BaseException:
+            panel.finish("error")
+            raise
+        panel.finish(reply.outcome, reply.text)
+        return reply
 
     async def close(self, name: str) -> None:
         panel = self.panels.pop(name, None)
         if panel is not None:
-            await panel.terminal.close()
+            await panel.stop()
 
     async def close_all(self) -> None:
         for name in list(self.panels):
@@ -149,10 +171,34 @@ class Terminals:
             for name, p in self.panels.items())
 
 
+def opened_markdown(terminal: PassthroughTerminal) -> Markdown:
+    """What ``%passthrough NAME`` says under the terminal."""
+    return Markdown("*The next cells are typed into {} (interrupt sends {}; `%passthrough off` goes back "
+                    "to ACP).*").format(code(terminal.name), text(terminal.cancel_description))
+
+
 def outcome_markdown(terminal: PassthroughTerminal, reply: Reply) -> Markdown | None:
-    """A line under the terminal when the reply did not simply settle."""
+    """A line under the terminal when the reply did not simply settle: what
+    was sent, and what the screen shows now (agent text: escaped)."""
+    said = last_words(reply)
+    shows = Markdown(" The screen shows: {}").format(text(said)) if said else Markdown("")
     if reply.outcome == "interrupted":
-        return Markdown("*Interrupted: Ctrl-C sent to {}.*").format(code(terminal.name))
+        return Markdown("*Interrupted: {} sent to {}.*").format(
+            text(terminal.cancel_description), code(terminal.name)) + shows
     if reply.outcome == "exited":
         return Markdown("**{} {}.** `%passthrough` starts it again.").format(code(terminal.name), terminal.describe_exit())
+    if reply.outcome == "timeout":
+        lead = Markdown("**{}: {}.**").format(code(terminal.name), text(reply.detail))
+        tail = (Markdown(" The prompt was not typed.") if not reply.sent
+                else Markdown(" It may still be working: interrupt it, or run the next cell later."))
+        return lead + tail + shows
     return None
+
+
+def last_words(reply: Reply) -> str:
+    """The last lines the reply added (or of the screen, when nothing was typed)."""
+    from .screen import last_lines, reply_text
+
+    if reply.sent and reply.text:
+        return last_lines(reply.text)
+    return last_lines(reply_text(reply.screen.splitlines()))
