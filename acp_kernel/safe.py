@@ -20,14 +20,18 @@ a model's earlier answer) is not ours. So output data is typed:
 Agent *markdown* keeps rendering as markdown (:func:`markdown`): it is parsed
 with markdown-it-py (CommonMark, the rules JupyterLab's marked follows) and
 written back by mdformat, with raw HTML turned into text, links kept only
-for safe schemes and images turned into links (nothing loads without a
-click). The result is parsed again and checked; if the check fails the text
-is shown verbatim in a code block instead.
+for safe schemes and images turned into links that name their host (nothing
+loads without a click; ``ACP_KERNEL_REMOTE_IMAGES=drop`` drops them). The
+result is parsed again and checked; if the check fails the text is shown
+verbatim in a code block instead. :func:`markdown_html` renders agent
+markdown to HTML for the turn widget (markdown-it with raw HTML off): images
+become placeholders the widget loads only on a click.
 """
 
 from __future__ import annotations
 
 import html as _html
+import os
 import re
 import threading
 from collections.abc import Iterable, Mapping
@@ -47,12 +51,16 @@ __all__ = [
     "code",
     "html",
     "markdown",
+    "markdown_html",
     "plain",
     "text",
 ]
 
 #: Link schemes a click may follow. No scheme (a relative link) is allowed too.
 SAFE_SCHEMES = frozenset({"http", "https", "mailto"})
+#: Images in agent markdown: "click" (a placeholder naming the host; loads on a
+#: click) or "drop" (a placeholder only). Nothing loads by itself either way.
+REMOTE_IMAGES = os.environ.get("ACP_KERNEL_REMOTE_IMAGES", "click").strip().lower() or "click"
 #: Longest piece of one-line text (a title, a path, an id) shown before "…".
 INLINE_LIMIT = 1000
 
@@ -248,13 +256,32 @@ class _Renderers:
 
     @staticmethod
     def image(node: Any, context: Any) -> str:
-        # Nothing loads without a click: an image becomes a link to it.
+        # Nothing loads without a click: an image becomes a link to it, naming its host.
         alt = text("".join(c.content for c in node.children if getattr(c, "content", "")) or "image")
         src = str(node.attrs.get("src", ""))
-        label = f"🖼 {alt}"
-        if not safe_url(src):
-            return label
-        return f"[{label}](<{_url_escape(src)}>)"
+        host = image_host(src)
+        if not safe_url(src) or not host or REMOTE_IMAGES == "drop":
+            return f"🖼 {alt} " + ("(inline image)" if is_data_image(src) else "(image not shown)")
+        return f"[🖼 {alt} (image from {text(host)})](<{_url_escape(src)}>)"
+
+
+def image_host(src: str) -> str:
+    """The host an image URL would load from ("" for data: and relative URLs)."""
+    try:
+        parts = urlsplit(src.strip())
+    except ValueError:
+        return ""
+    if parts.scheme.lower() not in ("http", "https"):
+        return ""
+    return parts.hostname or ""
+
+
+_DATA_IMAGE = re.compile(r"data:image/(png|gif|jpeg|webp);base64,[A-Za-z0-9+/=\s]*\Z", re.I)
+
+
+def is_data_image(src: str) -> bool:
+    """An inline raster image (``data:image/png;base64,...``; never SVG, which can hold script)."""
+    return bool(_DATA_IMAGE.match(src.strip()))
 
 
 def _url_escape(url: str) -> str:
@@ -340,6 +367,60 @@ def markdown(value: Any) -> Markdown:
         return block(s)
     # mdformat ends with one newline; the stream's pieces are joined by us.
     return Markdown(out[:-1] if out.endswith("\n") and not s.endswith("\n") else out)
+
+
+_html_local = threading.local()
+
+
+def _html_renderer() -> Any:
+    """markdown-it with raw HTML off (it escapes any), our link and image rules."""
+    md = getattr(_html_local, "md", None)
+    if md is None:
+        from markdown_it import MarkdownIt
+
+        md = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
+        md.validateLink = lambda url: safe_url(url) or is_data_image(url)
+
+        def link_open(self: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
+            href = str(tokens[idx].attrGet("href") or "")
+            if not safe_url(href):
+                return "<a>"
+            return '<a href="{}" target="_blank" rel="noopener noreferrer nofollow">'.format(_html.escape(href, quote=True))
+
+        def image(self: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
+            tok = tokens[idx]
+            alt = self.renderInlineAsText(tok.children or [], options, env) or "image"
+            return str(image_placeholder(str(tok.attrGet("src") or ""), alt))
+
+        md.add_render_rule("link_open", link_open)
+        md.add_render_rule("image", image)
+        md = _html_local.md = md
+    return md
+
+
+def image_placeholder(src: str, alt: str) -> Html:
+    """An image as the turn widget shows it: a placeholder naming the host;
+    the widget's script loads it on a click (``data-src``), never by itself."""
+    host = image_host(src)
+    if is_data_image(src):
+        return Html('<span class="acp-img" role="button" tabindex="0" data-src="{}" data-host="">🖼 {} (inline image: click to show)</span>').format(
+            src.strip(), alt)
+    if not host or REMOTE_IMAGES == "drop":
+        return Html('<span class="acp-img-dropped">🖼 {} (image not shown)</span>').format(alt)
+    return Html('<span class="acp-img" role="button" tabindex="0" data-src="{}" data-host="{}">🖼 {} (image from {}: click to load)</span>').format(
+        src.strip(), host, alt, host)
+
+
+def markdown_html(value: Any) -> Html:
+    """Agent markdown as HTML for the turn widget: raw HTML escaped, links only
+    to safe targets (opening a new tab), images as click-to-load placeholders."""
+    if isinstance(value, Html):
+        return value
+    s = visible_controls(str(value))
+    try:
+        return Html(_html_renderer().render(s))
+    except (RecursionError, ValueError, AssertionError, IndexError, KeyError):  # a parser corner
+        return Html("<pre>{}</pre>").format(s)
 
 
 # -- display data ------------------------------------------------------------------

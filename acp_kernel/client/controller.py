@@ -286,7 +286,7 @@ class Controller:
     async def prompt(self, blocks: list[dict[str, Any]]) -> Turn:
         """Send a prompt and render the turn live in this cell; returns the
         ended turn (its ``error`` says what went wrong)."""
-        from ..view import TurnView
+        from ..view import view_for
 
         session = await self.ensure()
         session.interactive = self.frontend.interactive()
@@ -294,7 +294,7 @@ class Controller:
         # The view hands each question (with its tool call) to the asker when
         # the frontend answers through stdin.
         asker = self.frontend.asker()
-        view = TurnView(turn, self.frontend.sink(), session=session, rate_hz=self.config.refresh_hz,
+        view = view_for(turn, self.frontend.sink(), session=session, rate_hz=self.config.refresh_hz,
                         widgets=self.frontend.widgets(), frontend=self.view_frontend(), asker=asker)
         self.running = session
         try:

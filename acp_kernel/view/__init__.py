@@ -1,6 +1,9 @@
 """The turn view: one live rendering per turn, shared by the kernel and the magics.
 
-- :class:`TurnView` (``turnview``): subscribe to a Turn, write display messages to a sink.
+- :func:`view_for` picks the live view of a turn: :class:`TurnOutput`
+  (``turnoutput``: one output, one widget holding the turn's blocks) for
+  notebooks, :class:`TurnView` (``turnview``: markdown displays, or
+  append-only for terminal frontends) otherwise.
 - :class:`DisplaySink` and its implementations (``sink``): where messages go.
 - :func:`render_markdown` (``transcript``): the whole turn as plain markdown.
 - :class:`Frontend` and :func:`frontend_for` (``frontend``): what a cell's
@@ -15,7 +18,8 @@ only when a view shows one.
 from .frontend import HEADLESS, NOTEBOOK, TERMINAL, Frontend, WidgetClients, frontend_for
 from .sink import CellContext, DisplaySink, IPythonSink, RecordingSink
 from .transcript import render_markdown
+from .turnoutput import TurnOutput, view_for
 from .turnview import TurnView
 
 __all__ = ["HEADLESS", "NOTEBOOK", "TERMINAL", "CellContext", "DisplaySink", "Frontend", "IPythonSink",
-           "RecordingSink", "TurnView", "WidgetClients", "frontend_for", "render_markdown"]
+           "RecordingSink", "TurnOutput", "TurnView", "WidgetClients", "frontend_for", "render_markdown", "view_for"]

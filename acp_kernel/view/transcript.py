@@ -191,8 +191,9 @@ def tool_call_markdown(call: tm.ToolCall, terminals: Mapping[str, TerminalSnapsh
         if kind == "content":
             inner = item.get("content")
             if isinstance(inner, dict) and isinstance(inner.get("text"), str):
+                # Tool output is text, not the agent's prose: a file's "# title" stays a line of it.
                 body, cut = truncate_tail(inner["text"], MD_TEXT_LIMIT)
-                parts.append(markdown(body) + (Markdown("\n\n*(cut)*") if cut else Markdown("")))
+                parts.append(block(body, "text") + (Markdown("\n\n*(cut)*") if cut else Markdown("")))
             elif isinstance(inner, dict):
                 parts.append(Markdown("*[{}]*").format(str(inner.get("type", "content"))))
         elif kind == "diff":
@@ -286,8 +287,7 @@ def option_name(options: list[dict[str, Any]], option_id: str | None) -> str:
 def permission_markdown(prompt: se.PermissionPrompt, outcome: Any = None, *, answered: bool = False) -> Markdown:
     """The question, its options, and (once answered) the choice."""
     title = text(prompt.title or "a tool call")
-    kind = Markdown(" ({})").format(prompt.kind) if prompt.kind else Markdown("")
-    head = Markdown("🔐 **Permission requested:** {} {}{}").format(kind_icon(prompt.kind), title, kind)
+    head = Markdown("🔐 **Permission requested:** {} {}").format(kind_icon(prompt.kind), title)
     if not answered:
         names = Markdown(" / ").join(text(o["name"]) for o in prompt.options)
         return head + Markdown("\n\nOptions: ") + names
@@ -398,18 +398,33 @@ def current_mode(turn: tm.Turn, session: Any = None) -> str | None:
     return None
 
 
+#: Stop reasons (ACP's words) as a reader says them.
+STOP_WORDS = {
+    "end_turn": "Done",
+    "cancelled": "Cancelled",
+    "max_tokens": "Stopped: token limit reached",
+    "max_turn_requests": "Stopped: request limit reached",
+    "refusal": "The agent refused",
+}
+
+
+def stop_text(reason: str) -> str:
+    """A stop reason in words (an unknown one shown as the agent sent it)."""
+    return STOP_WORDS.get(reason) or "Stopped: " + " ".join(str(reason).split())
+
+
 def status_line(turn: tm.Turn, session: Any = None, *, files_read: int = 0) -> str:
-    """E.g. "end_turn · 1,234/200,000 tokens · $0.02 · mode: code · 3.1 s"."""
+    """E.g. "Done · 1,234/200,000 tokens · $0.02 · code mode · 3.1 s"."""
     if turn.stop_reason:
-        parts = [turn.stop_reason + (" (forced)" if turn.forced else "")]
+        parts = [stop_text(turn.stop_reason) + (" (forced)" if turn.forced else "")]
     elif turn.error:
-        parts = ["error"]
+        parts = ["Error"]
     else:
-        parts = ["running"]
+        parts = ["Running"]
     parts += usage_text(turn.usage or getattr(session, "usage", None))
     mode = current_mode(turn, session)
     if mode:
-        parts.append(f"mode: {mode}")
+        parts.append(f"{mode} mode")
     if files_read:
         parts.append(f"{files_read} file{'s' if files_read != 1 else ''} read")
     if turn.ended is not None:

@@ -88,7 +88,7 @@ async def test_a_terminal_frontend_gets_only_appended_final_outputs_all_with_tex
     assert out.count("Run make test · ✓ done") == 1
     assert "Never finishes · ⊘ cancelled" in out  # the end settles open calls
     assert "[~] Run tests" in out and "[x] Run tests" in out and "[~] Fix" in out
-    assert plains(sink)[-1].startswith("end_turn")
+    assert plains(sink)[-1].startswith("Done")
     # the text of each block is shown once: no tail copies
     assert out.count("First block done.") == 1
 

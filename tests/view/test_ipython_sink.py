@@ -51,7 +51,7 @@ def test_a_notebook_run_keeps_markdown_fallbacks_and_widget_views():
     assert "application/vnd.jupyter.widget-view+json" in outputs[1].data
     assert "Run tests" in md[1] and "✓ done" in md[1]
     assert md[2] == "All green."
-    assert md[3].startswith("<sub>end_turn")
+    assert md[3].startswith("<sub>Done")
     state = nb.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
     model_id = outputs[1].data["application/vnd.jupyter.widget-view+json"]["model_id"]
     saved = state[model_id]["state"]

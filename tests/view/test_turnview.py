@@ -358,7 +358,7 @@ async def test_consecutive_tool_calls_share_one_widget_in_event_order():
     kinds = kinds_of(sink)
     assert kinds[:6] == ["Looking.", "tools(Read a, Read b, Read c)", "Now editing.", "tools(Edit d)",
                          kinds[4], "tools(Run e)"]
-    assert kinds[4].startswith("**Plan**") and kinds[6].startswith("<sub>end_turn")
+    assert kinds[4].startswith("**Plan**") and kinds[6].startswith("<sub>Done")
     widgets = [view.rows[t].widget for t in "abcde"]
     assert widgets[0] is widgets[1] is widgets[2] and len({id(w) for w in widgets}) == 3
     assert [view.rows[t].key for t in "abcde"] == ["row:0", "row:1", "row:2", "row:0", "row:0"]
@@ -452,7 +452,7 @@ async def test_cancelled_turn_marks_open_tool_calls():
     turn.apply_update(tool_call("t1", "Long job", "execute", "in_progress"))
     turn.finish("cancelled")
     assert row_state(view, "t1")["status"] == "cancelled"
-    assert sink.outputs()[-1]["text/plain"].startswith("cancelled")
+    assert sink.outputs()[-1]["text/plain"].startswith("Cancelled")
 
 
 # -- permission and elicitation -------------------------------------------------------
@@ -599,10 +599,10 @@ async def test_transcript_has_text_tools_plan_and_status():
     assert "Edit app.py" in md and "-a\n+b" in md
     assert "- [x] read" in md and "**edit** *(in progress)*" in md
     assert "<details><summary>Thinking</summary>" in md
-    assert "end_turn · 1,234/200,000 tokens · \\$0.02 · mode: code" in md  # "$" escaped: no math from agent text
+    assert "Done · 1,234/200,000 tokens · \\$0.02 · code mode" in md  # "$" escaped: no math from agent text
     assert live(md) == []
     status = sink.outputs()[-1]["text/plain"]
-    assert status.startswith("end_turn · 1,234/200,000 tokens · $0.02 · mode: code")
+    assert status.startswith("Done · 1,234/200,000 tokens · $0.02 · code mode")
 
 
 async def test_transcript_of_a_failed_turn_and_usage_with_nulls():
@@ -611,7 +611,7 @@ async def test_transcript_of_a_failed_turn_and_usage_with_nulls():
     turn.add(Notice("error", "agent crashed"))
     turn.finish(None, error="agent crashed")
     md = render_markdown(turn)
-    assert "❌ **error:** agent crashed" in md and "<sub>error" in md
+    assert "❌ **error:** agent crashed" in md and "<sub>Error" in md
 
 
 async def test_payloads_stay_escaped_everywhere():

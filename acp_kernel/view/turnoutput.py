@@ -1,0 +1,728 @@
+"""One turn, one output: the live view for notebooks (widgets, in-place updates).
+
+A turn of many steps used to be many outputs, and JupyterLab shows at most
+50 per cell: the end of a long turn, and a pending permission question, hid
+behind "Show more outputs". Here the whole turn is one display: one widget
+(:mod:`.turnwidget`, ``static/turn.js``) whose model holds the turn's ordered
+blocks, plus the complete markdown and text of the turn in the same bundle
+for readers without widgets (nbconvert, GitHub, a page without the widget
+extension).
+
+Traffic: blocks are synced at most ``rate_hz`` times a second, only the ones
+that changed (completed text is sent once: the open tail of the message is
+its own block, as in :mod:`.turnview`); terminal output travels as appended
+deltas in custom messages, colours kept and every other escape sequence
+removed (:mod:`.ansi`). The fallback (markdown + text) is rebuilt at block
+boundaries at most every ``FALLBACK_INTERVAL`` seconds (each rebuild also
+makes the page render the widget's view again), not while a question waits
+for its answer (so a half-filled form is not redrawn), and at the end.
+
+Questions are answered inside the same output: the widget sends
+``{"type": "answer", "block", "option"}`` or a form's ``submit`` /
+``decline`` / ``cancel``; they may arrive on a comm thread and only call the
+prompt's thread-safe methods; the block's new state is made on the loop
+when the prompt's future settles.
+
+Terminal frontends (no updates) keep :class:`.turnview.TurnView`'s
+append-only mode; notebooks without widgets its markdown displays.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from ..client import turn as tm
+from ..safe import Markdown, markdown, markdown_html, plain
+from ..services import events as se
+from .. import termsafe
+from .ansi import AnsiStream, colour
+from .coalesce import Coalescer
+from .form import choices, field_kind, field_label, validate
+from .frontend import NOTEBOOK, Frontend
+from .markdown import BlockSplitter
+from .sink import CellContext, DisplaySink, widget_bundle
+from .toolcall import ToolCallRow, shared_layout
+from .transcript import (
+    command_of,
+    elicitation_markdown,
+    file_written_markdown,
+    file_written_plain,
+    kind_icon,
+    notice_markdown,
+    option_name,
+    permission_markdown,
+    plan_markdown,
+    plan_text,
+    prompt_tool_call_id,
+    resolved_markdown,
+    resolved_plain,
+    status_line,
+    status_markdown,
+    thought_markdown,
+    tool_call_final_plain,
+    unknown_markdown,
+    user_markdown,
+)
+from .turnwidget import block_key, turn_widget_class
+
+log = logging.getLogger(__name__)
+
+#: A thought or user run longer than this continues in a new block.
+RUN_LIMIT = 16_000
+#: Seconds between rebuilds of the markdown/text fallback while the turn runs.
+FALLBACK_INTERVAL = 2.0
+
+
+class Block:
+    """One block of the turn: its widget state and its part of the fallback."""
+
+    __slots__ = ("index", "key", "kind", "state", "md", "text", "sent", "row", "prompt", "form", "streams")
+
+    def __init__(self, index: int, kind: str) -> None:
+        self.index = index
+        self.key = block_key(index)
+        self.kind = kind
+        self.state: dict[str, Any] = {"type": kind}
+        self.md: Markdown = Markdown("")
+        self.text = ""
+        self.sent: Any = None  # the state last sent
+        self.row: ToolCallRow | None = None
+        self.prompt: Any = None
+        self.form: Any = None  # an elicitation's fields, in order
+        self.streams: dict[str, AnsiStream] = {}
+
+
+class _Rows:
+    """What a :class:`ToolCallRow` asks of its group here: no widget of its own."""
+
+    widget = None
+
+
+def _row_state(row: ToolCallRow) -> dict[str, Any]:
+    """A tool call row's state for the turn widget: escape sequences gone
+    (colours kept in output), raw input only where it adds something."""
+    st = dict(row.state())
+    st["title"] = termsafe.line(st.get("title"))
+    st["text"] = colour(st.get("text") or "")
+    st["diffs"] = [dict(d, path=termsafe.line(d.get("path")),
+                        lines=[[op, termsafe.line(line)] for op, line in d.get("lines") or []])
+                   for d in st.get("diffs") or []]
+    st["terminals"] = [dict(t, command=termsafe.line(t.get("command")), note=termsafe.clean(t.get("note") or ""),
+                            output=colour(t.get("output") or ""), exit=termsafe.line(t.get("exit")))
+                       for t in st.get("terminals") or []]
+    st["locations"] = [termsafe.line(loc) for loc in st.get("locations") or []]
+    detail = st.get("detail") or ""
+    if detail and not detail.startswith("$ ") and (st["text"] or st["diffs"] or st["terminals"]):
+        detail = ""  # the call's own content says more than its raw JSON input
+    st["detail"] = termsafe.clean(detail)
+    st["type"] = "tool"
+    return st
+
+
+class TurnOutput:
+    """Render one turn live as one output; see the module docstring.
+
+    The same constructor as :class:`.turnview.TurnView` (``view_for`` picks).
+    """
+
+    def __init__(
+        self,
+        turn: tm.Turn,
+        sink: DisplaySink,
+        *,
+        session: Any = None,
+        rate_hz: float = 10.0,
+        widgets: bool = True,
+        frontend: Frontend | None = None,
+        asker: Callable[[Any, Any], None] | None = None,
+    ) -> None:
+        self.turn = turn
+        self.sink = sink
+        self.session = session
+        self.frontend = frontend if frontend is not None else NOTEBOOK
+        try:
+            self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            self._loop = None
+        self._ticker = Coalescer(self._flush, rate_hz)
+        self._splitter = BlockSplitter()
+        self.blocks: list[Block] = []
+        self.rows: dict[str, ToolCallRow] = {}
+        self._row_blocks: dict[str, Block] = {}
+        self._dirty: set[int] = set()
+        self._tail: Block | None = None  # the open tail of agent text
+        self._tail_sent = ""
+        self._in_text = False
+        self._other: Block | None = None  # the open thought/user run
+        self._other_parts: list[str] = []
+        self._other_size = 0
+        self._plan: Block | None = None
+        self._notices: dict[str, Block] = {}
+        self._terminals: dict[str, se.TerminalStarted] = {}
+        self._asked: set[str] = set()
+        self._files_read = 0
+        self._lock = threading.Lock()
+        self._fallback_at = 0.0
+        self._fallback_handle: Any = None
+        self._fallback_sent: tuple[str, str] | None = None
+        self.closed = False
+        self.errors = 0
+        self.display_id = f"acp-turn-{uuid.uuid4().hex[:12]}"
+        run = getattr(sink, "run_in_context", None) or CellContext().run
+        self._run = run
+        self.widget = run(self._make_widget)
+        run(self._display)
+        for event in list(turn.events):
+            run(self._on_event, event)
+        self._unsubscribe: Callable[[], None] | None = turn.subscribe(lambda event: run(self._on_event, event))
+        if turn.done:
+            self.close()
+
+    # -- plumbing -----------------------------------------------------------
+
+    def _make_widget(self) -> Any:
+        w = turn_widget_class()(layout=shared_layout())
+        w.on_msg(self._on_widget_msg)
+        return w
+
+    def _display(self) -> None:
+        self.sink.display(self._bundle(), display_id=self.display_id)
+        self._fallback_at = time.monotonic()
+
+    def _call_soon(self, fn: Callable[..., None], *args: Any) -> None:
+        """Run on the loop thread, in the cell's context (widget messages may come from another thread)."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            self._run(fn, *args)
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            self._run(fn, *args)
+        else:
+            loop.call_soon_threadsafe(self._run, fn, *args)
+
+    def _new(self, kind: str) -> Block:
+        block = Block(len(self.blocks), kind)
+        self.blocks.append(block)
+        self._dirty.add(block.index)
+        return block
+
+    def _touch(self, block: Block) -> None:
+        self._dirty.add(block.index)
+        self._ticker.poke()
+
+    def _on_event(self, event: Any) -> None:
+        if self.closed:
+            return
+        try:
+            if event is None:
+                self.close()
+            elif type(event) is tm.Chunk:
+                self._chunk(event)
+            else:
+                self._other_event(event)
+        except Exception as exc:
+            self.errors += 1
+            log.exception("turn view failed on %r", type(event).__name__)
+            if self.errors <= 3:
+                try:
+                    self._notice("error", f"(renderer error: {type(exc).__name__}: {exc})")
+                except Exception:
+                    log.debug("could not show the renderer error", exc_info=True)
+
+    # -- runs of text -----------------------------------------------------------
+
+    def _close_run(self) -> None:
+        """Something else comes next: the open text or thought run is final."""
+        if self._in_text:
+            self._flush_text(final=True)
+            self._in_text = False
+        if self._other is not None:
+            self._flush_other()
+            self._other = None
+            self._other_parts = []
+            self._other_size = 0
+        self._boundary()
+
+    def _chunk(self, ev: tm.Chunk) -> None:
+        if not ev.text:
+            return
+        if ev.role == "agent":
+            if not self._in_text:
+                self._close_run()
+                self._in_text = True
+            self._splitter.feed(ev.text)
+        else:
+            if self._other is None or self._other.kind != ev.role:
+                self._close_run()
+                self._other = self._new(ev.role)
+            self._other_parts.append(ev.text)
+            self._other_size += len(ev.text)
+        self._ticker.poke()
+
+    def _text_block(self, block: Block, md: str, *, open_: bool) -> None:
+        block.state = {"type": "text", "html": markdown_html(md), "open": open_}
+        block.md = markdown(md) if not open_ else Markdown("")
+        block.text = md
+        self._dirty.add(block.index)
+
+    def _flush_text(self, final: bool = False) -> None:
+        if final:
+            done, tail = self._splitter.cut(), ""
+        else:
+            done, tail = self._splitter.take_done(), self._splitter.tail()
+        if done:
+            block = self._tail if self._tail is not None else self._new("text")
+            self._tail, self._tail_sent = None, ""
+            self._text_block(block, done, open_=False)
+            self._boundary()
+        if tail and tail != self._tail_sent:
+            if self._tail is None:
+                self._tail = self._new("text")
+            self._text_block(self._tail, tail, open_=True)
+            self._tail.text = tail
+            self._tail_sent = tail
+
+    def _flush_other(self) -> None:
+        block = self._other
+        if block is None:
+            return
+        body = "".join(self._other_parts)
+        if block.kind == "thought":
+            block.state = {"type": "thought", "text": termsafe.clean(body)}
+            block.md, block.text = thought_markdown(body), "Thinking: " + body
+        else:
+            block.state = {"type": "user", "text": termsafe.clean(body)}
+            block.md, block.text = user_markdown(body), "You: " + body
+        self._dirty.add(block.index)
+
+    # -- the coalesced flush -------------------------------------------------------
+
+    def _flush(self) -> None:
+        self._run(self._flush_now)
+
+    def _flush_now(self) -> None:
+        if self._in_text:
+            self._flush_text()
+        if self._other is not None:
+            self._flush_other()
+            if self._other_size > RUN_LIMIT:
+                self._other, self._other_parts, self._other_size = None, [], 0
+                self._boundary()
+        self._sync()
+
+    def _sync(self) -> None:
+        """Terminal deltas first, then every changed block in one partial update."""
+        if not self._dirty:
+            return
+        dirty, self._dirty = sorted(self._dirty), set()
+        changed: dict[str, dict[str, Any]] = {}
+        for i in dirty:
+            block = self.blocks[i]
+            if block.row is not None:
+                self._send_output(block)
+                block.state = _row_state(block.row)
+            if block.sent is None or block.sent != block.state:
+                changed[block.key] = block.state
+                block.sent = block.state
+        self.widget.push_blocks(changed)
+
+    def _send_output(self, block: Block) -> None:
+        row = block.row
+        assert row is not None
+        for tid, data in row.take_output():
+            stream = block.streams.setdefault(tid, AnsiStream())
+            data = stream.feed(data)
+            if data:
+                self.widget.send({"type": "term", "block": block.key, "id": tid, "data": data})
+
+    # -- the fallback ------------------------------------------------------------
+
+    def markdown(self) -> Markdown:
+        """The turn so far as markdown (what the saved notebook shows without widgets)."""
+        parts = [b.md for b in self.blocks if b.md]
+        return Markdown("\n\n").join(parts)
+
+    def plain_text(self) -> str:
+        return "\n".join(b.text for b in self.blocks if b.text)
+
+    def _bundle(self) -> dict[str, Any]:
+        md = self.markdown()
+        text = self.plain_text() or "(the agent's turn)"
+        self._fallback_sent = (md, text)
+        return widget_bundle(self.widget, plain(text), md or Markdown("*(the agent's turn)*"))
+
+    def _boundary(self) -> None:
+        """A block ended: the fallback follows, at most every FALLBACK_INTERVAL seconds."""
+        if self.closed or self._fallback_handle is not None:
+            return
+        wait = self._fallback_at + FALLBACK_INTERVAL - time.monotonic()
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            if wait <= 0:
+                self._update_fallback()
+            return
+        self._fallback_handle = loop.call_later(max(wait, 0.0), lambda: self._run(self._fallback_due))
+
+    def _fallback_due(self) -> None:
+        self._fallback_handle = None
+        if not self.closed:
+            self._update_fallback()
+
+    def _asking(self) -> bool:
+        return any(b.prompt is not None and b.state.get("state") == "asking" for b in self.blocks
+                   if b.kind in ("permission", "form"))
+
+    def _update_fallback(self, *, final: bool = False) -> None:
+        if not final and self._asking():
+            return  # a re-render would redraw the question under the reader's hands
+        for block in self.blocks:
+            if block.row is not None:
+                block.md = block.row.markdown()
+                block.text = tool_call_final_plain(block.row.call, block.row.snapshots())
+        md, text = self.markdown(), self.plain_text()
+        self._fallback_at = time.monotonic()
+        if (md, text or "(the agent's turn)") == self._fallback_sent:
+            return
+        self.sink.update(self._bundle(), display_id=self.display_id)
+
+    # -- everything else -------------------------------------------------------------
+
+    def _line(self, kind: str, md: Markdown, text: str) -> Block:
+        self._close_run()
+        block = self._new(kind)
+        block.state = {"type": kind, "text": termsafe.clean(text)}
+        block.md, block.text = md, text
+        self._touch(block)
+        self._boundary()
+        return block
+
+    def _notice(self, level: str, message: str, block: Block | None = None) -> Block:
+        icon = {"error": "[error] ", "warning": "[warning] "}.get(level, "")
+        if block is None:
+            self._close_run()
+            block = self._new("notice")
+        block.state = {"type": "notice", "level": level, "text": termsafe.clean(str(message))}
+        block.md, block.text = notice_markdown(level, message), icon + str(message)
+        self._touch(block)
+        self._boundary()
+        return block
+
+    def _other_event(self, ev: Any) -> None:
+        t = type(ev)
+        if t is tm.ToolCallEvent:
+            self._tool_call(ev)
+        elif t is tm.PlanEvent:
+            self._plan_event()
+        elif t is tm.StateEvent:
+            pass  # mode and usage go into the status line
+        elif t is tm.UnknownUpdate:
+            self._line("line", unknown_markdown(ev.kind, ev.raw), f"(unknown update {ev.kind})")
+        elif t is tm.Notice or t is se.Notice:
+            key = getattr(ev, "key", None)
+            self._notices[key] = self._notice(ev.level, ev.text, self._notices.get(key)) if key else self._notice(ev.level, ev.text)
+        elif t is se.TerminalStarted:
+            self._terminals[ev.terminal_id] = ev
+            if ev.note:
+                self._notice("info", ev.note)
+            for tid, row in self.rows.items():
+                if ev.terminal_id in row.call.terminal_ids and ev.terminal_id not in row.feeds:
+                    row.attach(ev)
+        elif t is se.TerminalExited:
+            for row in self.rows.values():
+                if ev.terminal_id in row.feeds:
+                    row.terminal_exited(ev)
+        elif t is se.PermissionPrompt:
+            self._permission(ev)
+        elif t is se.PermissionResolved:
+            if not (ev.by in ("user", "cancelled") and ev.tool_call_id in self._asked):
+                self._line("line", resolved_markdown(ev), resolved_plain(ev))
+        elif t is se.ElicitationPrompt:
+            self._elicitation(ev)
+        elif t is se.FileWritten:
+            self._line("line", file_written_markdown(ev), file_written_plain(ev))
+        elif t is se.FileRead:
+            self._files_read += 1
+        else:
+            self._line("line", Markdown("{}").format(f"({type(ev).__name__})"), f"({type(ev).__name__}: {ev!r:.300})")
+
+    def _tool_call(self, ev: tm.ToolCallEvent) -> None:
+        call = ev.call
+        row = self.rows.get(call.id)
+        if row is None:
+            self._close_run()
+            block = self._new("tool")
+            row = ToolCallRow(call, _Rows(), block.index, lambda b=block: self._touch(b))  # type: ignore[arg-type]
+            row.key = block.key
+            block.row = row
+            self.rows[call.id] = row
+            self._row_blocks[call.id] = block
+            block.md = Markdown("")  # filled when the fallback is rebuilt
+            self._boundary()
+        for tid in call.terminal_ids:
+            started = self._terminals.get(tid)
+            if started is not None and tid not in row.feeds:
+                row.attach(started)
+        row.touch()
+
+    def _plan_event(self) -> None:
+        entries = self.turn.plan
+        if self._plan is None:
+            self._close_run()
+            self._plan = self._new("plan")
+            self._boundary()
+        block = self._plan
+        block.state = {"type": "plan", "entries": [
+            {"content": termsafe.line(e.get("content", "")), "status": str(e.get("status") or "pending")} for e in entries]}
+        block.md, block.text = plan_markdown(entries), plan_text(entries)
+        self._touch(block)
+
+    # -- questions --------------------------------------------------------------------
+
+    def _permission(self, prompt: se.PermissionPrompt) -> None:
+        tid = prompt_tool_call_id(prompt)
+        if tid:
+            self._asked.add(tid)
+        call = self.turn.tool_calls.get(tid) if tid else None
+        raw_input = getattr(getattr(prompt.request, "tool_call", None), "raw_input", None)
+        detail = getattr(prompt, "command", "") or command_of(raw_input if raw_input is not None else (call.raw_input if call else None))
+        self._close_run()
+        block = self._new("permission")
+        block.prompt = prompt
+        block.state = {
+            "type": "permission", "state": "asking", "icon": kind_icon(prompt.kind),
+            "title": termsafe.line(prompt.title or "a tool call"), "detail": termsafe.clean(detail),
+            "options": [{"id": str(o.get("optionId")), "name": termsafe.line(o.get("name")),
+                         "kind": str(o.get("kind") or "")} for o in prompt.options],
+            "chosen": "",
+        }
+        self._prompt_fallback(block)
+        self._touch(block)
+        self._ticker.flush_now()  # a question shows at once
+        self._update_fallback(final=True)  # the text so far, before the wait
+        self._watch(block)
+
+    def _elicitation(self, prompt: se.ElicitationPrompt) -> None:
+        self._close_run()
+        block = self._new("form")
+        block.prompt = prompt
+        fields = []
+        for name, schema in prompt.fields.items():
+            kind = field_kind(schema)
+            opts = choices(schema["items"] if kind == "multi" else schema) if kind in ("choice", "multi") else None
+            values = [v for _, v in opts or []]
+            default = schema.get("default")
+            if kind == "choice":
+                chosen: Any = values.index(default) if default in values else None  # no default: unset
+            elif kind == "multi":
+                chosen = [values.index(v) for v in default if v in values] if isinstance(default, list) else []
+            elif kind == "boolean":
+                chosen = bool(default)
+            elif kind in ("integer", "number"):
+                chosen = default if isinstance(default, (int, float)) and not isinstance(default, bool) else None
+            else:
+                chosen = default if isinstance(default, str) else ""
+            fields.append({
+                "name": termsafe.line(name), "label": termsafe.line(field_label(name, schema, name in prompt.required)),
+                "kind": kind, "required": name in prompt.required,
+                "choices": [termsafe.line(label) for label, _ in opts or []],
+                "value": chosen, "description": termsafe.clean(str(schema.get("description") or "")),
+                "placeholder": termsafe.line(schema.get("format") or ""),
+            })
+        block.form = list(prompt.fields)
+        block.state = {"type": "form", "state": "asking", "qid": uuid.uuid4().hex, "html": markdown_html(prompt.message),
+                       "fields": fields, "errors": []}
+        self._prompt_fallback(block)
+        self._touch(block)
+        self._ticker.flush_now()
+        self._update_fallback(final=True)
+        self._watch(block)
+
+    def _prompt_fallback(self, block: Block, outcome: Any = None, answered: bool = False) -> None:
+        p = block.prompt
+        if block.kind == "permission":
+            block.md = permission_markdown(p, outcome, answered=answered)
+            if not answered:
+                block.text = f"Permission requested: {p.title or 'a tool call'}\nOptions: " + " / ".join(str(o["name"]) for o in p.options)
+            else:
+                block.text = f"Permission requested: {p.title or 'a tool call'} -> " + (
+                    "cancelled" if outcome is None else f"chose {option_name(p.options, outcome)}")
+        else:
+            block.md = elicitation_markdown(p, outcome, answered=answered)
+            block.text = f"The agent asks: {p.message}"
+
+    def _watch(self, block: Block) -> None:
+        fut = block.prompt.future
+
+        def settled(f: asyncio.Future[Any]) -> None:
+            outcome = None if f.cancelled() or f.exception() is not None else f.result()
+            self._call_soon(self._settled, block, outcome)
+
+        if fut.done():
+            settled(fut)
+        else:
+            fut.add_done_callback(settled)
+
+    def _settled(self, block: Block, outcome: Any) -> None:
+        if block.state.get("state") != "asking":
+            return
+        state = dict(block.state)
+        if block.kind == "permission":
+            state["state"] = "cancelled" if outcome is None else "answered"
+            state["chosen"] = "" if outcome is None else termsafe.line(option_name(block.prompt.options, outcome))
+        else:
+            action = outcome.get("action") if isinstance(outcome, dict) else "cancel"
+            state["state"] = {"accept": "submitted", "decline": "declined"}.get(action, "cancelled")
+        block.state = state
+        self._prompt_fallback(block, outcome, answered=True)
+        self._touch(block)
+        if not self.closed:
+            self._ticker.flush_now()
+        self._boundary()
+
+    def _on_widget_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        """A click or a form from the page (maybe on a comm thread)."""
+        if not isinstance(content, dict):
+            return
+        kind = content.get("type")
+        if kind == "hello":
+            self._call_soon(self._replay)
+            return
+        key = content.get("block")
+        if not isinstance(key, str) or not key.startswith("b:") or not key[2:].isdigit():
+            return
+        index = int(key[2:])
+        block = self.blocks[index] if index < len(self.blocks) else None
+        if block is None or block.prompt is None or block.prompt.done:
+            return
+        if kind == "answer" and block.kind == "permission":
+            option = content.get("option")
+            if any(o.get("optionId") == option for o in block.prompt.options):
+                with self._lock:  # two fast clicks: only the first one answers
+                    if block.prompt.done:
+                        return
+                    block.prompt.answer(option)
+        elif block.kind == "form":
+            if kind == "submit":
+                self._submit(block, content.get("values"))
+            elif kind == "decline":
+                block.prompt.decline()
+            elif kind == "cancel":
+                block.prompt.cancel()
+
+    def _submit(self, block: Block, values: Any) -> None:
+        prompt = block.prompt
+        if not isinstance(values, dict):
+            return
+        from .form import UNSET
+
+        out: dict[str, Any] = {}
+        for name in block.form:
+            schema = prompt.fields[name]
+            kind = field_kind(schema)
+            value = values.get(name)
+            opts = [v for _, v in (choices(schema["items"] if kind == "multi" else schema) or [])] if kind in ("choice", "multi") else []
+            if kind == "choice":
+                value = opts[value] if isinstance(value, int) and 0 <= value < len(opts) else UNSET
+            elif kind == "multi":
+                value = [opts[i] for i in value if isinstance(i, int) and 0 <= i < len(opts)] if isinstance(value, list) else []
+            elif kind == "boolean":
+                value = bool(value)
+            elif kind in ("integer", "number"):
+                value = value if isinstance(value, (int, float)) and not isinstance(value, bool) else UNSET
+            else:
+                value = value if isinstance(value, str) else UNSET
+            out[name] = value
+        content, errors = validate(prompt.fields, prompt.required, out)
+        if not errors:
+            try:
+                with self._lock:
+                    if prompt.done:
+                        return
+                    prompt.accept(content)
+                return
+            except ValueError as exc:
+                errors = [str(exc)]
+        self._call_soon(self._form_errors, block, [termsafe.line(e) for e in errors])
+
+    def _form_errors(self, block: Block, errors: list[str]) -> None:
+        block.state = dict(block.state, errors=errors)
+        self._touch(block)
+
+    def _replay(self) -> None:
+        """A view opened mid-run asked for the running terminals' output kept so far."""
+        for block in self.blocks:
+            if block.row is not None:
+                for tid, text in block.row.live_output():
+                    self.widget.send({"type": "reset", "block": block.key, "id": tid, "data": colour(text)})
+
+    # -- the end ---------------------------------------------------------------------
+
+    def flush(self) -> None:
+        """Send what the rate limit holds back, now."""
+        if not self.closed:
+            self._ticker.flush_now()
+
+    def close(self) -> None:
+        """Everything final: text, tool calls, questions, the status line, the fallback. Idempotent."""
+        if self.closed:
+            return
+        self._run(self._close)
+
+    def _close(self) -> None:
+        if self.closed:
+            return
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        self._close_run()
+        self._ticker.close()
+        self.closed = True
+        if self._fallback_handle is not None:
+            self._fallback_handle.cancel()
+            self._fallback_handle = None
+        for block in self.blocks:
+            if block.row is not None:
+                block.row.take_output()
+                block.row.finish()
+                for tid, stream in block.streams.items():
+                    rest = stream.flush()
+                    if rest:
+                        self.widget.send({"type": "term", "block": block.key, "id": tid, "data": rest})
+                self._dirty.add(block.index)
+            elif block.prompt is not None and block.state.get("state") == "asking" and block.prompt.done:
+                fut = block.prompt.future
+                self._settled(block, None if fut.cancelled() or fut.exception() else fut.result())
+        if self.turn.done:
+            line = status_line(self.turn, self.session, files_read=self._files_read)
+            block = self._new("status")
+            block.state = {"type": "status", "text": line, "stop": str(self.turn.stop_reason or ("error" if self.turn.error else ""))}
+            block.md, block.text = status_markdown(line), line
+        self._sync()
+        self._update_fallback(final=True)
+
+    @property
+    def status(self) -> str:
+        return status_line(self.turn, self.session, files_read=self._files_read)
+
+
+def view_for(turn: tm.Turn, sink: DisplaySink, *, frontend: Frontend | None = None, widgets: bool = True,
+             **kwargs: Any) -> Any:
+    """The live view a frontend needs: one output (a widget) for notebooks,
+    :class:`.turnview.TurnView` (markdown displays, or append-only) otherwise."""
+    from .turnview import TurnView
+
+    fe = frontend if frontend is not None else Frontend(widgets=widgets)
+    if fe.widgets and fe.updates and widgets:
+        return TurnOutput(turn, sink, frontend=fe, **kwargs)
+    return TurnView(turn, sink, frontend=fe, widgets=widgets, **kwargs)
+

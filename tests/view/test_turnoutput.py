@@ -1,0 +1,241 @@
+"""One turn, one output: a real Turn through TurnOutput into a RecordingSink and a recording widget frontend."""
+
+from __future__ import annotations
+
+import asyncio
+
+from acp_kernel.client.turn import Notice, Turn
+from acp_kernel.services import events as se
+from acp_kernel.view import TERMINAL, RecordingSink, TurnOutput, TurnView, view_for
+from acp_kernel.view import turnoutput
+from tests.hostile.render import live
+
+from .helpers import (
+    FakeTerminal,
+    Frontend,
+    elicitation_prompt,
+    permission_prompt,
+    plan,
+    terminal_started,
+    text,
+    thought,
+    tool_call,
+    tool_update,
+)
+
+WIDGET = "application/vnd.jupyter.widget-view+json"
+TURN_WIDGET = "acp_kernel.view.turnwidget.TurnWidget"
+IMG = "<img src=x onerror=alert(1)>"
+SPAN = "`a\nb` <img src=x onerror=alert(2)>"
+NL_PATH = "/tmp/a\n# not a heading.py"
+
+
+def _scan(html: str) -> tuple[set[str], set[str]]:
+    from html.parser import HTMLParser
+
+    seen: tuple[set[str], set[str]] = (set(), set())
+
+    class Scan(HTMLParser):
+        def handle_starttag(self, tag, attributes):
+            seen[0].add(tag)
+            seen[1].update(name for name, _ in attributes)
+
+    Scan().feed(html)
+    return seen
+
+
+def tags(html: str) -> set[str]:
+    return _scan(html)[0]
+
+
+def attrs(html: str) -> set[str]:
+    return _scan(html)[1]
+
+
+def model_of(frontend: Frontend) -> dict:
+    (comm_id,) = frontend.opens(TURN_WIDGET)
+    return frontend.models[comm_id]
+
+
+def blocks(model: dict) -> list[dict]:
+    return [model[f"b:{i}"] for i in range(model["count"])]
+
+
+async def test_a_turn_is_one_output_with_ordered_blocks_and_a_complete_fallback(frontend: Frontend):
+    turn, sink = Turn("s1"), RecordingSink()
+    view = view_for(turn, sink)
+    assert isinstance(view, TurnOutput)
+    turn.apply_update(text("Looking around.\n\n"))
+    turn.apply_update(thought("hmm"))
+    turn.apply_update(tool_call("t1", "Read README.md", "read", "in_progress"))
+    turn.apply_update(tool_update("t1", status="completed", content=[
+        {"type": "content", "content": {"type": "text", "text": "# My project\nline two\n```\nfence\n"}}]))
+    turn.apply_update(plan(("read", "completed"), ("write", "pending")))
+    turn.apply_update(text("All done."))
+    turn.finish("end_turn")
+    outs = sink.outputs()
+    assert len(outs) == 1 and WIDGET in outs[0]  # one output, updated in place
+    assert {m.display_id for m in sink.messages} == {view.display_id}
+    kinds = [b["type"] for b in blocks(model_of(frontend))]
+    assert kinds == ["text", "thought", "tool", "plan", "text", "status"]
+    md = outs[0]["text/markdown"]
+    # The saved transcript: tool output in a fence longer than any inside, the heading stays code.
+    assert "````text\n# My project\nline two\n```\nfence\n````" in md
+    assert "- [x] read" in md and "- [ ] write" in md
+    assert md.index("Looking around.") < md.index("Read README.md") < md.index("All done.") < md.index("<sub>Done")
+    assert "Looking around." in outs[0]["text/plain"] and "Done" in outs[0]["text/plain"]
+    assert live(md) == []
+
+
+async def test_only_changed_blocks_travel_and_completed_text_is_sent_once(frontend: Frontend):
+    turn, sink = Turn("s1"), RecordingSink()
+    view = TurnOutput(turn, sink)
+    for i in range(300):
+        turn.apply_update(text(f"Step {i} paragraph.\n\n"))
+        turn.apply_update(tool_call(f"t{i}", f"Search {i}", "search", "completed"))
+        view.flush()
+    comm_id = view.widget.comm.comm_id
+    before = len(frontend.sent(comm_id, "update"))
+    turn.apply_update(tool_update("t42", status="failed"))
+    view.flush()
+    (update,) = frontend.sent(comm_id, "update")[before:]
+    assert sorted(update["state"]) == ["b:85", "count"] and update["state"]["b:85"]["status"] == "failed"
+    turn.finish("end_turn")
+    sent = [k for u in frontend.sent(comm_id, "update") for k in u["state"] if k.startswith("b:")]
+    assert len(sent) <= 2 * 601 + 5  # each block about once (a tool call's settle may add one), never the run
+    # The fallback is rebuilt at most every FALLBACK_INTERVAL (no loop timer here: only at the end).
+    assert len(sink.messages) <= 3
+
+
+async def test_terminal_output_streams_as_deltas_with_colours_and_no_osc(frontend: Frontend):
+    turn, sink = Turn("s1"), RecordingSink()
+    view = TurnOutput(turn, sink)
+    term = FakeTerminal()
+    turn.add(terminal_started("term-1", term))
+    turn.apply_update(tool_call("t1", "Run tests", "execute", content=[{"type": "terminal", "terminalId": "term-1"}]))
+    term.emit("\x1b[31mred\x1b[0m \x1b]8;;http://evil.example\x1b\\link\x1b]8;;\x1b\\ half\x1b[3")
+    view.flush()
+    term.emit("2mgreen\x1b[0m\n")
+    view.flush()
+    comm_id = view.widget.comm.comm_id
+    deltas = [m["content"]["data"] for m in frontend.sent(comm_id, "custom") if m["content"]["type"] == "term"]
+    assert "".join(deltas) == "\x1b[31mred\x1b[0m link half\x1b[32mgreen\x1b[0m\n"
+    assert all("\x1b]" not in d and "evil" not in d for d in deltas)
+    term.exit(0)
+    turn.add(se.TerminalExited("s1", "term-1", term.exit_status, "exited"))
+    turn.apply_update(tool_update("t1", status="completed"))
+    turn.finish("end_turn")
+    row = model_of(frontend)["b:0"]
+    assert row["terminals"][0]["output"].startswith("\x1b[31mred") and "evil" not in row["terminals"][0]["output"]
+    md = sink.outputs()[0]["text/markdown"]
+    assert "\x1b" not in md and "red link half" in md
+
+
+async def test_permission_is_answered_inside_the_output(frontend: Frontend):
+    turn, sink = Turn("s1"), RecordingSink()
+    view = TurnOutput(turn, sink)
+    turn.apply_update(tool_call("t1", f"Run {IMG}", "execute", "pending", rawInput={"command": "rm -rf build"}))
+    prompt = permission_prompt(title=f"Run {IMG}")
+    turn.add(prompt)
+    model = model_of(frontend)
+    block = next(b for b in blocks(model) if b["type"] == "permission")
+    assert block["state"] == "asking" and [o["name"] for o in block["options"]] == ["Allow once", "Always allow", "Reject"]
+    assert block["detail"] == "rm -rf build" and block["title"] == f"Run {IMG}"  # text: the page sets textContent
+    key = f"b:{blocks(model).index(block)}"
+    # A click from the page, on a comm thread; an unknown option and a second click do nothing.
+    view._on_widget_msg(view.widget, {"type": "answer", "block": key, "option": "nope"}, [])
+    assert not prompt.done
+    await asyncio.to_thread(view._on_widget_msg, view.widget, {"type": "answer", "block": key, "option": "abort"}, [])
+    view._on_widget_msg(view.widget, {"type": "answer", "block": key, "option": "approve"}, [])
+    assert await asyncio.wait_for(prompt.future, 1) == "abort"
+    for _ in range(3):
+        await asyncio.sleep(0)
+    assert model[key]["state"] == "answered" and model[key]["chosen"] == "Reject"
+    turn.add(se.PermissionResolved("s1", "t1", prompt.title, "abort", "reject_once", "user"))
+    turn.finish("end_turn")
+    md = sink.outputs()[0]["text/markdown"]
+    assert md.count("Permission") == 1 and "→ chose **Reject**" in md and live(md) == []
+
+
+async def test_form_starts_with_required_choices_unset_and_validates(frontend: Frontend):
+    turn, sink = Turn("s1"), RecordingSink()
+    view = TurnOutput(turn, sink)
+    prompt = elicitation_prompt()
+    prompt.fields["license"]["title"] = "License"
+    prompt.required.append("license")
+    turn.add(prompt)
+    model = model_of(frontend)
+    key = "b:0"
+    fields = {f["name"]: f for f in model[key]["fields"]}
+    assert fields["license"]["value"] is None and fields["license"]["required"]  # no pre-set answer
+    assert "<b>" not in model[key]["html"] and "&lt;b&gt;" in model[key]["html"]
+    view._on_widget_msg(view.widget, {"type": "submit", "block": key, "values": {"name": "x", "count": 3, "license": None}}, [])
+    await asyncio.sleep(0)
+    view.flush()
+    assert not prompt.done
+    assert model[key]["errors"] == ["Project name needs at least 2 characters", "License is required"]
+    values = {"name": "demo", "count": 3, "ratio": None, "public": True, "license": 1, "tags": [0, 2]}
+    await asyncio.to_thread(view._on_widget_msg, view.widget, {"type": "submit", "block": key, "values": values}, [])
+    outcome = await asyncio.wait_for(prompt.future, 1)
+    assert outcome["content"] == {"name": "demo", "count": 3, "public": True, "license": "Apache-2.0", "tags": ["a", "c"]}
+    turn.finish("end_turn")
+    assert model[key]["state"] == "submitted"
+
+
+async def test_hostile_strings_in_every_block(frontend: Frontend):
+    turn, sink = Turn("s1"), RecordingSink()
+    TurnOutput(turn, sink)
+    turn.apply_update(text(f"text {IMG} {SPAN} ![leak](http://leak.example/x.png?secret=1)\n\n"))
+    turn.apply_update(thought(f"thinking {IMG}"))
+    turn.apply_update(tool_call("t1", f"Edit {IMG}", "edit", "completed", locations=[{"path": NL_PATH}], content=[
+        {"type": "diff", "path": NL_PATH, "oldText": "a\n", "newText": f"{IMG}\n"},
+        {"type": "content", "content": {"type": "text", "text": f"# result {IMG}\n{SPAN}"}}]))
+    turn.apply_update(plan((f"plan {IMG}", "pending")))
+    turn.add(Notice("warning", f"careful {IMG}\n{SPAN}"))
+    turn.add(se.FileWritten("s1", NL_PATH, 3, True))
+    turn.finish("end_turn")
+    model = model_of(frontend)
+    html = model["b:0"]["html"]
+    assert "<img" not in html and "&lt;img src=x" in html and "http://leak.example" in html  # the URL only in data-src
+    assert 'class="acp-img"' in html and "leak.example: click to load" in html
+    assert tags(html) <= {"p", "code", "span"} and not any(a in ("src", "href") or a.startswith("on") for a in attrs(html))
+    row = model["b:2"]
+    assert row["title"] == f"Edit {IMG}" and row["locations"] == ["/tmp/a␊# not a heading.py"]
+    assert row["diffs"][0]["path"] == "/tmp/a␊# not a heading.py"
+    md = sink.outputs()[0]["text/markdown"]
+    assert live(md) == [], live(md)
+    assert "(image from leak.example)" in md
+    assert "\n# result" in md and "```text\n# result" in md  # inside a code block
+
+
+async def test_the_status_line_reads_as_words_and_the_turn_ends_cancelled_cleanly(frontend: Frontend):
+    turn, sink = Turn("s1"), RecordingSink()
+    TurnOutput(turn, sink)
+    turn.apply_update({"sessionUpdate": "usage_update", "used": 40, "size": 1000, "cost": {"amount": 0, "currency": "USD"}})
+    turn.apply_update({"sessionUpdate": "current_mode_update", "currentModeId": "code"})
+    turn.finish("cancelled")
+    status = blocks(model_of(frontend))[-1]
+    assert status["type"] == "status" and status["text"].startswith("Cancelled · 40/1,000 tokens · $0.00 · code mode · ")
+
+
+async def test_terminal_frontends_keep_the_append_only_view():
+    turn, sink = Turn("s1"), RecordingSink()
+    view = view_for(turn, sink, frontend=TERMINAL)
+    assert isinstance(view, TurnView)
+    turn.apply_update(text("hello\n\n"))
+    turn.finish("end_turn")
+    assert not sink.updates() and "hello" in sink.outputs()[0]["text/plain"]
+
+
+async def test_the_fallback_follows_block_boundaries_at_a_bounded_rate(frontend: Frontend, monkeypatch):
+    monkeypatch.setattr(turnoutput, "FALLBACK_INTERVAL", 0.05)
+    turn, sink = Turn("s1"), RecordingSink()
+    view = TurnOutput(turn, sink)
+    updated = asyncio.Event()
+    sink.listeners.append(lambda m: updated.set() if m.kind == "update" else None)
+    turn.apply_update(tool_call("t1", "Read a", "read", "completed"))
+    turn.apply_update(text("middle\n\n"))
+    view.flush()
+    await asyncio.wait_for(updated.wait(), 5)
+    assert "Read a" in sink.outputs()[0]["text/markdown"]
+    turn.finish("end_turn")
