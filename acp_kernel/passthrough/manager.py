@@ -536,7 +536,8 @@ class PassthroughTerminal:
                 detail = ""
                 if outcome == "interrupted":
                     detail = f"{self.cancel_description} sent"
-                    await self.wait_quiet(timeout=SETTLE_SECONDS, seq=self._interrupt_seq)
+                    if await self.wait_quiet(timeout=SETTLE_SECONDS, seq=self._interrupt_seq) == "exited":
+                        outcome, detail = "exited", f"{detail}; it quit"
                 elif outcome == "timeout":
                     busy = self.busy()
                     detail = (f"still working after {s.cell_timeout:g} s (the screen shows {busy!r})" if busy

@@ -1,0 +1,231 @@
+"""A stand-in for a real agent CLI's full-screen UI, with each behaviour that
+broke passthrough with the real ones (issue 12) behind a flag. Standard
+library only; run under a PTY: ``python tests/passthrough/standin.py [flags]``.
+
+The screen: the transcript above, an input box between two rules
+(``> text``), a footer (``? for shortcuts`` idle, ``esc to interrupt`` busy),
+every frame drawn with cursor addressing (raw bytes read as garbage, only a
+terminal emulator shows the text). A prompt ``P`` is answered with
+``stand-in reply to: P (N lines)``; ``SLOW ...`` streams ``slow chunk i`` lines.
+
+Flags:
+  --ink-paste         an Enter in the same read as a paste is a newline (Ink)
+  --silent-start S    S seconds of canonical mode and no output, then raw mode
+                      with the input typed meanwhile flushed (lost)
+  --cancel-key K      esc (default) or ctrl-c stops a reply
+  --ctrl-c ACTION     while busy, Ctrl-C does: cancel, dialog (a "Task is still
+                      running" dialog whose Enter picks "cancel task"), quit, nothing
+  --think S           S seconds of a static "working (esc to interrupt)" screen
+                      (no animation) before each reply
+  --idle-redraw       repaint the same screen every 0.3 s forever (kimi)
+  --log FILE          append what happened as JSON lines (prompt, chunk, cancel, dialog, quit)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import select
+import sys
+import termios
+import time
+import tty
+
+PASTE_START, PASTE_END = "\x1b[200~", "\x1b[201~"
+
+
+class App:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.transcript: list[str] = []
+        self.input = ""
+        self.busy = False
+        self.dialog = False
+        self.stream: list[str] = []  # lines still to come of the current reply
+        self.think_until = 0.0
+        self.next_tick = 0.0
+        self.in_paste = False
+        self.quit = False
+
+    # -- drawing -------------------------------------------------------------------
+
+    def size(self) -> tuple[int, int]:
+        try:
+            s = os.get_terminal_size(1)
+            return s.lines, s.columns
+        except OSError:
+            return 24, 80
+
+    def frame(self) -> str:
+        rows, cols = self.size()
+        area = rows - 4
+        lines = self.transcript[-area:] if area > 0 else []
+        lines = lines + [""] * (area - len(lines))
+        if self.busy and time.monotonic() < self.think_until:
+            lines[-1] = "working (esc to interrupt)"
+        if self.dialog:
+            lines[-2:] = ["Task is still running", "1. Cancel task  2. Exit"]
+        rule = "─" * cols
+        box = "> " + self.input.replace("\n", " ⏎ ")
+        footer = "enter select · esc back" if self.dialog else "esc to interrupt" if self.busy else "? for shortcuts"
+        out = ["\x1b[?25l"]
+        for y, text in enumerate([*lines, rule, box, rule, footer], start=1):
+            out.append(f"\x1b[{y};1H{text[:cols]}\x1b[K")
+        out.append(f"\x1b[{rows - 2};{min(len(box), cols - 1) + 1}H\x1b[?25h")
+        return "".join(out)
+
+    def log(self, event: str, **data: object) -> None:
+        if self.args.log:
+            with open(self.args.log, "a", encoding="utf-8") as f:
+                f.write(json.dumps({"event": event, **data}) + "\n")
+
+    def draw(self) -> None:
+        os.write(1, self.frame().encode())
+
+    # -- input -----------------------------------------------------------------------
+
+    def feed(self, chunk: str) -> None:
+        pasted = False
+        i = 0
+        while i < len(chunk):
+            if chunk.startswith(PASTE_START, i):
+                self.in_paste, pasted = True, True
+                i += len(PASTE_START)
+                continue
+            if chunk.startswith(PASTE_END, i):
+                self.in_paste = False
+                i += len(PASTE_END)
+                continue
+            ch = chunk[i]
+            i += 1
+            if self.in_paste:
+                self.input += "\n" if ch in "\r\n" else ch
+            elif ch == "\x1b":
+                if chunk.startswith("[", i):  # some other CSI: skip it
+                    i += 1
+                    while i < len(chunk) and not "@" <= chunk[i] <= "~":
+                        i += 1
+                    i += 1
+                else:
+                    self.key_escape()
+            elif ch == "\x03":
+                self.key_ctrl_c()
+            elif ch == "\x15":
+                self.input = ""
+            elif ch in "\r\n":
+                if self.args.ink_paste and pasted:
+                    self.input += "\n"  # Ink: an Enter inside the paste burst
+                else:
+                    self.key_enter()
+            elif ch == "\x7f":
+                self.input = self.input[:-1]
+            elif ch.isprintable():
+                self.input += ch
+        self.draw()
+
+    def key_escape(self) -> None:
+        if self.dialog:
+            self.dialog = False
+        elif self.busy and self.args.cancel_key == "esc":
+            self.cancel()
+
+    def key_ctrl_c(self) -> None:
+        if not self.busy:
+            self.input = ""
+            return
+        action = "cancel" if self.args.cancel_key == "ctrl-c" else self.args.ctrl_c
+        if action == "cancel":
+            self.cancel()
+        elif action == "dialog":
+            self.dialog = not self.dialog
+            self.log("dialog", open=self.dialog)
+        elif action == "quit":
+            self.log("quit")
+            self.quit = True
+
+    def key_enter(self) -> None:
+        if self.dialog:  # "1. Cancel task": and the Enter meant for a prompt is gone
+            self.dialog = False
+            self.cancel()
+            return
+        prompt, self.input = self.input, ""
+        if not prompt.strip() or self.busy:
+            return
+        self.log("prompt", text=prompt)
+        self.transcript += ["> " + line for line in prompt.split("\n")]
+        self.busy = True
+        self.think_until = time.monotonic() + self.args.think
+        if prompt.startswith("SLOW"):
+            self.stream = [f"slow chunk {i}" for i in range(1, 201)]
+        else:
+            first = prompt.split("\n")[0]
+            n = prompt.count("\n") + 1
+            self.stream = [f"stand-in reply to: {first} ({n} line{'s' if n > 1 else ''})"]
+        self.next_tick = self.think_until
+
+    def cancel(self) -> None:
+        self.log("cancel", left=len(self.stream))
+        self.stream = []
+        self.busy = False
+        self.transcript += ["Interrupted by user", ""]
+
+    # -- time --------------------------------------------------------------------------
+
+    def tick(self, now: float) -> None:
+        if self.busy and now >= self.next_tick:
+            if self.stream:
+                self.transcript.append(self.stream.pop(0))
+                self.log("chunk", text=self.transcript[-1])
+                self.next_tick = now + 0.25
+            else:
+                self.busy = False
+                self.transcript.append("")
+            self.draw()
+        elif self.args.idle_redraw and now >= self.next_tick:
+            self.draw()  # the same screen again
+            self.next_tick = now + 0.3
+
+    def run(self) -> int:
+        self.draw()
+        while not self.quit:
+            now = time.monotonic()
+            wait = max(0.0, self.next_tick - now) if (self.busy or self.args.idle_redraw) else None
+            ready, _, _ = select.select([0], [], [], wait)
+            if ready:
+                data = os.read(0, 65536)
+                if not data:
+                    return 0
+                self.feed(data.decode(errors="replace"))
+            self.tick(time.monotonic())
+        return 3
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ink-paste", action="store_true")
+    ap.add_argument("--silent-start", type=float, default=0.0)
+    ap.add_argument("--cancel-key", choices=["esc", "ctrl-c"], default="esc")
+    ap.add_argument("--ctrl-c", choices=["cancel", "dialog", "quit", "nothing"], default="nothing")
+    ap.add_argument("--think", type=float, default=0.0)
+    ap.add_argument("--idle-redraw", action="store_true")
+    ap.add_argument("--log", default="")
+    args = ap.parse_args()
+    time.sleep(args.silent_start)  # canonical mode, nothing drawn: not ready
+    saved = termios.tcgetattr(0)
+    tty.setraw(0, termios.TCSAFLUSH)  # what was typed before now is discarded
+    os.write(1, b"\x1b[?1049h\x1b[?2004h")
+    try:
+        return App(args).run()
+    except OSError:
+        return 0
+    finally:
+        try:
+            os.write(1, b"\x1b[?2004l\x1b[?1049l")
+            termios.tcsetattr(0, termios.TCSANOW, saved)
+        except OSError:
+            pass
+
+
+if __name__ == "__main__":
+    sys.exit(main())

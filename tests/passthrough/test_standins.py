@@ -1,0 +1,136 @@
+"""Each behaviour of the real CLIs that broke passthrough, reproduced by a
+stand-in under a real PTY and driven by PassthroughTerminal (no kernel):
+prompts queued before the CLI is ready keep their order and arrive whole,
+a long silent working phase does not end a cell, the agent's cancel keys
+stop a reply and the next prompt works, a dialog never eats a prompt."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from acp_kernel.passthrough.manager import PassthroughManager
+from acp_kernel.protocol import proctree
+
+from .standins import events, prompts, settings, wait_event
+
+pytestmark = pytest.mark.slow
+PROMPTS = ["alpha one", "bravo two", "charlie three"]
+TWO_LINE = "delta first\ndelta second"
+
+
+@pytest.fixture
+async def manager():
+    m = PassthroughManager()
+    yield m
+    for pty in list(m.terminals.values()):
+        proctree.kill_tree_now(pty.ptyproc.pid)
+
+
+async def run_all(term, texts):
+    """Queue every prompt at once, as Run All does, before the CLI is ready."""
+    tasks = [asyncio.ensure_future(term.send_prompt(t)) for t in texts]
+    return await asyncio.wait_for(asyncio.gather(*tasks), 90)
+
+
+@pytest.mark.parametrize("name", ["ink", "silent", "redraw", "think"])
+async def test_queued_prompts_arrive_in_order_one_message_each(manager, tmp_path, name):
+    log = tmp_path / "log.jsonl"
+    term = manager.open(name, settings(name, log), cwd=str(tmp_path))
+    replies = await run_all(term, [*PROMPTS, TWO_LINE])
+    assert prompts(log) == [*PROMPTS, TWO_LINE]  # nothing lost, merged or split
+    for text, reply in zip(PROMPTS, replies):
+        assert reply.outcome == "idle", reply
+        assert reply.text == f"stand-in reply to: {text} (1 line)", reply.text
+    assert replies[-1].text == "stand-in reply to: delta first (2 lines)"
+    assert "? for shortcuts" in replies[-1].screen and "? for shortcuts" not in replies[-1].text
+    pid = term.pid
+    await term.close()
+    assert not proctree.alive(pid)
+
+
+async def test_without_the_busy_pattern_a_silent_working_phase_ends_the_cell(manager, tmp_path):
+    """The control for "think": the same CLI without its busy pattern ends too early."""
+    log = tmp_path / "log.jsonl"
+    term = manager.open("think", settings("think", log, busy_pattern=""), cwd=str(tmp_path))
+    reply = await asyncio.wait_for(term.send_prompt("alpha one"), 30)
+    assert reply.outcome == "idle" and "stand-in reply" not in reply.text
+    await term.close()
+
+
+async def test_the_prompt_is_not_typed_before_raw_mode(manager, tmp_path):
+    """The silent start-up flushes what was typed before raw mode: an early prompt would be lost."""
+    log = tmp_path / "log.jsonl"
+    term = manager.open("silent", settings("silent", log), cwd=str(tmp_path))
+    assert term.unready() == "it has not switched its terminal to raw input"
+    reply = await asyncio.wait_for(term.send_prompt("alpha one"), 30)
+    assert prompts(log) == ["alpha one"] and reply.text == "stand-in reply to: alpha one (1 line)"
+    await term.close()
+
+
+@pytest.mark.parametrize("name", ["esc", "dialog", "quit"])
+async def test_cancel_keys_stop_a_reply_and_the_next_prompt_works(manager, tmp_path, name):
+    log = tmp_path / "log.jsonl"
+    term = manager.open(name, settings(name, log), cwd=str(tmp_path))
+    task = asyncio.ensure_future(term.send_prompt("SLOW please"))
+    await wait_event(log, lambda e: e.get("text") == "slow chunk 2")
+    term.interrupt()
+    reply = await asyncio.wait_for(task, 30)
+    assert reply.outcome == "interrupted" and reply.detail == "Esc sent"
+    assert [e["event"] for e in events(log)].count("cancel") == 1
+    assert reply.text.splitlines()[-1] == "Interrupted by user" and "slow chunk 2" in reply.text
+    after = await asyncio.wait_for(term.send_prompt("after"), 30)
+    assert after.text == "stand-in reply to: after (1 line)"
+    assert not any(e["event"] in ("dialog", "quit") for e in events(log))
+    await term.close()
+
+
+async def test_a_dialog_on_the_cancel_key_does_not_eat_the_next_prompt(manager, tmp_path):
+    """Codex's Ctrl-C dialog: with Ctrl-C as the cancel key the dialog opens,
+    and the next prompt waits for the input box instead of answering it."""
+    log = tmp_path / "log.jsonl"
+    term = manager.open("dialog", settings("dialog", log, cancel_keys=(("\x03", 0.0),), ready_timeout=2.0),
+                        cwd=str(tmp_path))
+    task = asyncio.ensure_future(term.send_prompt("SLOW please"))
+    await wait_event(log, lambda e: e.get("text") == "slow chunk 2")
+    term.interrupt()
+    reply = await asyncio.wait_for(task, 30)
+    assert reply.outcome == "interrupted" and reply.detail == "Ctrl-C sent"
+    await wait_event(log, lambda e: e["event"] == "dialog")
+    nxt = await asyncio.wait_for(term.send_prompt("must not answer the dialog"), 30)
+    assert nxt.outcome == "timeout" and not nxt.sent
+    assert nxt.detail.startswith("not ready after 2 s: its screen does not show")
+    assert "Task is still running" in nxt.screen
+    assert not any(e["event"] == "cancel" for e in events(log))  # no Enter picked "Cancel task"
+    assert "must not answer the dialog" not in prompts(log)
+    await term.close()
+
+
+async def test_ctrl_c_that_quits_is_reported(manager, tmp_path):
+    log = tmp_path / "log.jsonl"
+    term = manager.open("quit", settings("quit", log, cancel_keys=(("\x03", 0.0),)), cwd=str(tmp_path))
+    task = asyncio.ensure_future(term.send_prompt("SLOW please"))
+    await wait_event(log, lambda e: e.get("text") == "slow chunk 1")
+    term.interrupt()
+    reply = await asyncio.wait_for(task, 30)
+    assert reply.outcome == "exited" and reply.detail == "Ctrl-C sent; it quit" and reply.exit_status == 3
+
+
+async def test_a_cell_timeout_says_the_cli_still_works(manager, tmp_path):
+    log = tmp_path / "log.jsonl"
+    term = manager.open("think", settings("think", log, cell_timeout=1.0), cwd=str(tmp_path))
+    reply = await asyncio.wait_for(term.send_prompt("alpha one"), 30)
+    assert reply.outcome == "timeout" and reply.sent
+    assert reply.detail == "still working after 1 s (the screen shows 'esc to interrupt')"
+    await term.close()
+
+
+async def test_leftover_input_is_cleared_before_the_paste(manager, tmp_path):
+    log = tmp_path / "log.jsonl"
+    term = manager.open("esc", settings("esc", log), cwd=str(tmp_path))
+    assert await term.ready() == "idle"
+    term.write("half-typed junk")  # a person typed in the terminal and left it
+    reply = await asyncio.wait_for(term.send_prompt("clean"), 30)
+    assert prompts(log) == ["clean"] and reply.text == "stand-in reply to: clean (1 line)"
+    await term.close()
