@@ -256,7 +256,9 @@ class Runtime(LoopHome):
         running: list[Any] = []
         with self._sigint(lambda: asyncio.ensure_future(running[0].kill("killed")) if running else None):
             try:
-                return await run_shell(body, opts, write, cwd=os.getcwd(), on_start=running.append)
+                fe = self.frontend.frontend()  # a live status line where the frontend applies updates
+                display = self.frontend.sink() if fe.updates and fe.widgets else None
+                return await run_shell(body, opts, write, cwd=os.getcwd(), on_start=running.append, display=display)
             except TerminalError as exc:
                 raise UsageError(str(exc)) from None
 

@@ -209,6 +209,8 @@ class AcpKernel(Kernel):
             return self._error("PassthroughError", str(exc))
         if reply.outcome == "exited":
             return self._error("PassthroughExited", self.ptys.get(name).terminal.describe_exit())
+        if reply.outcome == "timeout":  # not ready, or still working at the cell timeout
+            return self._error("PassthroughTimeout", reply.detail)
         return self._ok()
 
     # -- kernel commands: the table's verbs, run by the controller --------------

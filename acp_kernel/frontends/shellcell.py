@@ -4,7 +4,10 @@ The same argv builder (:func:`~acp_kernel.services.shell.shell_argv`) and the sa
 :class:`~acp_kernel.services.terminals.Terminal` that answer the agent's
 ``terminal/create``, so a cell and an agent's command cannot drift apart. Used
 by the ACP kernel and by the IPython magic alike; output goes to a ``write``
-callback (the caller streams it to the notebook).
+callback (the caller streams it to the notebook), bounded: the first and last
+lines, and between them a notice of what was left out and where the whole
+output was saved (:mod:`acp_kernel.frontends.shellview`), so a megabyte of
+output never floods the page.
 """
 
 from __future__ import annotations
@@ -15,8 +18,10 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ..services.output_window import HEAD_LINES, TAIL_LINES
 from ..services.shell import shell_argv, terminal_request
 from ..services.terminals import ExitStatus, Terminal
+from .shellview import SAVE_LIMIT, LiveWindow, Sink
 
 DEFAULT_LIMIT = 1024 * 1024
 
@@ -34,6 +39,9 @@ class ShellOptions:
     env: dict[str, str] = field(default_factory=dict)
     show_argv: bool = False
     raise_on_error: bool = False
+    head: int = HEAD_LINES
+    tail: int = TAIL_LINES
+    save_limit: int = SAVE_LIMIT
 
 
 class _Parser(argparse.ArgumentParser):
@@ -45,7 +53,11 @@ def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="%%shell", add_help=False)
     p.add_argument("--pwsh", action="store_true", help="run with PowerShell (-Command)")
     p.add_argument("--timeout", type=float, help="seconds before the process group is killed")
-    p.add_argument("--limit", type=int, default=DEFAULT_LIMIT, help="bytes of output kept (the end)")
+    p.add_argument("--limit", type=int, default=DEFAULT_LIMIT, help="bytes of output kept in the result (the end)")
+    p.add_argument("--head", type=int, default=HEAD_LINES, help="first lines shown")
+    p.add_argument("--tail", type=int, default=TAIL_LINES, help="last lines shown (after the cut notice)")
+    p.add_argument("--save-limit", type=int, default=SAVE_LIMIT,
+                   help="bytes of a cut output saved to a temp file (0: none)")
     p.add_argument("--cwd", help="working directory")
     p.add_argument("--env", action="append", default=[], metavar="K=V", help="extra environment")
     p.add_argument("--show-argv", action="store_true", help="print the CreateTerminalRequest")
@@ -64,7 +76,10 @@ def parse_options(args: str | list[str]) -> ShellOptions:
         env[key] = value
     if ns.limit <= 0:
         raise ShellCellError("%%shell: --limit must be a positive number of bytes")
-    return ShellOptions(ns.pwsh, ns.timeout, ns.limit, ns.cwd, env, ns.show_argv, ns.raise_on_error)
+    if ns.head < 0 or ns.tail < 0 or ns.save_limit < 0:
+        raise ShellCellError("%%shell: --head, --tail and --save-limit must be >= 0")
+    return ShellOptions(ns.pwsh, ns.timeout, ns.limit, ns.cwd, env, ns.show_argv, ns.raise_on_error,
+                        ns.head, ns.tail, ns.save_limit)
 
 
 def build(line: str, opts: ShellOptions) -> tuple[tuple[str, ...], dict]:
@@ -77,18 +92,33 @@ def build(line: str, opts: ShellOptions) -> tuple[tuple[str, ...], dict]:
 
 @dataclass
 class ShellResult:
+    """How a ``%%shell`` cell ended. ``output`` is the kept end (``--limit``
+    bytes); when the page or that limit cut the output, ``saved`` is a file
+    with the whole of it (up to ``--save-limit``): :meth:`full_output`."""
+
     argv: tuple[str, ...]
     status: ExitStatus
     output: str
     truncated: bool
     timed_out: bool
+    saved: str | None = None
+    total_bytes: int = 0
+    total_lines: int = 0
 
     @property
     def exit_code(self) -> int | None:
         return self.status.exit_code
 
+    def full_output(self) -> str:
+        """The whole output: the saved file when there is one, else ``output``."""
+        if self.saved is None:
+            return self.output
+        with open(self.saved, encoding="utf-8", errors="replace") as f:
+            return f.read()
+
     def __repr__(self) -> str:
-        return f"<ShellResult {self.status}{' (timed out)' if self.timed_out else ''}, {len(self.output)} chars>"
+        saved = f", saved to {self.saved}" if self.saved else ""
+        return f"<ShellResult {self.status}{' (timed out)' if self.timed_out else ''}, {len(self.output)} chars{saved}>"
 
 
 async def run_shell(
@@ -98,8 +128,11 @@ async def run_shell(
     *,
     cwd: str,
     on_start: Callable[[Terminal], None] | None = None,
+    display: Sink | None = None,
 ) -> ShellResult:
-    """Run ``line``; stream output through ``write``; say how it ended."""
+    """Run ``line``; show a bounded window of its output through ``write``
+    (coalesced) and, given a ``display`` sink whose frontend applies updates,
+    a live status line that becomes the cut notice; say how it ended."""
     argv, request = build(line, opts)
     if opts.show_argv:
         write(json.dumps({k: request[k] for k in ("command", "args") if k in request}) + "\n")
@@ -107,32 +140,18 @@ async def run_shell(
     await term.start()
     if on_start is not None:
         on_start(term)
-    # Stream the first half of the budget live; past it, keep quiet and show
-    # the end at exit, so the notebook never holds more than ``limit`` bytes.
-    budget = [opts.limit // 2]
-
-    def stream(text: str) -> None:
-        if budget[0] > 0:
-            data = text.encode("utf-8", "replace")
-            if len(data) > budget[0]:
-                text = data[: budget[0]].decode("utf-8", "ignore")
-            budget[0] -= len(data)
-            write(text)
-        else:
-            budget[0] -= len(text.encode("utf-8", "replace"))
-
-    unsubscribe = term.subscribe(stream)
+    view = LiveWindow(opts, write, display)
+    unsubscribe = term.subscribe(view.feed)
     try:
         status = await term.wait()
     finally:
         unsubscribe()
+        view.stop()
     text, truncated = term.output()
-    if budget[0] < 0:
-        tail = text.encode("utf-8", "replace")[-(opts.limit // 2):].decode("utf-8", "ignore")
-        write(f"\n[output cut at the {opts.limit:,}-byte limit; the last part follows]\n" + tail)
+    cut, saved = view.finish(keep_file=truncated)
     if term.timed_out:
         write(f"\n[timed out after {opts.timeout:g} s: process group killed]\n")
-    result = ShellResult(argv, status, text, truncated, term.timed_out)
+    result = ShellResult(argv, status, text, truncated, term.timed_out, saved, cut.total_bytes, cut.total_lines)
     if status.exit_code != 0:
         write(f"[{status}]\n")
     if opts.raise_on_error and status.exit_code != 0:

@@ -153,7 +153,7 @@ class OutputWindow:
             return ""
         if len(self._pending) > self.head_bytes - self.head_used:
             return ""
-        n = len(self._pending) - incomplete_tail(self._pending)
+        n = _cut_before(self._pending, len(self._pending))  # not inside a character or an escape
         out = self._emit(bytes(self._pending[:n]))
         del self._pending[:n]
         return out
