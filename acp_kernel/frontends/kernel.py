@@ -241,8 +241,10 @@ class AcpKernel(Kernel):
         sink = self._sink
         try:
             opts = parse_options(cell.shell_args)
+            # A frontend that applies updates gets a live status line that becomes the cut notice.
+            display = sink if KernelFrontend(self).frontend().updates else None
             result = await run_shell(cell.shell or "", opts, sink.stream, cwd=self.controller.cwd,  # type: ignore[union-attr]
-                                     on_start=lambda term: setattr(self.controller, "running", term))
+                                     on_start=lambda term: setattr(self.controller, "running", term), display=display)
         except (ShellCellError, TerminalError) as exc:
             sink.stream(f"{exc}\n", "stderr")  # type: ignore[union-attr]
             return self._error(type(exc).__name__, str(exc))
