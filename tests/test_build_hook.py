@@ -194,7 +194,23 @@ def test_a_real_wheel_build_without_the_registry(tmp_path, registry):
     assert dev.returncode == 0, dev.stderr[-3000:]
     assert "xterm.js is NOT bundled" in dev.stderr and "will not draw" in dev.stderr
     (wheel,) = (tmp_path / "dev").glob("*.whl")
-    assert not [n for n in zipfile.ZipFile(wheel).namelist() if "/vendor/" in n]
+    names = zipfile.ZipFile(wheel).namelist()
+    assert not [n for n in names if "/vendor/" in n]
+    # The repository's magics/ ships inside the package, never as a top-level "magics".
+    assert "acp_kernel/magics/__init__.py" in names and "acp_kernel/magics/runtime.py" in names
+    assert not [n for n in names if n.startswith("magics/")]
+    # ... and the installed wheel imports it from itself, not through the checkout finder.
+    target = tmp_path / "installed"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target), str(wheel)],
+                   check=True, timeout=300, capture_output=True)
+    probe = subprocess.run(
+        [sys.executable, "-c",
+         "import sys; sys.path.insert(0, sys.argv[1]); import acp_kernel, acp_kernel.magics as m, acp_kernel._checkout as c; "
+         "print(m.__file__); print(any(isinstance(f, c._MagicsFinder) for f in sys.meta_path))", str(target)],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert probe.returncode == 0, probe.stderr[-2000:]
+    where, finder = probe.stdout.split()
+    assert where == str(target / "acp_kernel" / "magics" / "__init__.py") and finder == "False"
 
     release = build("release", ACP_KERNEL_RELEASE="1")
     assert release.returncode != 0
