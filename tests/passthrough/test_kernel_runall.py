@@ -1,0 +1,135 @@
+"""The stand-in CLIs through the ACP kernel, as a notebook's Run All sends
+cells (all queued before the CLI is ready), over jupyter_client with a
+headless client (the cell then keeps the reply as text): replies arrive in
+order, a two-line cell is one message, an interrupt stops a reply with the
+agent's cancel keys and the next cell works, stop leaves no process."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+
+import pytest
+from jupyter_client.manager import AsyncKernelManager
+
+from acp_kernel.protocol import proctree
+
+from .standins import config_entry, events, prompts, wait_event
+
+pytestmark = pytest.mark.slow
+PROMPTS = ["alpha one", "bravo two", "charlie three"]
+TWO_LINE = "delta first\ndelta second"
+
+
+class Notebook:
+    """Cells sent at once; outputs collected by their msg_id."""
+
+    def __init__(self, km, kc) -> None:
+        self.km, self.kc = km, kc
+        self.outputs: dict[str, list[dict]] = {}
+        self.done: dict[str, dict] = {}
+
+    def send(self, code: str) -> str:
+        msg_id = self.kc.execute(code)
+        self.outputs[msg_id] = []
+        return msg_id
+
+    async def wait(self, msg_id: str, timeout: float = 90) -> dict:
+        loop = asyncio.get_running_loop()
+        end = loop.time() + timeout
+        while msg_id not in self.done:
+            msg = await self.kc.get_iopub_msg(timeout=max(0.1, end - loop.time()))
+            parent = msg["parent_header"].get("msg_id")
+            if parent not in self.outputs:
+                continue
+            if msg["msg_type"] in ("stream", "display_data", "update_display_data", "execute_result", "error"):
+                self.outputs[parent].append(msg["content"])
+            elif msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+                self.done[parent] = msg
+        reply = await self.kc.get_shell_msg(timeout=timeout)
+        while reply["parent_header"].get("msg_id") != msg_id:
+            reply = await self.kc.get_shell_msg(timeout=timeout)
+        return reply["content"]
+
+    def text(self, msg_id: str) -> str:
+        parts = []
+        for c in self.outputs[msg_id]:
+            parts.append(c.get("text", "") + str(c.get("data", {}).get("text/plain", "")) + c.get("evalue", ""))
+        return "\n".join(parts)
+
+
+@pytest.fixture
+async def notebook(kernel_env, tmp_path):
+    log = tmp_path / "standin.jsonl"
+    agents = {name: config_entry(name, log) for name in ("ink", "silent", "dialog", "think", "quit")}
+    agents["slowstart"] = config_entry("silent", log, ready_timeout=0.5)
+    agents["slowstart"]["passthrough"]["command"][3] = "5"  # --silent-start 5
+    agents["busy"] = config_entry("think", log, cell_timeout=1.0)
+    (tmp_path / "acp_kernel.json").write_text(json.dumps({"agents": agents}))
+    km = AsyncKernelManager(kernel_name="acp")
+    await km.start_kernel(env=kernel_env, cwd=str(tmp_path / "work"))
+    kc = km.client()
+    kc.start_channels()
+    await kc.wait_for_ready(timeout=60)
+    nb = Notebook(km, kc)
+    nb.log = log
+    try:
+        yield nb
+    finally:
+        kc.stop_channels()
+        await km.shutdown_kernel(now=False)
+
+
+@pytest.mark.parametrize("name", ["ink", "silent", "dialog", "think", "quit"])
+async def test_run_all_then_interrupt_then_stop(notebook, name):
+    nb, log = notebook, notebook.log
+    start = nb.send(f"%passthrough {name}")
+    cells = [nb.send(p) for p in PROMPTS]
+    two = nb.send(TWO_LINE)
+    assert (await nb.wait(start))["status"] == "ok", nb.text(start)
+    assert "interrupt sends Esc" in nb.text(start)
+    for p, cell in zip(PROMPTS, cells):
+        assert (await nb.wait(cell))["status"] == "ok", nb.text(cell)
+        assert f"stand-in reply to: {p} (1 line)" in nb.text(cell)
+    assert (await nb.wait(two))["status"] == "ok"
+    assert "stand-in reply to: delta first (2 lines)" in nb.text(two)
+    assert prompts(log) == [*PROMPTS, TWO_LINE]
+
+    slow = nb.send("SLOW please")
+    await wait_event(log, lambda e: e.get("text") == "slow chunk 2")
+    await nb.km.interrupt_kernel()
+    assert (await nb.wait(slow))["status"] == "ok"
+    said = nb.text(slow)
+    assert "Interrupted: Esc sent to `" not in said  # text/plain is the rendered text
+    assert re.search(rf"Interrupted: Esc sent to {name}\. The screen shows: .*Interrupted by user", said), said
+    assert [e["event"] for e in events(log)].count("cancel") == 1
+    assert not any(e["event"] in ("dialog", "quit") for e in events(log))
+
+    after = nb.send("after the interrupt")
+    assert (await nb.wait(after))["status"] == "ok"
+    assert "stand-in reply to: after the interrupt (1 line)" in nb.text(after)
+    listing = nb.send("%passthrough list")
+    await nb.wait(listing)
+    pid = int(re.search(r"pid (\d+)", nb.text(listing)).group(1))
+    stop = nb.send("%passthrough stop")
+    assert (await nb.wait(stop))["status"] == "ok"
+    loop = asyncio.get_running_loop()
+    end = loop.time() + 10
+    while proctree.alive(pid):
+        assert loop.time() < end, "the stand-in outlived %passthrough stop"
+        await asyncio.sleep(0.05)
+
+
+async def test_not_ready_and_timeouts_are_errors_that_say_what_the_screen_shows(notebook):
+    nb = notebook
+    nb.send("%passthrough slowstart")
+    cell = nb.send("too early")
+    reply = await nb.wait(cell)
+    assert reply["status"] == "error" and reply["ename"] == "PassthroughTimeout"
+    assert "slowstart: not ready after 0.5 s: it has not switched its terminal to raw input. The prompt was not typed." in nb.text(cell)
+    nb.send("%passthrough busy")
+    cell = nb.send("alpha one")
+    reply = await nb.wait(cell)
+    assert reply["status"] == "error" and reply["ename"] == "PassthroughTimeout"
+    assert "busy: still working after 1 s (the screen shows 'esc to interrupt'). It may still be working" in nb.text(cell)
