@@ -211,7 +211,7 @@ def shell_flood(ctx: Any) -> list[Any]:
                    ["round", "execute -> reply s", "-> idle s", "iopub msgs", "iopub bytes",
                     "stream msgs", "stream bytes", "display + update msgs"])
     bsec = Section(f"`%%shell seq 1 {lines:,}` in JupyterLab (chromium): key press -> settled page",
-                   ["round", "settled s", "prompt done s", "long tasks", "longest s", "blocked s",
+                   ["round", "settled s", "prompt done s", "long frames", "longest s", "blocked s",
                     "outputs", "lines rendered", "chars rendered", "DOM nodes"])
     env = kernel_env(ctx)
     work = os.path.join(ctx.tmp, "work")
@@ -235,7 +235,7 @@ def shell_flood(ctx: Any) -> list[Any]:
             bsec.notes.append(f"round {r + 1} failed: {exc}")
     bsec.notes.append("settled = the later of the output area's last DOM change and the end of the last long "
                       "animation frame (> 50 ms of script, style, layout and paint), from the key press; longest = the page's longest freeze; "
-                      "blocked = all long tasks added up; lines/chars = innerText of the cell's outputs")
+                      "blocked = all long frames added up; lines/chars = innerText of the cell's outputs")
     return [ksec, bsec]
 
 
