@@ -1,30 +1,42 @@
 """A passthrough terminal in the notebook: xterm.js in an anywidget, over the kernel's comm.
 
 :class:`TerminalPanel` is a terminado client of one PTY. Output goes to the
-frontend as binary comm messages, at most one per ``FRAME`` (the first chunk
-after a quiet spell goes at once, so a keystroke's echo is not held back).
-Keystrokes, resizes and a view's greeting come back as custom messages. Every
-view (the same widget can be shown in several cells, and a page reload makes
-new ones) asks for the history on start and gets it addressed to itself; the
-history is the last ``HISTORY_CHARS`` of output. No port and no proxy: only
-the kernel's own channels carry bytes in and out.
+frontend as custom comm messages carrying the text as a JSON string (text
+frames only: jupyter_server's gateway relay decodes every frame as UTF-8, so a
+binary buffer would break the whole notebook connection through a kernel
+gateway), at most one per ``FRAME`` (the first chunk after a quiet spell goes
+at once, so a keystroke's echo is not held back). Keystrokes, resizes and a
+view's greeting come back as custom messages. Every view asks for the history
+on start and gets it addressed to itself; the history is the last
+``HISTORY_CHARS`` of output. No port and no proxy: only the kernel's own
+channels carry bytes in and out.
+
+One live view: :meth:`TerminalPanel.show` displays the terminal with a
+display id, and turns the output it showed before into text (that cell's own
+exchange, or the screen as it was), so the newest cell is the one to type in
+and every earlier cell keeps what it asked and got.
 
 xterm.js is bundled at build time (``hatch_build.py``) into ``static/vendor``
-and sent to the browser as a binary trait; the browser imports it from a
-blob URL once per page. Without it the widget shows plain text and says why.
+and sent to a page on request over a custom message, once per page and
+version: never as synced state, which a notebook would save with every
+terminal. The final screen is a small synced trait, shown as text when there
+is no kernel (or no xterm.js) to draw it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
+import uuid
 from pathlib import Path
 from typing import Any
 
 from ..compat import add_pty_client
 from ..passthrough.manager import PassthroughTerminal
-from ..passthrough.pty_input import Flow
-from .sink import widget_bundle
+from ..passthrough.pty_input import Flow, plain_text
+from .exchange import Exchange, screen_bundle
+from .sink import WIDGET_MIME, CellContext, DisplaySink, widget_bundle
 
 STATIC = Path(__file__).parent / "static"
 VENDOR = STATIC / "vendor"
@@ -37,15 +49,23 @@ FRAME = 1 / 60
 QUICK_SENDS = 4
 QUICK_BYTES = 1024
 DEFAULT_ROWS = 24
+#: Lines of output kept as the screen's text when the terminal has no emulated screen.
+SCREEN_LINES = 60
 
 _widget_class: Any = None
 
 
-def _vendor(name: str) -> bytes:
+def _vendor(name: str) -> str:
     try:
-        return (VENDOR / name).read_bytes()
-    except OSError:
-        return b""
+        return (VENDOR / name).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
+@functools.cache
+def xterm_assets() -> dict[str, str]:
+    """xterm.js and its fit addon as text, for a page that asks (read once per kernel)."""
+    return {"version": _vendor("VERSION").strip(), "xterm": _vendor("xterm.mjs"), "fit": _vendor("addon-fit.mjs")}
 
 
 def widget_class() -> Any:
@@ -56,29 +76,44 @@ def widget_class() -> Any:
         from .widgetbase import base_class
 
         class TerminalWidget(base_class()):  # type: ignore[misc]
-            """Synced state of a passthrough terminal (see static/terminal.js); assets as class traits."""
+            """Synced state of a passthrough terminal (see static/terminal.js); assets as class traits.
+
+            Everything here is saved with a notebook: xterm.js itself is not (it
+            comes from the kernel on request), the final screen is, as text."""
 
             _esm = t.Unicode((STATIC / "terminal.js").read_text(encoding="utf-8")).tag(sync=True)
             _css = t.Unicode(
-                _vendor("xterm.css").decode() + (STATIC / "terminal.css").read_text(encoding="utf-8")
+                _vendor("xterm.css") + (STATIC / "terminal.css").read_text(encoding="utf-8")
             ).tag(sync=True)
             _anywidget_id = t.Unicode("acp_kernel.TerminalWidget").tag(sync=True)
-            _xterm_js = t.Bytes(_vendor("xterm.mjs")).tag(sync=True)
-            _fit_js = t.Bytes(_vendor("addon-fit.mjs")).tag(sync=True)
-            _xterm_version = t.Unicode(_vendor("VERSION").decode().strip()).tag(sync=True)
+            _xterm_version = t.Unicode(_vendor("VERSION").strip()).tag(sync=True)
             title = t.Unicode("").tag(sync=True)
             status = t.Unicode("starting").tag(sync=True)
             rows = t.Int(DEFAULT_ROWS).tag(sync=True)
+            screen = t.Unicode("").tag(sync=True)
 
         _widget_class = TerminalWidget
     return _widget_class
 
 
+class _Shown:
+    """One output showing the live terminal: its display id, and the cell's exchange if it typed one."""
+
+    def __init__(self, display_id: str, exchange: Exchange | None) -> None:
+        self.display_id = display_id
+        self.exchange = exchange
+
+
 class TerminalPanel:
     """Shows one PTY in the notebook and types what its views send back."""
 
-    def __init__(self, terminal: PassthroughTerminal, *, title: str = "", rows: int = DEFAULT_ROWS) -> None:
+    def __init__(self, terminal: PassthroughTerminal, *, title: str = "", rows: int | None = None) -> None:
         self.terminal = terminal
+        if rows is None:  # the views show as many rows as the program was started with
+            try:
+                rows = int(terminal.pty.ptyproc.getwinsize()[0])
+            except (AttributeError, OSError, TypeError, ValueError):
+                rows = DEFAULT_ROWS
         self.size: tuple[int | None, int | None] = (None, None)
         self._views: dict[str, tuple[int, int]] = {}
         self._history: list[str] = []
@@ -93,6 +128,13 @@ class TerminalPanel:
         self._flow_check: asyncio.TimerHandle | None = None
         self._loop = asyncio.get_running_loop()
         self._thread = threading.get_ident()
+        self._stopping = False
+        self._shown: _Shown | None = None
+        self._sink: DisplaySink | None = None
+        # Widget messages go out in the context of the cell that last showed or
+        # stopped the terminal: a client that files comm messages by cell
+        # (nbclient) then saves the widget's state as it ended.
+        self._cell = CellContext()
         self.widget = widget_class()(title=title or terminal.title, status="running", rows=rows)
         self.widget.on_msg(self._on_msg)
         add_pty_client(terminal.pty, self)
@@ -128,18 +170,31 @@ class TerminalPanel:
     def history(self) -> str:
         return "".join(self._history)[-HISTORY_CHARS:]
 
+    def screen_text(self) -> str:
+        """What the terminal shows now, as text: the passthrough layer's emulated
+        screen where it has one, else the last lines of output."""
+        screen = getattr(self.terminal, "screen_text", None)
+        if callable(screen):
+            try:
+                return str(screen()).rstrip()
+            except Exception:  # noqa: BLE001 - a screen that fails to render falls back to the output
+                pass
+        tail = plain_text("".join(self._history[-200:])[-256 * 1024:])
+        return "\n".join(tail.rstrip().split("\n")[-SCREEN_LINES:])
+
     def _flush(self) -> None:
         self._flush_handle = None
         if not self._pending:
             return
-        data = "".join(self._pending).encode("utf-8", "replace")
+        data = "".join(self._pending)
         self._pending.clear()
         self._pending_len = 0
         now = self._loop.time()
         if now - self._last_send >= FRAME:
             self._quick = 0  # a paced send: small output may go at once again
         self._last_send = now
-        self.widget.send({"type": "data"}, buffers=[data])
+        # Text, not a binary buffer: a kernel gateway's relay carries text frames only.
+        self._cell.run(self.widget.send, {"type": "data", "text": data, "n": len(data)})
         self.flow.on_send(len(data))
         if not self._paused and self.flow.should_pause(now):
             self._paused = True
@@ -165,8 +220,19 @@ class TerminalPanel:
             self.terminal.resume_output()
 
     def _on_exit(self) -> None:
+        self._cell.run(self._ended)
+
+    def _ended(self) -> None:
         self._flush()
-        self.widget.status = self.terminal.describe_exit()
+        self.widget.screen = self.screen_text()
+        self.widget.status = "stopped" if self._stopping else self.terminal.describe_exit()
+
+    async def stop(self) -> None:
+        """End the program on request (``%passthrough stop``): its views say "stopped", not an exit status."""
+        if self.terminal.alive:
+            self._stopping = True
+            self._cell = CellContext()
+        await self.terminal.close()
 
     # -- from the views ----------------------------------------------------------------
 
@@ -185,6 +251,8 @@ class TerminalPanel:
             self.terminal.write(content["data"])
         elif kind == "interrupt":
             self.terminal.interrupt()
+        elif kind == "assets" and view:
+            self.widget.send({"type": "assets", "view": view, **xterm_assets()})
         elif kind in ("hello", "resize") and view:
             rows, cols = content.get("rows"), content.get("cols")
             if isinstance(rows, int) and isinstance(cols, int) and 2 <= rows <= 500 and 2 <= cols <= 1000:
@@ -193,8 +261,7 @@ class TerminalPanel:
             if kind == "hello":
                 self._flush()
                 self.flow.hello(view, self._loop.time())
-                self.widget.send({"type": "replay", "view": view},
-                                 buffers=[self.history().encode("utf-8", "replace")])
+                self.widget.send({"type": "replay", "view": view, "text": self.history()})
         elif kind == "ack" and view and isinstance(content.get("drawn"), int):
             self.flow.ack(view, content["drawn"], self._loop.time())
             self._maybe_resume()
@@ -215,6 +282,48 @@ class TerminalPanel:
 
     # -- display ---------------------------------------------------------------------------
 
+    def _text(self) -> str:
+        return f"[terminal: {self.widget.title} ({self.widget.status})]"
+
     def bundle(self) -> dict[str, Any]:
-        """A mimebundle: the widget view, and text for readers without widgets."""
-        return widget_bundle(self.widget, f"[terminal: {self.widget.title} ({self.widget.status})]")
+        """A mimebundle: the widget view, and text for readers without widgets.
+        Prefer :meth:`show`, whose output turns into text when a later cell shows the terminal."""
+        return widget_bundle(self.widget, self._text())
+
+    def _live_bundle(self, shown: _Shown) -> dict[str, Any]:
+        if shown.exchange is None:
+            return widget_bundle(self.widget, self._text())
+        return shown.exchange.bundle(extra={WIDGET_MIME: widget_bundle(self.widget, "")[WIDGET_MIME]})
+
+    def show(self, sink: DisplaySink, prompt: str | None = None) -> Exchange | None:
+        """Show the live terminal in this cell (with the exchange ``prompt`` starts,
+        if any); the output that showed it before becomes text."""
+        self._cell = CellContext()
+        self._retire(sink)
+        exchange = Exchange(self.terminal.name, prompt) if prompt is not None else None
+        shown = _Shown(f"acp-pty-{uuid.uuid4().hex}", exchange)
+        self._shown, self._sink = shown, sink
+        sink.display(self._live_bundle(shown), display_id=shown.display_id)
+        return exchange
+
+    def finish(self, outcome: str, reply: str = "") -> None:
+        """The reply of the exchange the newest cell started: its output keeps the
+        live view, with the exchange as text for readers without widgets."""
+        shown, sink = self._shown, self._sink
+        if shown is None or shown.exchange is None or sink is None:
+            return
+        shown.exchange.reply, shown.exchange.outcome = reply, outcome
+        self.widget.screen = self.screen_text()
+        sink.update(self._live_bundle(shown), display_id=shown.display_id)
+
+    def _retire(self, sink: DisplaySink) -> None:
+        """The output showing the live view becomes its exchange (or the screen it showed)."""
+        shown = self._shown
+        if shown is None:
+            return
+        self._shown = None
+        if shown.exchange is not None:
+            data = shown.exchange.bundle()
+        else:
+            data = screen_bundle(self.terminal.name, self.screen_text(), self.widget.status)
+        sink.update(data, display_id=shown.display_id)

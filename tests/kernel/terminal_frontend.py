@@ -2,8 +2,8 @@
 
 What JupyterLab's widget manager and ``static/terminal.js`` do with the
 widget's comm, minus the drawing: follow the comm_open and state updates,
-collect output bytes (live ``data`` messages once this view's ``replay`` has
-arrived, as the browser code does), and send keystrokes, resizes and a view
+collect output (the text of live ``data`` messages once this view's
+``replay`` has arrived, as the browser code does), and send keystrokes, resizes and a view
 greeting back on the shell channel.
 """
 
@@ -32,6 +32,8 @@ class TerminalFrontend:
         self.messages = 0
         self.view = "v1"
         self.replayed = False
+        self.binary_messages = 0  # comm messages with buffers (a kernel gateway's relay cannot carry them)
+        self.assets: dict[str, Any] | None = None  # xterm.js, once asked for
 
     # -- kernel -> frontend ---------------------------------------------------------
 
@@ -51,20 +53,23 @@ class TerminalFrontend:
             self.state.update(data.get("state", {}))
         elif data.get("method") == "custom":
             body = data.get("content", {})
-            buffers = msg.get("buffers") or [b""]
+            self.binary_messages += bool(msg.get("buffers"))
             if body.get("type") == "data":
+                text = body.get("text", "").encode("utf-8")
                 self.messages += 1
-                self.live += bytes(buffers[0])
-                self.arrivals.append((time.monotonic(), len(buffers[0])))
+                self.live += text
+                self.arrivals.append((time.monotonic(), len(text)))
                 if self.replayed:
-                    self.raw += bytes(buffers[0])
-                    self.drawn += len(buffers[0])
+                    self.raw += text
+                    self.drawn += int(body.get("n", 0))
                     if self.ack and self.drawn - self.acked >= 256 * 1024:
                         self.acked = self.drawn
                         self.send({"type": "ack", "view": self.view, "drawn": self.drawn})
             elif body.get("type") == "replay" and body.get("view") == self.view:
-                self.raw = bytearray(bytes(buffers[0]))
+                self.raw = bytearray(body.get("text", "").encode("utf-8"))
                 self.replayed = True
+            elif body.get("type") == "assets" and body.get("view") == self.view:
+                self.assets = body
 
     async def run_until_shown(self, harness: Any, code: str, needle: str, timeout: float = 15.0) -> asyncio.Task:
         """Start running ``code`` (a task with its result) and return once the
@@ -109,6 +114,9 @@ class TerminalFrontend:
 
     def hello(self, rows: int, cols: int) -> None:
         self.send({"type": "hello", "view": self.view, "rows": rows, "cols": cols})
+
+    def ask_assets(self) -> None:
+        self.send({"type": "assets", "view": self.view})
 
     def type(self, keys: str) -> None:
         self.send({"type": "input", "data": keys})
