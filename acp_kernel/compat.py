@@ -7,8 +7,10 @@ read. :data:`TESTED` lists the ranges the test suite ran against;
 it at start-up), so a break shows up as a clear line, not a strange
 traceback deep in a turn.
 
-Uses that still live elsewhere (in files this module's author did not own at
-the time) are listed in :data:`ELSEWHERE`.
+Not here, because they are public: terminado's ``PtyWithClients.ptyproc``
+(a ptyprocess ``PtyProcess``: ``fd``, ``pid``, ``getwinsize``...), which the
+passthrough manager uses directly, and the ``comm`` package's
+``create_comm``/``get_comm_manager``, which it documents for kernels to replace.
 """
 
 from __future__ import annotations
@@ -27,16 +29,6 @@ TESTED: dict[str, tuple[tuple[int, int], tuple[int, int]]] = {
 }
 
 #: Private API used outside this module (file: what), to move here when those files allow.
-ELSEWHERE: tuple[str, ...] = (
-    "acp_kernel/frontends/kernel_io.py KernelSink._send and acp_kernel/frontends/kernel.py (the error message): "
-    "Kernel._topic(msg_type) for the iopub topic",
-    "acp_kernel/frontends/kernel_io.py main(): swaps ipykernel.kernelapp.IOPubThread while IPKernelApp.init_iopub runs",
-    "acp_kernel/frontends/kernel_io.py install_comms: ipykernel.comm.comm.BaseComm / ipykernel.comm.manager.CommManager, "
-    "and replaces comm.create_comm / comm.get_comm_manager",
-    "acp_kernel/frontends/kernel_io.py (KernelFrontend), acp_kernel/frontends/api.py: Kernel._allow_stdin (ipykernel's per-request flag) and Kernel.get_parent",
-    "acp_kernel/passthrough/manager.py: terminado PtyWithClients.ptyproc (ptyprocess) .fd, .pid, .decoder, "
-    ".delayafterclose, .exitstatus, .setwinsize/.getwinsize",
-)
 
 
 def _major_minor(version: str) -> tuple[int, int]:
@@ -120,6 +112,57 @@ def add_pty_client(pty: Any, client: Any) -> None:
 
 
 # -- ipykernel --------------------------------------------------------------------
+
+
+def install_comms(kernel: Any) -> None:
+    """Give ipywidgets a comm manager bound to this wrapper kernel (as
+    ipykernel's IPythonKernel does for itself): ipykernel's ``BaseComm`` and
+    ``CommManager``, and its shell handlers for the comm messages."""
+    import comm
+    from ipykernel.comm.comm import BaseComm
+    from ipykernel.comm.manager import CommManager
+
+    manager = CommManager(kernel=kernel)
+    comm.create_comm = lambda *a, **k: BaseComm(*a, **k)
+    comm.get_comm_manager = lambda *a, **k: manager
+    for msg_type in ("comm_open", "comm_msg", "comm_close"):
+        kernel.shell_handlers[msg_type] = getattr(manager, msg_type)
+    kernel.comm_manager = manager
+
+
+def iopub_topic(kernel: Any, msg_type: str) -> bytes:
+    """The iopub topic ipykernel gives a message of this type (``Kernel._topic``)."""
+    return kernel._topic(msg_type)
+
+
+def allow_stdin(kernel: Any) -> bool:
+    """ipykernel's flag for the running request: may it ask the frontend (``Kernel._allow_stdin``)."""
+    return bool(getattr(kernel, "_allow_stdin", False))
+
+
+def launch_kernel_app(kernel_class: Any) -> None:
+    """Start ``IPKernelApp`` for ``kernel_class`` without the fork pipe: the
+    app's IOPub thread listens on a sixth TCP port (127.0.0.1) for output of
+    *forked* Python children. A wrapper kernel that runs no user Python forks
+    none (agents and terminals are exec'd with pipes of their own), so no port
+    beyond the five in the connection file. ipykernel has no switch for it:
+    the app's ``IOPubThread`` is swapped while ``init_iopub`` runs."""
+    from ipykernel import kernelapp
+    from ipykernel.iostream import IOPubThread
+
+    class _NoForkPipe(IOPubThread):
+        def __init__(self, socket: Any, pipe: bool = False, **kwargs: Any) -> None:
+            super().__init__(socket, pipe=False, **kwargs)
+
+    class AcpKernelApp(kernelapp.IPKernelApp):
+        def init_iopub(self, context: Any) -> None:
+            saved, kernelapp.IOPubThread = kernelapp.IOPubThread, _NoForkPipe
+            try:
+                super().init_iopub(context)
+            finally:
+                kernelapp.IOPubThread = saved
+
+    AcpKernelApp.launch_instance(kernel_class=kernel_class)
 
 
 def watch_shell_messages(kernel: Any, msg_types: tuple[str, ...], watcher: Callable[[dict[str, Any]], Any]) -> None:

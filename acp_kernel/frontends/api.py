@@ -111,7 +111,7 @@ class IPythonFrontend:
             return TERMINAL if _isatty(sys.stdin) else PIPED
         parent = _parent(kernel)
         content = parent.get("content") or {}
-        allow = bool(content.get("allow_stdin", getattr(kernel, "_allow_stdin", False)))
+        allow = bool(content.get("allow_stdin", compat.allow_stdin(kernel)))
         notebook = widget_clients(kernel).has_widgets(parent) or bool(os.environ.get("JPY_SESSION_NAME"))
         return frontend_for(widget_manager=notebook, allow_stdin=allow)
 

@@ -28,7 +28,7 @@ from ..protocol import watchdog
 from ..client.commands import POLICIES, UsageError
 from ..client.controller import Controller, Unavailable
 from ..errors import AcpError, PassthroughError, RpcError
-from .kernel_io import KernelFrontend, KernelSink, install_comms
+from .kernel_io import KernelFrontend, KernelSink
 from ..safe import Markdown, bundle, code, text
 from ..client.session import __version__, resource_link, text_block
 from ..view.frontend import WidgetClients
@@ -52,7 +52,7 @@ class AcpKernel(Kernel):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        install_comms(self)
+        compat.install_comms(self)
         self.widget_clients = WidgetClients()
         compat.register_widget_control(self.comm_manager)  # a reloaded page gets widget state via the control comm
         # After install_comms, which replaces the comm_open handler: who announced a widget manager.
@@ -160,7 +160,7 @@ class AcpKernel(Kernel):
         evalue = termsafe.clean(evalue.split("\n", 1)[0] if evalue else "", oneline=True)[:500]
         content = {"ename": ename, "evalue": evalue, "traceback": [f"{ename}: {evalue}"]}
         if self._sink is not None:
-            self.session.send(self.iopub_socket, "error", content, parent=self._sink.parent, ident=self._topic("error"))
+            self.session.send(self.iopub_socket, "error", content, parent=self._sink.parent, ident=compat.iopub_topic(self, "error"))
         return {"status": "error", "execution_count": self.execution_count, **content}
 
     async def _execute(self, code: str) -> dict[str, Any]:
@@ -282,7 +282,7 @@ class AcpKernel(Kernel):
 
 
 def main() -> None:
-    kernel_io.launch(AcpKernel)
+    compat.launch_kernel_app(AcpKernel)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,8 @@
-"""The ACP kernel's plumbing on ipykernel: widget comms, the iopub sink, the
-cell's frontend, the app.
+"""The ACP kernel's plumbing on ipykernel: the iopub sink, the cell's frontend.
 
-Kept apart from :mod:`acp_kernel.frontends.kernel` (what a cell does) because it leans on
-ipykernel's internals: the comm manager, ``session.send`` on iopub, the
-request's ``allow_stdin`` and parent, the IOPub thread of ``IPKernelApp``.
+Kept apart from :mod:`acp_kernel.frontends.kernel` (what a cell does); what
+leans on ipykernel's private API (comms, iopub topics, the app's IOPub
+thread, stdin) is in :mod:`acp_kernel.compat`.
 """
 
 from __future__ import annotations
@@ -17,20 +16,6 @@ from ..safe import check_data
 from ..view.frontend import Frontend
 
 
-def install_comms(kernel: Any) -> None:
-    """Give ipywidgets a comm manager bound to this kernel (as IPythonKernel does)."""
-    import comm
-    from ipykernel.comm.comm import BaseComm
-    from ipykernel.comm.manager import CommManager
-
-    manager = CommManager(kernel=kernel)
-    comm.create_comm = lambda *a, **k: BaseComm(*a, **k)
-    comm.get_comm_manager = lambda *a, **k: manager
-    for msg_type in ("comm_open", "comm_msg", "comm_close"):
-        kernel.shell_handlers[msg_type] = getattr(manager, msg_type)
-    kernel.comm_manager = manager  # type: ignore[attr-defined]
-
-
 class KernelSink:
     """The view's DisplaySink: display messages on iopub, parented to the cell."""
 
@@ -42,7 +27,7 @@ class KernelSink:
         if "data" in content:
             check_data(content["data"])
         k = self.kernel
-        k.session.send(k.iopub_socket, msg_type, content, parent=self.parent, ident=k._topic(msg_type))
+        k.session.send(k.iopub_socket, msg_type, content, parent=self.parent, ident=compat.iopub_topic(k, msg_type))
 
     def display(self, data: dict, metadata: dict | None = None, display_id: str | None = None) -> None:
         self._send("display_data", {"data": data, "metadata": metadata or {},
@@ -89,30 +74,6 @@ class KernelFrontend:
         from .ask import StdinQuestions
 
         return StdinQuestions(compat.stdin_reader(self.kernel))
-
-
-def launch(kernel_class: Any) -> None:
-    """Start the kernel app (``python -m acp_kernel.frontends.kernel``)."""
-    from ipykernel import kernelapp
-    from ipykernel.iostream import IOPubThread
-
-    class _NoForkPipe(IOPubThread):
-        def __init__(self, socket: Any, pipe: bool = False, **kwargs: Any) -> None:
-            super().__init__(socket, pipe=False, **kwargs)
-
-    class AcpKernelApp(kernelapp.IPKernelApp):
-        def init_iopub(self, context: Any) -> None:
-            # IPKernelApp's IOPub thread listens on a sixth TCP port (127.0.0.1)
-            # for output of *forked* Python children. This kernel runs no user
-            # Python and forks none (agents and terminals are exec'd with pipes
-            # of their own): no port beyond the five in the connection file.
-            saved, kernelapp.IOPubThread = kernelapp.IOPubThread, _NoForkPipe
-            try:
-                super().init_iopub(context)
-            finally:
-                kernelapp.IOPubThread = saved
-
-    AcpKernelApp.launch_instance(kernel_class=kernel_class)
 
 
 async def on_loop(loop: asyncio.AbstractEventLoop | None, coro: Any, log: Any, what: str) -> None:
