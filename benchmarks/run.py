@@ -900,6 +900,45 @@ def hostile(ctx: Ctx) -> list[Section]:
     return bench(ctx)
 
 
+# -- one long turn through the kernel (issue 14) ------------------------------------------------
+
+
+def long_turn(ctx: Ctx) -> Section:
+    """A turn of many steps (a paragraph and a tool call pair each) through a real kernel:
+    it is one output (one widget whose blocks are synced as they change, plus its markdown
+    fallback), so the frontend's traffic and the time to idle should grow with the steps."""
+    a = ctx.args
+    counts = [100, a.long_turn_steps] if a.long_turn_steps > 100 else [a.long_turn_steps]
+    sec = Section(f"One long turn through jupyter_client: {', '.join(f'{n:,}' for n in counts)} steps "
+                  "(a paragraph + a tool call pair each)",
+                  ["steps", "execute -> idle", "net of an empty turn", "outputs (display_data)", "updates",
+                   "iopub msgs", "iopub bytes", "bytes/step", "msgs parented elsewhere"])
+    prompts = [f"steps={n} chunks=0 tool_calls=0" for n in counts]
+    runs = []
+    for _ in range(max(1, min(a.repeat, 2))):
+        print("  [longturn] round", file=sys.stderr)
+        try:
+            runs.append(run_cells(ctx, agent_cmd(chunks=0), prompts, empties=1, timeout=600))
+        except (Failed, subprocess.TimeoutExpired, RuntimeError) as exc:
+            sec.notes.append(f"failed: {exc}")
+            return sec
+    for i, n in enumerate(counts):
+        turns = [r["turns"][i] for r in runs]
+        idle = _median([t["idle_seconds"] or t["seconds"] for t in turns])
+        empty = _median([r["empty"] for r in runs])
+        t = turns[-1]
+        msgs, nbytes = _iopub_total(t)
+        by = t["by_type"]
+        sec.rows.append([f"{n:,}", f"{idle:.2f} s", f"{max(0.0, idle - empty):.2f} s", str(by.get("display_data", [0])[0]),
+                         str(by.get("update_display_data", [0])[0]), f"{msgs:,}", _kb(nbytes), _kb(nbytes / n),
+                         f"{t.get('other_msgs', 0):,}"])
+    sec.notes.append("a headless frontend (no widget manager; allow_stdin False), so the kernel renders the notebook "
+                     "view: one widget per turn (comm_open + partial-state comm_msg updates + the fallback's "
+                     "update_display_data, at most every 2 s and at the end); outputs counts display_data "
+                     "(the agent's start-up line is not in these cells: the warm-up turn started it)")
+    return sec
+
+
 # -- placeholders -------------------------------------------------
 
 
@@ -922,6 +961,7 @@ BENCHMARKS: dict[str, Callable[[Ctx], Section]] = {
     "iopub": iopub_traffic,
     "passthrough": passthrough,
     "hostile": hostile,
+    "longturn": long_turn,
 }
 
 
@@ -972,6 +1012,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--kernel-tool-calls", type=int,
                    help="tool call pairs for the kernel's tool-call turn (default 2,000; rows of one widget)")
     p.add_argument("--latency-chunks", type=int, help="stamped chunks for the latency run (default 10,000)")
+    p.add_argument("--long-turn-steps", type=int,
+                   help="steps of the long turn through the kernel (default 1,000, quick 200; 100 is measured too)")
     p.add_argument("--rate", type=float, default=2000.0, help="paced chunks per second (default 2,000)")
     p.add_argument("--terminal-bytes", type=int, help="bytes the terminal benchmark prints (default 1 GiB)")
     p.add_argument("--passthrough-bytes", type=int,
@@ -992,6 +1034,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     a.tool_calls = a.tool_calls if a.tool_calls is not None else (1_000 if q else 20_000)
     a.kernel_tool_calls = a.kernel_tool_calls if a.kernel_tool_calls is not None else (200 if q else 2_000)
     a.latency_chunks = a.latency_chunks if a.latency_chunks is not None else (1_000 if q else 10_000)
+    a.long_turn_steps = a.long_turn_steps if a.long_turn_steps is not None else (200 if q else 1_000)
     a.terminal_bytes = a.terminal_bytes if a.terminal_bytes is not None else ((32 << 20) if q else (1 << 30))
     a.repeat = a.repeat if a.repeat is not None else (1 if q else 3)
     a.passthrough_bytes = a.passthrough_bytes if a.passthrough_bytes is not None else ((8 << 20) if q else (64 << 20))

@@ -98,10 +98,30 @@ def tool_call_lines(session_id: str, n: int) -> list[bytes]:
     return out
 
 
+def step_lines(session_id: str, n: int) -> bytes:
+    """``n`` steps of an ordinary agent turn: a short paragraph, then a tool call pair."""
+    calls = tool_call_lines(session_id, n)
+    out = []
+    for i in range(n):
+        out.append(_line(_update(session_id, {"sessionUpdate": "agent_message_chunk", "content": {
+            "type": "text", "text": f"Step {i}: reading module {i % 97} to see what it does.\n\n"}})))
+        out.append(calls[2 * i])
+        out.append(calls[2 * i + 1])
+    return b"".join(out)
+
+
+def load_bytes(session_id: str, args: argparse.Namespace) -> bytes:
+    """A load's updates: chunks, interleaved steps, then tool call pairs."""
+    parts = [chunk_lines(session_id, args.chunks, args.size)]
+    if getattr(args, "steps", 0):
+        parts.append(step_lines(session_id, args.steps))
+    parts.extend(tool_call_lines(session_id, args.tool_calls))
+    return b"".join(parts)
+
+
 def stream_bytes(args: argparse.Namespace, session_id: str, rid: object) -> bytes:
     """Everything a prompt answers with (unstamped, unpaced)."""
-    parts = [chunk_lines(session_id, args.chunks, args.size)]
-    parts.extend(tool_call_lines(session_id, args.tool_calls))
+    parts = [load_bytes(session_id, args)]
     parts.append(_line({"jsonrpc": "2.0", "id": rid, "result": {"stopReason": "end_turn"}}))
     return b"".join(parts)
 
@@ -195,7 +215,7 @@ def stream(wire: Wire, args: argparse.Namespace, session_id: str, rid: object, b
         wire.write(stream_bytes(args, session_id, rid))
 
 
-OVERRIDES = {"chunks": int, "size": int, "tool_calls": int, "terminals": int, "rate": float}
+OVERRIDES = {"chunks": int, "size": int, "tool_calls": int, "terminals": int, "rate": float, "steps": int}
 
 
 def prompt_load(args: argparse.Namespace, params: dict) -> argparse.Namespace | None:
@@ -219,7 +239,7 @@ def serve(args: argparse.Namespace) -> int:
     # Encoded before the handshake, so a prompt costs the agent only its writes.
     body = None
     if not (args.stamp or args.rate):
-        body = chunk_lines(SESSION_ID, args.chunks, args.size) + b"".join(tool_call_lines(SESSION_ID, args.tool_calls))
+        body = load_bytes(SESSION_ID, args)
     bodies: dict[tuple, bytes] = {}  # override load -> its encoded stream (unstamped, unpaced)
     while True:
         msg = wire.read()
@@ -242,13 +262,12 @@ def serve(args: argparse.Namespace) -> int:
             if load is None:
                 stream(wire, args, params.get("sessionId", SESSION_ID), rid, body)
             else:
-                key = (load.chunks, load.size, load.tool_calls)
+                key = (load.chunks, load.size, load.tool_calls, load.steps)
                 cached = None
                 if not (load.stamp or load.rate or load.terminals):
                     cached = bodies.get(key)
                     if cached is None:
-                        cached = bodies[key] = (chunk_lines(SESSION_ID, load.chunks, load.size)
-                                                + b"".join(tool_call_lines(SESSION_ID, load.tool_calls)))
+                        cached = bodies[key] = load_bytes(SESSION_ID, load)
                 stream(wire, load, params.get("sessionId", SESSION_ID), rid, cached)
         elif method == "authenticate":
             wire.send({"jsonrpc": "2.0", "id": rid, "result": {}})
@@ -262,6 +281,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--size", type=int, default=32, help="characters per chunk")
     p.add_argument("--tool-calls", type=int, default=0, help="tool_call + tool_call_update pairs per prompt")
     p.add_argument("--terminals", type=int, default=0, help="terminal round trips per prompt")
+    p.add_argument("--steps", type=int, default=0, help="steps per prompt: a paragraph and a tool call pair each")
     p.add_argument("--stamp", action="store_true", help="start each chunk's text with time.time_ns()")
     p.add_argument("--rate", type=float, default=0.0, help="chunks per second (0 = as fast as possible)")
     p.add_argument("--dump", metavar="FILE", help="write the prompt's stream bytes to FILE and exit")
