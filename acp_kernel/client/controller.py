@@ -99,6 +99,9 @@ class Controller:
         self.want_session: str | None = None
         self.running: Any = None  # what an interrupt stops: a Session, a terminal...
         self.pty_target: str | None = None  # kernel: while set, prompts are typed into this terminal
+        self.pty_agent = ""  # the agent whose CLI pty_target runs ("" for a --command terminal)
+        self.pty_prompt = ""  # the last prompt typed into it (remembered for a resume)
+        self.pty_resume: tuple[str, str] | None = None  # after a restart: (agent, last prompt) to reopen
         self.values: dict[str, Any] = {}  # kernel: %set NAME VALUE, for {NAME} in prompts
 
     # -- output ---------------------------------------------------------------
@@ -156,13 +159,18 @@ class Controller:
         if os.path.isdir(got.cwd):
             self.cwd = got.cwd
         self.want_session = got.session_id or None
+        if got.passthrough:  # cells went to the agent's own CLI: they still do (started on the next prompt)
+            self.pty_target = self.pty_agent = got.passthrough
+            self.pty_prompt = got.passthrough_prompt
+            self.pty_resume = (got.passthrough, got.passthrough_prompt)
 
     def remember(self) -> None:
         session = self.session
         try:
             store.remember(self.key, store.Remembered(
                 self.spec.name, list(self.spec.command), session.id if session else "",
-                session.cwd if session else self.cwd, self.default_name))
+                session.cwd if session else self.cwd, self.default_name,
+                self.pty_agent if self.pty_target else "", self.pty_prompt if self.pty_target else ""))
         except OSError:
             pass  # nothing to resume after a restart; the notebook works on
 
@@ -312,18 +320,44 @@ class Controller:
         screen (headless), the reply is kept as text in the cell."""
         from ..passthrough.ptycell import outcome_markdown
 
+        if name not in self.ptys.panels and self.pty_resume is not None and self.pty_resume[0] == name:
+            reply = await self._reopen_terminal(name, prompt)
+            if reply is not None:
+                return reply
         panel = self.ptys.get(name)
         self.running = panel.terminal
         try:
             reply = await self.ptys.prompt(name, prompt, self.frontend.sink())
         finally:
             self.running = None
+        if reply.sent and name == self.pty_target and self.pty_agent:
+            self.pty_prompt = prompt
+            self.remember()
         if not self.frontend.interactive() and reply.text:
             self.frontend.sink().display(bundle(None, plain(reply.text + "\n")))
         note = outcome_markdown(panel.terminal, reply)
         if note:
             self.say(note)
         return reply
+
+    async def _reopen_terminal(self, name: str, prompt: str) -> Any:
+        """After a kernel restart: the remembered CLI again, resumed where it has a
+        resume flag (:func:`~acp_kernel.passthrough.ptycell.reopen`); the
+        :class:`Reply` when the prompt is not typed again, else None."""
+        from ..passthrough.manager import Reply
+        from ..passthrough.ptycell import reopen
+
+        _, last = self.pty_resume or ("", "")
+        self.pty_resume = None
+        self.running = None
+        opened = await reopen(self.ptys, name, last, prompt, self.config, self.cwd)
+        self.pty_target = opened.panel.terminal.name
+        self.say(opened.note)
+        if opened.type_prompt:
+            return None
+        self.frontend.sink().display(opened.panel.bundle())
+        return Reply(prompt, "", "idle", screen=opened.panel.terminal.screen_text(),
+                     detail="resumed; typed before the restart", sent=False)
 
     async def cancel(self) -> None:
         if self.session is not None:
@@ -553,6 +587,7 @@ class Controller:
         verb = args[0] if args else ""
         if verb == "off":
             self.pty_target = None
+            self.remember()
             self.say(Markdown("*Prompts go to {} over ACP again.*").format(text(self.spec.title)))
         elif verb == "list":
             self.say(self.ptys.listing())
@@ -564,12 +599,17 @@ class Controller:
             await self.ptys.close(name)
             if self.pty_target == name:
                 self.pty_target = None
+                self.remember()
             self.say(Markdown("*Stopped {}.*").format(code(name)))
         else:
             from ..passthrough import ptycell
 
-            panel = self.ptys.open(ptycell.resolve(args, self.config, self.spec), self.cwd)
+            target = ptycell.resolve(args, self.config, self.spec)
+            panel = self.ptys.open(target, self.cwd)
             self.pty_target = panel.terminal.name
+            self.pty_agent = target.name if args[:1] != ["--command"] else ""
+            self.pty_prompt, self.pty_resume = "", None
+            self.remember()
             self.frontend.sink().display(panel.bundle())
             self.say(ptycell.opened_markdown(panel.terminal))
 

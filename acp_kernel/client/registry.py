@@ -276,7 +276,7 @@ BUILTIN: dict[str, AgentSpec] = {
             (sys.executable, "-m", "acp_kernel.demo.agent"),
             install="ships with acp-kernel",
             passthrough=Passthrough((sys.executable, "-m", "acp_kernel.demo.cli"), idle_seconds=0.5,
-                                    clear_input=CTRL_U, ready_pattern=r"(?m)^> ", busy_pattern=r"thinking…"),
+                                    clear_input=CTRL_U, ready_pattern=r"(?m)^>", busy_pattern=r"thinking…"),
         ),
         AgentSpec(
             "claude",

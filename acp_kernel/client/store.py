@@ -28,6 +28,11 @@ class Remembered:
     session_id: str
     cwd: str
     default: str = ""
+    #: The agent whose own CLI the cells were typed into (``%passthrough NAME``; "" none),
+    #: so a restarted kernel goes on typing into it (resumed), not silently over ACP.
+    passthrough: str = ""
+    #: The last prompt typed into it: after a resume it is in the CLI's history already.
+    passthrough_prompt: str = ""
 
 
 def store_path() -> Path:
@@ -59,7 +64,8 @@ def recall(key: str | None) -> Remembered | None:
         return None
     try:
         return Remembered(str(entry["agent"]), [str(w) for w in entry["command"]], str(entry["session_id"]),
-                          str(entry["cwd"]), str(entry.get("default") or ""))
+                          str(entry["cwd"]), str(entry.get("default") or ""),
+                          str(entry.get("passthrough") or ""), str(entry.get("passthrough_prompt") or ""))
     except (KeyError, TypeError):
         return None
 

@@ -202,3 +202,53 @@ def last_words(reply: Reply) -> str:
     if reply.sent and reply.text:
         return last_lines(reply.text)
     return last_lines(reply_text(reply.screen.splitlines()))
+
+
+@dataclass
+class Reopened:
+    """A remembered passthrough CLI started again after a kernel restart."""
+
+    panel: "TerminalPanel"
+    note: Markdown
+    #: False when the CLI resumed its conversation and the prompt is the one it already has.
+    type_prompt: bool
+
+
+async def reopen(terminals: Terminals, name: str, last_prompt: str, prompt: str, config: Config,
+                 cwd: str) -> Reopened:
+    """Start the agent's CLI again after a kernel restart.
+
+    With the agent's ``resume_args`` (and a conversation to resume: a prompt was
+    typed before), the CLI continues its conversation, and ``prompt`` is not
+    typed again when it is the one typed last before the restart (re-running
+    that cell). When the resume fails (the CLI exits or never gets ready), a
+    fresh start follows, which does get the prompt. The note says which.
+    """
+    from ..errors import AcpError
+
+    try:
+        target = resolve([name], config, config.agent(name))
+    except AcpError as exc:
+        raise PassthroughError(f"cannot start {name} again after the restart: {exc}") from None
+    settings, shown = target.settings, code(name)
+    if settings.resume_args and last_prompt:
+        resumed = dataclasses.replace(target, settings=dataclasses.replace(
+            settings, command=(*settings.command, *settings.resume_args)))
+        panel = terminals.open(resumed, cwd, reuse=False)
+        outcome = await panel.terminal.ready()
+        args = code(shlex.join(settings.resume_args))
+        if outcome == "idle":
+            again = prompt.strip() == last_prompt.strip()
+            note = Markdown("*Resumed {} after the kernel restart ({}).*").format(shown, args)
+            if again:
+                note += Markdown(" *This prompt was typed before the restart: it is in the conversation, "
+                                 "so it is not typed again.*")
+            return Reopened(panel, note, not again)
+        term = panel.terminal
+        why = term.describe_exit() if outcome == "exited" else (term.unready() or f"{outcome}")
+        await terminals.close(term.name)
+        note = Markdown("*Could not resume {} with {} ({}); started it fresh, and the prompt is typed.*").format(
+            shown, args, text(why))
+    else:
+        note = Markdown("*Started {} again after the kernel restart (a new conversation).*").format(shown)
+    return Reopened(terminals.open(target, cwd, reuse=False), note, True)

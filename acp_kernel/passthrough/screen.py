@@ -96,9 +96,24 @@ class ScreenModel:
         return changed
 
     def resize(self, rows: int, cols: int) -> None:
-        if (rows, cols) == (self._screen.lines, self._screen.columns):
+        """As xterm does: fewer rows keep the cursor's row on screen (the top
+        lines scroll off), where pyte would delete lines from the top."""
+        scr = self._screen
+        if (rows, cols) == (scr.lines, scr.columns):
             return
-        self._screen.resize(rows, cols)
+        if rows < scr.lines:
+            y = scr.cursor.y
+            excess = max(0, y - (rows - 1))
+            if excess:
+                scr.set_margins()
+                scr.cursor.y = scr.lines - 1
+                for _ in range(excess):
+                    scr.index()
+                scr.cursor.y = y - excess
+            for key in [k for k in scr.buffer if k >= rows]:
+                del scr.buffer[key]
+            scr.lines = rows
+        scr.resize(rows, cols)
         self._rows = [_row(self._screen.buffer[y], cols) for y in range(rows)]
         self._screen.dirty.clear()
         self.changes += 1

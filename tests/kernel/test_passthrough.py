@@ -251,7 +251,7 @@ async def test_a_view_that_falls_behind_pauses_the_program_until_it_is_given_up(
     front.hello(rows=24, cols=80)
     await front.pump_until(lambda: front.replayed)
     res = await k.execute("/flood 12000000", on_output=front.feed, timeout=60)
-    assert res.status == "ok"
+    assert res.status == "ok", res.text()
     assert "flood done" in front.text()
     gaps = [(b[0] - a[0], sum(n for _, n in front.arrivals[: i + 1]))
             for i, (a, b) in enumerate(zip(front.arrivals, front.arrivals[1:]))]

@@ -18,7 +18,9 @@ Flags:
   --think S           S seconds of a static "working (esc to interrupt)" screen
                       (no animation) before each reply
   --idle-redraw       repaint the same screen every 0.3 s forever (kimi)
-  --log FILE          append what happened as JSON lines (prompt, chunk, cancel, dialog, quit)
+  --log FILE          append what happened as JSON lines (start, prompt, chunk, cancel, dialog, quit)
+  --continue          resume the last conversation (its resume flag)
+  --fail-resume       with --continue: say there is none and exit 1
 """
 
 from __future__ import annotations
@@ -210,13 +212,22 @@ def main() -> int:
     ap.add_argument("--think", type=float, default=0.0)
     ap.add_argument("--idle-redraw", action="store_true")
     ap.add_argument("--log", default="")
+    ap.add_argument("--continue", dest="resume", action="store_true")
+    ap.add_argument("--fail-resume", action="store_true")
     args = ap.parse_args()
+    if args.resume and args.fail_resume:
+        print("no conversation to continue", flush=True)
+        return 1
     time.sleep(args.silent_start)  # canonical mode, nothing drawn: not ready
     saved = termios.tcgetattr(0)
     tty.setraw(0, termios.TCSAFLUSH)  # what was typed before now is discarded
     os.write(1, b"\x1b[?1049h\x1b[?2004h")
     try:
-        return App(args).run()
+        app = App(args)
+        app.log("start", resumed=args.resume)
+        if args.resume:
+            app.transcript.append("(resumed conversation)")
+        return app.run()
     except OSError:
         return 0
     finally:

@@ -133,3 +133,41 @@ async def test_not_ready_and_timeouts_are_errors_that_say_what_the_screen_shows(
     reply = await nb.wait(cell)
     assert reply["status"] == "error" and reply["ename"] == "PassthroughTimeout"
     assert "busy: still working after 1 s (the screen shows 'esc to interrupt'). It may still be working" in nb.text(cell)
+
+
+@pytest.mark.parametrize("fails", [False, True], ids=["resumed", "resume-fails"])
+async def test_after_a_restart_the_cli_is_resumed_and_the_last_prompt_not_typed_again(kernel_env, tmp_path, fails):
+    log = tmp_path / "standin.jsonl"
+    entry = config_entry("esc", log)
+    entry["passthrough"]["resume_args"] = ["--continue"] + (["--fail-resume"] if fails else [])
+    (tmp_path / "acp_kernel.json").write_text(json.dumps({"agents": {"cli": entry}}))
+    kernel_env = {**kernel_env, "JPY_SESSION_NAME": str(tmp_path / "work" / "nb.ipynb")}
+    km = AsyncKernelManager(kernel_name="acp")
+    await km.start_kernel(env=kernel_env, cwd=str(tmp_path / "work"))
+    kc = km.client()
+    kc.start_channels()
+    try:
+        await kc.wait_for_ready(timeout=60)
+        nb = Notebook(km, kc)
+        nb.send("%passthrough cli")
+        first = nb.send("alpha one")
+        assert (await nb.wait(first))["status"] == "ok" and "stand-in reply to: alpha one" in nb.text(first)
+        await km.restart_kernel(now=False)
+        await kc.wait_for_ready(timeout=60)
+        again = nb.send("alpha one")  # the same cell run again: the conversation has it
+        assert (await nb.wait(again))["status"] == "ok", nb.text(again)
+        starts = [e for e in events(log) if e["event"] == "start"]
+        if fails:
+            assert "Could not resume cli with --continue --fail-resume (exited with status 1); started it fresh, " \
+                   "and the prompt is typed." in nb.text(again)
+            assert prompts(log) == ["alpha one", "alpha one"] and [e["resumed"] for e in starts] == [False, False]
+        else:
+            assert "Resumed cli after the kernel restart (--continue). This prompt was typed before the restart: " \
+                   "it is in the conversation, so it is not typed again." in nb.text(again)
+            assert prompts(log) == ["alpha one"] and [e["resumed"] for e in starts] == [False, True]
+        nxt = nb.send("bravo two")  # still the CLI, not ACP
+        assert (await nb.wait(nxt))["status"] == "ok" and "stand-in reply to: bravo two" in nb.text(nxt)
+        assert prompts(log)[-1] == "bravo two"
+    finally:
+        kc.stop_channels()
+        await km.shutdown_kernel(now=False)

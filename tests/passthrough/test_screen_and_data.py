@@ -57,6 +57,16 @@ def test_resize_keeps_the_text():
     s.feed("abc")
     s.resize(5, 40)
     assert s.size == (5, 40) and s.text() == "abc"
+    s = ScreenModel(10, 20)
+    s.feed("banner\r\nline 2\r\nline 3\r\n> ")
+    s.resize(2, 20)  # as xterm: the cursor's row stays, the top scrolls off
+    assert s.size == (2, 20) and s.lines() == ["line 3", ">"]
+    s.resize(6, 20)
+    assert s.text() == "line 3\n>"
+    s = ScreenModel(10, 20)
+    s.feed("top\r\n> ")
+    s.resize(4, 20)  # the cursor is near the top: the bottom rows go
+    assert s.text() == "top\n>"
 
 
 def test_reply_text_leaves_out_rules_chrome_and_the_prompt_echo():
