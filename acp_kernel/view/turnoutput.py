@@ -77,6 +77,9 @@ log = logging.getLogger(__name__)
 RUN_LIMIT = 16_000
 #: Seconds between rebuilds of the markdown/text fallback while the turn runs.
 FALLBACK_INTERVAL = 2.0
+#: The session's notice when the user cancels (client/session.py); once the turn
+#: has ended it says what happened instead of staying "...".
+CANCELLING = "cancelling..."
 
 
 class Block:
@@ -117,6 +120,10 @@ def _row_state(row: ToolCallRow) -> dict[str, Any]:
                             output=colour(t.get("output") or ""), exit=termsafe.line(t.get("exit")))
                        for t in st.get("terminals") or []]
     st["locations"] = [termsafe.line(loc) for loc in st.get("locations") or []]
+    if row.call.status in ("cancelled", "failed"):
+        for t in st["terminals"]:
+            if not t["exit"] and not t.get("live"):
+                t["exit"] = "no exit status: the call was " + row.call.status
     detail = st.get("detail") or ""
     if detail and not detail.startswith("$ ") and (st["text"] or st["diffs"] or st["terminals"]):
         detail = ""  # the call's own content says more than its raw JSON input
@@ -703,6 +710,10 @@ class TurnOutput:
                 fut = block.prompt.future
                 self._settled(block, None if fut.cancelled() or fut.exception() else fut.result())
         if self.turn.done:
+            for block in self.blocks:
+                if block.kind == "notice" and block.state.get("text") == CANCELLING:
+                    self._notice("info", "Cancel requested; the turn ended "
+                                 + ("cancelled" if self.turn.stop_reason == "cancelled" else "anyway"), block)
             line = status_line(self.turn, self.session, files_read=self._files_read)
             block = self._new("status")
             block.state = {"type": "status", "text": line, "stop": str(self.turn.stop_reason or ("error" if self.turn.error else ""))}

@@ -182,3 +182,51 @@ def test_plain_text_has_no_escape_sequences():
     out = safe.plain("ok\x1b]52;c;ZXZpbA==\x07 \x1b[2J\x1b[8mhidden\x1b[0m \x9b31m \u202egnp.exe\r\n")
     assert "\x1b" not in out and "\x9b" not in out and "\u202e" not in out and "\x07" not in out
     assert out.endswith("\n") and "hidden" in out
+
+
+# -- the turn widget's HTML (safe.markdown_html): the page sets it as innerHTML ----------------
+
+
+def live_html(html: str) -> list[str]:
+    from tests.hostile.render import _Scan
+
+    scan = _Scan()
+    scan.feed(html)
+    scan.close()
+    return scan.found
+
+
+@pytest.mark.parametrize("payload", PAYLOADS)
+def test_widget_html_of_agent_markdown_has_nothing_live(payload):
+    out = safe.markdown_html(payload)
+    assert isinstance(out, safe.Html)
+    assert live_html(out) == [], out
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(adversarial)
+def test_property_widget_html(md):
+    assert live_html(safe.markdown_html(md)) == []
+
+
+def test_widget_html_keeps_markdown_and_shows_a_code_span_across_a_line_break_as_code():
+    html = safe.markdown_html(f"# Title\n\n**bold** `a\nb` {IMG} [ok](https://example.com) [bad](javascript:alert(1))")
+    assert "<h1>Title</h1>" in html and "<strong>bold</strong>" in html and "<code>a b</code>" in html
+    assert "&lt;img src=x onerror=alert(1)&gt;" in html
+    assert '<a href="https://example.com" target="_blank" rel="noopener noreferrer nofollow">ok</a>' in html
+    assert "javascript" not in html.split("[bad]")[0] and live_html(html) == []
+
+
+def test_remote_images_are_placeholders_naming_their_host_and_load_nothing(monkeypatch):
+    html = safe.markdown_html("![chart](https://img.example.com/c.png?leak=1) ![d](data:image/png;base64,AAAA)"
+                              " ![svg](data:image/svg+xml;base64,PHN2Zz4=) ![rel](x.png)")
+    assert "<img" not in html and live_html(html) == []
+    assert 'data-host="img.example.com"' in html and "image from img.example.com: click to load" in html
+    assert "inline image: click to show" in html  # a raster data: image may be shown inline
+    assert html.count('class="acp-img"') == 2 and html.count("image not shown") == 1  # a relative one: never
+    assert "![svg](data:image/svg+xml" in html  # SVG (it can hold script) is not even an image: its source as text
+    md = safe.markdown("![chart](https://img.example.com/c.png?leak=1)")
+    assert "(image from img.example.com)" in md and live(md) == []
+    monkeypatch.setattr(safe, "REMOTE_IMAGES", "drop")
+    assert "data-src" not in safe.markdown_html("![chart](https://img.example.com/c.png)")
+    assert "img.example.com" not in safe.markdown("![chart](https://img.example.com/c.png)")

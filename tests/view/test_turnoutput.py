@@ -239,3 +239,21 @@ async def test_the_fallback_follows_block_boundaries_at_a_bounded_rate(frontend:
     await asyncio.wait_for(updated.wait(), 5)
     assert "Read a" in sink.outputs()[0]["text/markdown"]
     turn.finish("end_turn")
+
+
+async def test_a_cancelled_turn_leaves_no_stale_cancelling_line(frontend: Frontend):
+    turn, sink = Turn("s1"), RecordingSink()
+    TurnOutput(turn, sink)
+    term = FakeTerminal()
+    turn.add(terminal_started("term-1", term, argv=("sleep", "100")))
+    turn.apply_update(tool_call("t1", "Run sleep", "execute", "in_progress", content=[{"type": "terminal", "terminalId": "term-1"}]))
+    term.emit("started\n")
+    turn.add(Notice("info", "cancelling..."))
+    turn.finish("cancelled")
+    texts = [b.get("text") for b in blocks(model_of(frontend))]
+    assert "cancelling..." not in texts and "Cancel requested; the turn ended cancelled" in texts
+    row = blocks(model_of(frontend))[0]
+    # Its parts in order: the command, its output, then the line saying it was stopped.
+    assert row["status"] == "cancelled" and row["terminals"][0]["output"] == "started\n"
+    assert row["terminals"][0]["exit"] == "no exit status: the call was cancelled"
+    assert texts[-1].startswith("Cancelled")
