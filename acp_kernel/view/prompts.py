@@ -19,6 +19,8 @@ from ..safe import Html, Markdown
 from .sink import widget_bundle
 from .transcript import elicitation_markdown, kind_icon, option_name, permission_markdown
 
+#: Width of the form's labels, so inputs of different label lengths line up.
+LABEL_WIDTH = "12em"
 BUTTON_STYLE = {"allow_once": "success", "allow_always": "success", "reject_once": "danger", "reject_always": "danger"}
 
 
@@ -37,7 +39,7 @@ def _set(widget: Any, value: Html) -> Any:
 
 
 def permission_plain(prompt: se.PermissionPrompt, outcome: Any = None, *, answered: bool = False) -> str:
-    head = f"Permission requested: {prompt.title or 'a tool call'}" + (f" ({prompt.kind})" if prompt.kind else "")
+    head = f"Permission requested: {prompt.title or 'a tool call'}"
     if not answered:
         return head + "\nOptions: " + " / ".join(str(o["name"]) for o in prompt.options)
     if outcome is None:
@@ -64,9 +66,7 @@ class PermissionForm:
         import ipywidgets as w
 
         p = self.prompt
-        kind = Html(" <code>{}</code>").format(p.kind) if p.kind else Html("")
-        head = Html("<b>🔐 Permission requested</b><br>{} <span>{}</span>{}").format(
-            kind_icon(p.kind), p.title or "a tool call", kind)
+        head = Html("<b>🔐 Permission requested</b><br>{} <span>{}</span>").format(kind_icon(p.kind), p.title or "a tool call")
         if detail:
             head += Html("<pre style='margin:4px 0;white-space:pre-wrap'>{}</pre>").format(detail)
         self.header = _html_widget(head)
@@ -137,7 +137,7 @@ class ElicitationForm:
         label = field_label(name, schema, required)
         kind = field_kind(schema)
         default = schema.get("default")
-        style = {"description_width": "initial"}
+        style = {"description_width": LABEL_WIDTH}  # one width: the inputs line up
         common = {"description": label, "style": style, "description_allow_html": False}
         if kind == "multi":
             opts = choices(schema["items"]) or []
@@ -145,9 +145,10 @@ class ElicitationForm:
             return w.SelectMultiple(options=opts, value=value, **common)
         if kind == "choice":
             opts = choices(schema) or []
-            if not required:
-                opts = [("—", None), *opts]
-            value = default if default in [o[1] for o in opts] else opts[0][1] if opts else None
+            # No default: the choice starts unset (a required one must be chosen), never the first option.
+            if default not in [o[1] for o in opts]:
+                opts = [("— choose —" if required else "—", None), *opts]
+            value = default if default in [o[1] for o in opts] else None
             return w.Dropdown(options=opts, value=value, **common)
         if kind == "boolean":
             return w.Checkbox(value=bool(default), indent=False, **common)
