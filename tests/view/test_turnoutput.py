@@ -267,7 +267,7 @@ async def test_the_ipywidgets_form_also_starts_required_choices_unset():
     turn.add(prompt)
     form = view.forms[0]
     box = form.inputs["license"]
-    assert box.value is None and box.options[0] == "— choose —"
+    assert box.value is None and box.options[0] == ("— choose —", None)
     assert len({b.style.description_width for b in form.inputs.values()}) == 1  # labels line up
     form.inputs["name"].value = "demo"
     form.inputs["count"].value = 2
