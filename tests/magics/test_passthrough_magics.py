@@ -51,3 +51,44 @@ async def test_interrupt_is_ctrl_c_and_exit_kills_nothing_twice(magics):
     res = await magics.execute("%%acp\n/exitcode 0", on_output=front.feed)
     assert "`cli` exited with status 0" in res.text()
     await wait_until(lambda: not any(proctree.alive(p) for p in pids))
+
+
+# -- the stand-in CLIs (tests/passthrough), Run-All style ------------------------------------
+
+STANDINS = ["ink", "silent", "dialog", "think", "quit"]
+
+
+@pytest.mark.parametrize("name", STANDINS)
+async def test_standin_run_all_interrupt_and_disconnect(ipython, tmp_path, name):
+    import json
+
+    from tests.passthrough.standins import config_entry, events, prompts, wait_event
+    from tests.passthrough.test_kernel_runall import Notebook
+
+    log = tmp_path / "standin.jsonl"
+    (tmp_path / "acp_kernel.json").write_text(json.dumps({"agents": {name: config_entry(name, log)}}))
+    await ipython.ok("%load_ext acp_kernel")
+    nb = Notebook(ipython.km, ipython.kc)
+    texts = ["alpha one", "bravo two", "charlie three", "delta first\ndelta second"]
+    cells = [nb.send(f"%acp passthrough {name}")] + [nb.send(f"%%acp\n{t}\n") for t in texts]
+    cells.append(nb.send("print(repr((_acp.outcome, _acp.text)))"))
+    for cell in cells:
+        assert (await nb.wait(cell))["status"] == "ok", nb.text(cell)
+    assert prompts(log) == texts  # queued before the CLI was ready: in order, one message each
+    assert nb.text(cells[-1]).strip() == repr(("idle", "stand-in reply to: delta first (2 lines)"))
+
+    slow = nb.send("%%acp\nSLOW please")
+    await wait_event(log, lambda e: e.get("text") == "slow chunk 2")
+    await ipython.km.interrupt_kernel()
+    assert (await nb.wait(slow))["status"] == "ok"
+    assert f"Interrupted: Esc sent to {name}-cli." in nb.text(slow)
+    assert [e["event"] for e in events(log)].count("cancel") == 1
+    after = nb.send("%%acp\nafter\n")
+    check = nb.send("print(repr(_acp.text))")
+    await nb.wait(after)
+    await nb.wait(check)
+    assert nb.text(check).strip() == repr("stand-in reply to: after (1 line)")
+    pids = agent_pids(ipython.descendants(), "standin.py")
+    assert len(pids) == 1
+    await ipython.ok(f"%acp disconnect {name}-cli")
+    await wait_until(lambda: not any(proctree.alive(p) for p in pids))
