@@ -14,6 +14,13 @@ live in the table below and in the user's config file, never in ``if agent
       },
       "mcp_servers": [{"name": "fs", "command": "mcp-fs", "args": [], "env": []}]
     }
+
+An agent's ``passthrough`` entry overrides the built-in :class:`Passthrough`
+field by field (``{"passthrough": {"submit_delay": 0.3}}`` keeps the rest), e.g.
+``cancel_keys`` (``["\u001b"]``, or ``[["\u001b", 0.25], "\u001b"]`` with a pause),
+``ready_pattern``/``busy_pattern``/``chrome_pattern`` (regular expressions on the
+rendered screen), ``idle_seconds``, ``ready_timeout``, ``cell_timeout`` (0: none),
+``clear_input``, ``version_command``, ``resume_args``.
 """
 
 from __future__ import annotations
