@@ -111,3 +111,39 @@ def test_a_200_step_turn_shows_its_end_and_its_question_in_jupyterlab(nb: Notebo
 
 def test_a_200_step_turn_shows_its_end_and_its_question_in_notebook7(nb7: Notebook) -> None:
     _run_long_turn(nb7, "long-turn-nb7")
+
+
+def test_a_form_inside_the_turn_starts_unset_lines_up_and_submits(nb: Notebook) -> None:
+    form_request = {"request": {"method": "elicitation/create", "params": {
+        "sessionId": "$SID", "mode": "form", "message": f"Deploy **where**? {IMG}",
+        "requestedSchema": {"type": "object", "required": ["target"], "properties": {
+            "target": {"type": "string", "title": "Target", "enum": ["staging", "prod"]},
+            "replicas": {"type": "integer", "title": "Number of replicas", "minimum": 1, "maximum": 5},
+            "force": {"type": "boolean", "title": "Force", "default": False}}}}}}
+    scenario_file = nb.lab.root / "form.json"
+    scenario_file.write_text(json.dumps({"prompt": [{"chunk": "Asking.\n\n"}, form_request, {"chunk": "\n\nthanks\n"}]}))
+    out0 = nb.run(0, f"%agent --command {sys.executable} {AGENTS / 'scripted_agent.py'} {scenario_file}")
+    expect(out0).to_contain_text("it starts with the next prompt", timeout=TURN)
+    out = nb.run(1, "go")
+    form = out.locator(".acp-form")
+    expect(form).to_be_visible(timeout=TURN)
+    expect(form.locator(".acp-form-message")).to_contain_text(f"Deploy where? {IMG}")
+    target = form.get_by_label("Target *")
+    expect(target).to_have_value("")  # a required choice without a default starts unset
+    # Labels of different widths: the inputs start at one x.
+    xs = [form.get_by_label(name).bounding_box()["x"] for name in ("Target *", "Number of replicas", "Force")]
+    assert max(xs) - min(xs) < 1, xs
+    form.get_by_role("button", name="Submit").click()
+    expect(form.locator(".acp-form-errors")).to_have_text("Target is required")
+    target.select_option("prod")
+    form.get_by_label("Number of replicas").fill("3")
+    nb.screenshot("form-inside-turn.png")
+    form.get_by_role("button", name="Submit").click()
+    expect(out.locator(".jp-OutputArea-output sub").last).to_have_text(DONE, timeout=TURN)
+    expect(out).to_contain_text('RESULT {"action": "accept", "content": {"target": "prod", "replicas": 3, "force": false}}')
+    expect(form.locator(".acp-q-outcome")).to_have_text("→ submitted")
+    assert page_pwned(nb) is None
+
+
+def page_pwned(nb: Notebook):
+    return nb.page.evaluate("window.__acp_pwned === undefined ? null : window.__acp_pwned")
