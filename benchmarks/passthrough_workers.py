@@ -16,12 +16,15 @@ Modes:
                ``%passthrough demo``, a view says hello (and gets its replay),
                then ``--rounds`` cells ``/flood BYTES``, each after a
                ``floor-flood`` run in a fresh process; bytes are counted as
-               the terminal widget's binary ``data`` comm messages arrive on
+               the terminal widget's ``data`` comm messages (text) arrive on
                iopub. Then ``%passthrough --command cat``, a view says hello,
                and single keys go out as ``{"type": "input"}`` comm messages
                on the shell channel, one at a time, each timed until a
                ``data`` message carrying it comes back (back to back, then
                paced), beside a ``floor-echo`` run in a fresh process.
+  frames       the cost of terminal data as text in the message (what the widget
+               sends, so a kernel gateway's relay can carry it) against a binary
+               buffer: serialise and parse per MB, bytes on the wire; no kernel
   comm-echo    the Jupyter messaging alone: a python3 (ipykernel) kernel with a
                comm that sends each message's text straight back; keys timed
                the same way (back to back, then paced). No PTY.
@@ -285,7 +288,8 @@ class Front:
             if data.get("method") == "custom":
                 body = data.get("content") or {}
                 if body.get("type") == "data":
-                    buf = ml[5] if len(ml) > 5 else b""
+                    # terminal data is text in the message (text frames, for a kernel gateway)
+                    buf = ml[5] if len(ml) > 5 else body.get("text", "").encode("utf-8")
                     term.messages += 1
                     term.nbytes += len(buf)
                     term.drawn += len(buf)
@@ -352,7 +356,7 @@ class Front:
         term = self.opened[-1]
         _, listing = self.run("%passthrough list")
         pids.extend(int(p) for p in re.findall(r"\| running \| (\d+) \|", listing) if int(p) not in pids)
-        self.custom(term, {"type": "hello", "view": VIEW, "rows": 24, "cols": 80})
+        self.custom(term, {"type": "hello", "view": VIEW, "rows": term.state.get("rows", 24), "cols": 80})
         self.until(lambda: term.replayed, 30, "the replay for the view")
         return term
 
@@ -565,7 +569,55 @@ def comm_echo(args: argparse.Namespace) -> dict:
         k.close()
 
 
-MODES = {"floor-flood": floor_flood, "floor-echo": floor_echo, "kernel": kernel, "comm-echo": comm_echo}
+def _terminal_sample(size: int) -> str:
+    """Terminal output like a CLI's: SGR colours, cursor moves, box drawing, some accents."""
+    line = ("\x1b[1;32m✓\x1b[0m step {i:6d} \x1b[2K\x1b[38;5;244m│ résumé of the work so far\x1b[0m "
+            "\x1b[3A\x1b[10Cdone ─────────\r\n")
+    out, i = [], 0
+    while sum(map(len, out)) < size:
+        out.append(line.format(i=i))
+        i += 1
+    return "".join(out)[:size]
+
+
+def frames(args: argparse.Namespace) -> dict:
+    """What sending terminal output as text costs against a binary buffer: one
+    Jupyter message per chunk serialised (``jupyter_client.Session``) and parsed
+    back (JSON and the buffer), per MB of terminal output; no kernel."""
+    from jupyter_client.session import Session
+
+    session = Session(key=b"bench")
+    sample = _terminal_sample(4 << 20)
+    result: dict[str, Any] = {"sample_chars": len(sample), "sample_utf8_bytes": len(sample.encode())}
+    for chunk in (4096, 256 * 1024):
+        parts = [sample[i:i + chunk] for i in range(0, len(sample), chunk)]
+        for label in ("text", "binary"):
+            wire = 0
+            t0 = time.perf_counter()
+            for _ in range(3):
+                for part in parts:
+                    if label == "text":
+                        msg = session.msg("comm_msg", {"comm_id": "x", "data": {"method": "custom", "content": {
+                            "type": "data", "text": part, "n": len(part)}}})
+                        frames_ = session.serialize(msg)
+                    else:
+                        msg = session.msg("comm_msg", {"comm_id": "x", "data": {"method": "custom", "content": {
+                            "type": "data"}}})
+                        msg["buffers"] = [part.encode("utf-8")]
+                        frames_ = session.serialize(msg) + msg["buffers"]
+                    back = json.loads(frames_[-1 if label == "text" else -2])
+                    data = back["data"]["content"].get("text") if label == "text" else frames_[-1].decode("utf-8")
+                    assert len(data) == len(part)
+                    wire += sum(len(f) for f in frames_)
+            seconds = (time.perf_counter() - t0) / 3
+            mb = len(sample.encode()) / 1e6
+            result[f"{label}_{chunk}"] = {"ms_per_mb": round(seconds * 1000 / mb, 2),
+                                          "wire_per_byte": round(wire / 3 / len(sample.encode()), 3)}
+    return result
+
+
+MODES = {"floor-flood": floor_flood, "floor-echo": floor_echo, "kernel": kernel, "comm-echo": comm_echo,
+         "frames": frames}
 
 
 def main(argv: list[str] | None = None) -> int:
