@@ -190,7 +190,7 @@ class Runtime(LoopHome):
         panel = self.ptys.open(Target(alias, target.settings, target.env, target.title),
                                str(call.option("--cwd") or os.getcwd()))
         self.default = panel.terminal.name
-        self.frontend.sink().display(panel.bundle())
+        panel.show(self.frontend.sink())
 
     # -- %%acp ----------------------------------------------------------------
 

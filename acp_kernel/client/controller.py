@@ -333,8 +333,6 @@ class Controller:
         if reply.sent and name == self.pty_target and self.pty_agent:
             self.pty_prompt = prompt
             self.remember()
-        if not self.frontend.interactive() and reply.text:
-            self.frontend.sink().display(bundle(None, plain(reply.text + "\n")))
         note = outcome_markdown(panel.terminal, reply)
         if note:
             self.say(note)
@@ -355,7 +353,7 @@ class Controller:
         self.say(opened.note)
         if opened.type_prompt:
             return None
-        self.frontend.sink().display(opened.panel.bundle())
+        opened.panel.show(self.frontend.sink())
         return Reply(prompt, "", "idle", screen=opened.panel.terminal.screen_text(),
                      detail="resumed; typed before the restart", sent=False)
 
@@ -560,7 +558,7 @@ class Controller:
         if self.ptys is None:
             raise AcpError("this front-end cannot show a terminal for the login")
         panel = self.ptys.open(ptycell.login_target(self.spec, method), self.cwd, reuse=False)
-        self.frontend.sink().display(panel.bundle())
+        panel.show(self.frontend.sink())
         self.say(Markdown("*Log in in the terminal above; the agent reconnects when it exits.*"))
         self.running = panel.terminal
         try:
@@ -610,7 +608,7 @@ class Controller:
             self.pty_agent = target.name if args[:1] != ["--command"] else ""
             self.pty_prompt, self.pty_resume = "", None
             self.remember()
-            self.frontend.sink().display(panel.bundle())
+            panel.show(self.frontend.sink())
             self.say(ptycell.opened_markdown(panel.terminal))
 
     def status_lines(self) -> list[Markdown]:
