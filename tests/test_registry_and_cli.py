@@ -168,5 +168,5 @@ def test_cli_agents_lists_every_builtin():
     for name in REQUIRED:
         assert name in res.stdout
     # each agent's own CLI for passthrough terminals, and whether it is installed here
-    assert "passthrough: claude (not installed)" in res.stdout or "passthrough: claude\n" in res.stdout
+    assert "passthrough: claude (not installed: " in res.stdout or "passthrough: claude\n" in res.stdout
     assert "-m acp_kernel.demo.cli\n" in res.stdout  # the demo's is always there

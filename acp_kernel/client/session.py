@@ -409,7 +409,7 @@ class Session:
         turn, fut = self._active, self._prompt_future
         if turn is None:
             return
-        turn.add(Notice("info", "cancelling..."))
+        turn.add(Notice("info", "cancelling...", key="cancelling"))
         try:
             self.client.conn.notify("session/cancel", {"sessionId": self.id})
         except ConnectionClosed:

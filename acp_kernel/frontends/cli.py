@@ -743,7 +743,6 @@ def run_agents(out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
     names = sorted(config.agents, key=lambda n: (n != "demo", n))
     specs = [config.agents[n] for n in names]
     programs = [discovery.which(s.program(), {**os.environ, **s.env}) for s in specs]
-    programs += [discovery.which(s.passthrough.command[0]) for s in specs if s.passthrough is not None]
     probes = discovery.probe_all(p for p in programs if p)
     rows = []
     for spec in specs:
@@ -758,8 +757,9 @@ def run_agents(out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
         for note in _agent_notes(spec, state):
             out.write(f"{pad}{line(note)}\n")
         if spec.passthrough is not None:
-            cli = discovery.program_availability(spec.passthrough.command, spec.env, probe_version=True, probes=probes)
-            found = {"installed": "", "missing": " (not installed)"}.get(cli.state, f" (broken: {cli.detail})")
+            # the registry's own version probe for the CLI (kimi's bare script must not run)
+            cli = discovery.program_availability(spec.passthrough, spec.env, probe_version=True)
+            found = "" if cli.state == "installed" else f" ({'not installed' if cli.state == 'missing' else 'broken'}: {cli.detail})"
             out.write(f"{pad}passthrough: {line(' '.join(spec.passthrough.command))}{line(found)}\n")
     out.write(f"\nconfig file: {config.path}\n")
     return EXIT_OK

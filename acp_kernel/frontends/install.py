@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import tempfile
 from typing import Any
 
 from ..client.registry import AgentSpec
+
+
+#: The packaged kernelspec folder: its logos go with every installed spec.
+KERNELSPEC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "kernelspec", "acp")
+LOGOS = ("logo-32x32.png", "logo-64x64.png", "logo-svg.svg")
 
 
 def kernel_json(spec: AgentSpec | None = None, *, executable: str | None = None) -> dict[str, Any]:
@@ -37,6 +43,8 @@ def install(spec: AgentSpec | None = None, *, user: bool = False, prefix: str | 
         os.chmod(tmp, 0o755)
         with open(os.path.join(tmp, "kernel.json"), "w", encoding="utf-8") as f:
             json.dump(kernel_json(spec), f, indent=2)
+        for name in LOGOS:  # the launcher's icon
+            shutil.copy(os.path.join(KERNELSPEC, name), tmp)
         return KernelSpecManager().install_kernel_spec(
             tmp, kernel_name(spec), user=user, prefix=prefix
         )

@@ -79,7 +79,7 @@ RUN_LIMIT = 16_000
 FALLBACK_INTERVAL = 2.0
 #: The session's notice when the user cancels (client/session.py); once the turn
 #: has ended it says what happened instead of staying "...".
-CANCELLING = "cancelling..."
+CANCELLING = "cancelling"  # the key of the session's notice (client/session.py)
 
 
 class Block:
@@ -710,10 +710,10 @@ class TurnOutput:
                 fut = block.prompt.future
                 self._settled(block, None if fut.cancelled() or fut.exception() else fut.result())
         if self.turn.done:
-            for block in self.blocks:
-                if block.kind == "notice" and block.state.get("text") == CANCELLING:
-                    self._notice("info", "Cancel requested; the turn ended "
-                                 + ("cancelled" if self.turn.stop_reason == "cancelled" else "anyway"), block)
+            cancelling = self._notices.get(CANCELLING)  # the session's keyed "cancelling..." notice
+            if cancelling is not None:
+                self._notice("info", "Cancel requested; the turn ended "
+                             + ("cancelled" if self.turn.stop_reason == "cancelled" else "anyway"), cancelling)
             line = status_line(self.turn, self.session, files_read=self._files_read)
             block = self._new("status")
             block.state = {"type": "status", "text": line, "stop": str(self.turn.stop_reason or ("error" if self.turn.error else ""))}

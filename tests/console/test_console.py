@@ -30,7 +30,7 @@ def test_a_console_shows_the_answer_text(console):
     c = console({"prompt": turn_with_everything()})
     out = c.run("Look around")
     assert "Hello from the scripted agent. It found two files and " + IMG in out
-    assert "end_turn" in out  # the status line
+    assert "Done" in out  # the status line
 
 
 def test_a_console_shows_final_tool_call_states_and_the_plan(console):

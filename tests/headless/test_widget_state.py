@@ -27,7 +27,7 @@ def test_two_agent_cells_both_keep_their_widget_state(headless_env, tmp_path):
         views = [o["data"][WIDGET]["model_id"] for o in cell.outputs if WIDGET in o.get("data", {})]
         assert len(views) == 1, cell.outputs
         model = state[views[0]]["state"]
-        assert model["count"] == 1
-        assert model["row:0"]["title"] == title and model["row:0"]["status"] == "completed"
+        tool = next(v for k, v in model.items() if k.startswith("b:") and v["type"] == "tool")
+        assert tool["title"] == title and tool["status"] == "completed"
         text = "\n".join(o.get("data", {}).get("text/plain", "") for o in cell.outputs)
         assert f"{title} · ✓ done" in text

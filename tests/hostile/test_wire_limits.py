@@ -172,7 +172,7 @@ async def test_twenty_thousand_noise_lines_make_a_bounded_number_of_outputs_and_
         outputs = [json.dumps(o) for o in sink.outputs()]
         assert sum("more like this" in o for o in outputs) == 1
         assert any(f"{n - NOTICE_BURST:,} more like this" in o and f"noise line {n - 1}" in o for o in outputs)
-        assert "end_turn" in outputs[-1]  # the status line still comes last
+        assert "Done" in outputs[-1]  # the status line still comes last
     finally:
         await client.close()
 
@@ -220,6 +220,6 @@ async def test_finished_turns_past_the_detailed_limit_are_compacted_and_still_re
 
         md = render_markdown(first, session)  # what a saved transcript of the old turn shows
         assert "Answer" in md and "Write big" in md and "199" in md
-        assert status_line(first, session).startswith("end_turn")
+        assert status_line(first, session).startswith("Done")
     finally:
         await client.close()

@@ -7,6 +7,8 @@ import re
 
 from acp_kernel.protocol import proctree
 
+from tests.view.turnclick import permission_answerer
+
 from .conftest import scripted_command, wait_until
 
 
@@ -31,10 +33,10 @@ async def test_streamed_then_final_transcript(acp_kernel):
     assert "update_display_data" in kinds
     text = res.text()
     assert "The acp-kernel demo agent" in text
-    assert "end_turn" in text  # the final status line
+    assert "Done" in text  # the final status line
     # final: the last output is the status line, after every message block
     last = res.outputs[-1]["content"]["data"]["text/markdown"]
-    assert "end_turn" in last
+    assert "Done" in last
 
 
 async def test_interrupt_cancels_within_two_seconds_and_next_cell_works(acp_kernel):
@@ -93,21 +95,8 @@ async def _status_while_busy(harness) -> int:
 
 
 async def test_permission_answered_through_a_widget_comm_message(acp_kernel):
-    clicked = asyncio.get_running_loop().create_future()
-
-    async def on_output(msg):
-        # ipywidgets Button models arrive as comm_open; click the "allow once" one
-        if msg["msg_type"] != "comm_open" or clicked.done():
-            return
-        state = msg["content"]["data"].get("state", {})
-        if state.get("_model_name") == "ButtonModel" and "Allow once" in state.get("description", ""):
-            comm_id = msg["content"]["comm_id"]
-            click = acp_kernel.kc.session.msg(
-                "comm_msg", {"comm_id": comm_id, "data": {"method": "custom", "content": {"event": "click"}}}
-            )
-            acp_kernel.kc.shell_channel.send(click)
-            clicked.set_result(comm_id)
-
+    # The question is a block of the turn widget; answer it as the page does.
+    clicked, on_output = permission_answerer(acp_kernel, "Allow once")
     res = await acp_kernel.execute("permission", on_output=on_output, timeout=30)
     assert clicked.done(), res.text()
     assert "Permission granted" in res.text()

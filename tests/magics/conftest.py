@@ -124,20 +124,9 @@ async def magics(ipython):
 
 
 def button_clicker(harness: KernelHarness, label: str) -> tuple[asyncio.Future, Any]:
-    """An ``on_output`` hook that clicks the first ipywidgets Button whose
-    description holds ``label`` (a ``comm_msg`` custom click, like a browser)."""
-    clicked: asyncio.Future = asyncio.get_running_loop().create_future()
+    """An ``on_output`` hook that answers the turn's first permission question
+    with the option whose name holds ``label``, as the page does (the question
+    is a block of the turn widget: tests/view/turnclick.py)."""
+    from tests.view.turnclick import permission_answerer
 
-    async def on_output(msg: dict) -> None:
-        if msg["msg_type"] != "comm_open" or clicked.done():
-            return
-        state = msg["content"]["data"].get("state", {})
-        if state.get("_model_name") == "ButtonModel" and label in state.get("description", ""):
-            comm_id = msg["content"]["comm_id"]
-            click = harness.kc.session.msg(
-                "comm_msg", {"comm_id": comm_id, "data": {"method": "custom", "content": {"event": "click"}}}
-            )
-            harness.kc.shell_channel.send(click)
-            clicked.set_result(comm_id)
-
-    return clicked, on_output
+    return permission_answerer(harness, label)

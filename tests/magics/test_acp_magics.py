@@ -39,7 +39,7 @@ async def test_turn_renders_live_in_the_cell_and_its_value_is_a_turn(magics):
     i_last = res.outputs.index(shown[-1])
     assert res.times[i_last] - res.times[i_first] > 0.1, (res.times[i_first], res.times[i_last])
     # It ends with the status line, then the cell's value.
-    assert "end_turn" in shown[-1]["content"]["data"]["text/plain"]
+    assert "Done" in shown[-1]["content"]["data"]["text/plain"]
     assert res.outputs[-1]["msg_type"] == "execute_result"
     assert res.outputs[-1]["content"]["data"]["text/plain"].startswith("<Turn end_turn")
     assert "The acp-kernel demo agent" in res.text()

@@ -248,7 +248,7 @@ async def test_a_cancelled_turn_leaves_no_stale_cancelling_line(frontend: Fronte
     turn.add(terminal_started("term-1", term, argv=("sleep", "100")))
     turn.apply_update(tool_call("t1", "Run sleep", "execute", "in_progress", content=[{"type": "terminal", "terminalId": "term-1"}]))
     term.emit("started\n")
-    turn.add(Notice("info", "cancelling..."))
+    turn.add(Notice("info", "cancelling...", key="cancelling"))  # as Session.cancel says it
     turn.finish("cancelled")
     texts = [b.get("text") for b in blocks(model_of(frontend))]
     assert "cancelling..." not in texts and "Cancel requested; the turn ended cancelled" in texts
