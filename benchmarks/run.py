@@ -962,6 +962,7 @@ BENCHMARKS: dict[str, Callable[[Ctx], Section]] = {
     "passthrough": passthrough,
     "hostile": hostile,
     "longturn": long_turn,
+    "shell-flood": lambda ctx: __import__("benchmarks.shell_flood", fromlist=["_"]).shell_flood(ctx),
 }
 
 
