@@ -29,12 +29,12 @@ append-only mode; notebooks without widgets its markdown displays.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import threading
 import time
 import uuid
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from ..client import turn as tm
@@ -42,33 +42,25 @@ from ..safe import Markdown, markdown, markdown_html, plain
 from ..services import events as se
 from .. import termsafe
 from .ansi import AnsiStream, colour
-from .coalesce import Coalescer
 from .form import choices, field_kind, field_label, validate
 from .frontend import NOTEBOOK, Frontend
-from .markdown import BlockSplitter
-from .sink import CellContext, DisplaySink, widget_bundle
+from .sink import DisplaySink, widget_bundle
 from .toolcall import ToolCallRow, shared_layout
 from .transcript import (
-    command_of,
     elicitation_markdown,
-    file_written_markdown,
-    file_written_plain,
     kind_icon,
     notice_markdown,
     option_name,
     permission_markdown,
     plan_markdown,
     plan_text,
-    prompt_tool_call_id,
-    resolved_markdown,
-    resolved_plain,
     status_line,
     status_markdown,
     thought_markdown,
     tool_call_final_plain,
-    unknown_markdown,
     user_markdown,
 )
+from .turnbase import TurnBase, notice_icon, outcome_of
 from .turnwidget import block_key, turn_widget_class
 
 log = logging.getLogger(__name__)
@@ -132,7 +124,7 @@ def _row_state(row: ToolCallRow) -> dict[str, Any]:
     return st
 
 
-class TurnOutput:
+class TurnOutput(TurnBase):
     """Render one turn live as one output; see the module docstring.
 
     The same constructor as :class:`.turnview.TurnView` (``view_for`` picks).
@@ -149,47 +141,26 @@ class TurnOutput:
         frontend: Frontend | None = None,
         asker: Callable[[Any, Any], None] | None = None,
     ) -> None:
-        self.turn = turn
-        self.sink = sink
-        self.session = session
-        self.frontend = frontend if frontend is not None else NOTEBOOK
-        try:
-            self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:
-            self._loop = None
-        self._ticker = Coalescer(self._flush, rate_hz)
-        self._splitter = BlockSplitter()
+        super().__init__(turn, sink, session=session, rate_hz=rate_hz,
+                         frontend=frontend if frontend is not None else NOTEBOOK)
         self.blocks: list[Block] = []
-        self.rows: dict[str, ToolCallRow] = {}
         self._row_blocks: dict[str, Block] = {}
         self._dirty: set[int] = set()
         self._tail: Block | None = None  # the open tail of agent text
         self._tail_sent = ""
-        self._in_text = False
         self._other: Block | None = None  # the open thought/user run
         self._other_parts: list[str] = []
         self._other_size = 0
         self._plan: Block | None = None
         self._notices: dict[str, Block] = {}
-        self._terminals: dict[str, se.TerminalStarted] = {}
-        self._asked: set[str] = set()
-        self._files_read = 0
         self._lock = threading.Lock()
         self._fallback_at = 0.0
         self._fallback_handle: Any = None
         self._fallback_sent: tuple[str, str] | None = None
-        self.closed = False
-        self.errors = 0
         self.display_id = f"acp-turn-{uuid.uuid4().hex[:12]}"
-        run = getattr(sink, "run_in_context", None) or CellContext().run
-        self._run = run
-        self.widget = run(self._make_widget)
-        run(self._display)
-        for event in list(turn.events):
-            run(self._on_event, event)
-        self._unsubscribe: Callable[[], None] | None = turn.subscribe(lambda event: run(self._on_event, event))
-        if turn.done:
-            self.close()
+        self.widget = self._run(self._make_widget)
+        self._run(self._display)
+        self._subscribe()
 
     # -- plumbing -----------------------------------------------------------
 
@@ -202,21 +173,6 @@ class TurnOutput:
         self.sink.display(self._bundle(), display_id=self.display_id)
         self._fallback_at = time.monotonic()
 
-    def _call_soon(self, fn: Callable[..., None], *args: Any) -> None:
-        """Run on the loop thread, in the cell's context (widget messages may come from another thread)."""
-        loop = self._loop
-        if loop is None or loop.is_closed():
-            self._run(fn, *args)
-            return
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is loop:
-            self._run(fn, *args)
-        else:
-            loop.call_soon_threadsafe(self._run, fn, *args)
-
     def _new(self, kind: str) -> Block:
         block = Block(len(self.blocks), kind)
         self.blocks.append(block)
@@ -227,24 +183,8 @@ class TurnOutput:
         self._dirty.add(block.index)
         self._ticker.poke()
 
-    def _on_event(self, event: Any) -> None:
-        if self.closed:
-            return
-        try:
-            if event is None:
-                self.close()
-            elif type(event) is tm.Chunk:
-                self._chunk(event)
-            else:
-                self._other_event(event)
-        except Exception as exc:
-            self.errors += 1
-            log.exception("turn view failed on %r", type(event).__name__)
-            if self.errors <= 3:
-                try:
-                    self._notice("error", f"(renderer error: {type(exc).__name__}: {exc})")
-                except Exception:
-                    log.debug("could not show the renderer error", exc_info=True)
+    def _show_error(self, text: str) -> None:
+        self._notice("error", text)
 
     # -- runs of text -----------------------------------------------------------
 
@@ -260,21 +200,18 @@ class TurnOutput:
             self._other_size = 0
         self._boundary()
 
-    def _chunk(self, ev: tm.Chunk) -> None:
-        if not ev.text:
-            return
-        if ev.role == "agent":
-            if not self._in_text:
-                self._close_run()
-                self._in_text = True
-            self._splitter.feed(ev.text)
-        else:
-            if self._other is None or self._other.kind != ev.role:
-                self._close_run()
-                self._other = self._new(ev.role)
-            self._other_parts.append(ev.text)
-            self._other_size += len(ev.text)
-        self._ticker.poke()
+    def _open_text(self) -> None:
+        pass  # the text's blocks are made as it completes (_flush_text)
+
+    def _other_role(self) -> str | None:
+        return self._other.kind if self._other is not None else None
+
+    def _open_other(self, role: str) -> None:
+        self._other = self._new(role)
+
+    def _add_other(self, text: str) -> None:
+        self._other_parts.append(text)
+        self._other_size += len(text)
 
     def _text_block(self, block: Block, md: str, *, open_: bool) -> None:
         block.state = {"type": "text", "html": markdown_html(md), "open": open_}
@@ -313,9 +250,6 @@ class TurnOutput:
         self._dirty.add(block.index)
 
     # -- the coalesced flush -------------------------------------------------------
-
-    def _flush(self) -> None:
-        self._run(self._flush_now)
 
     def _flush_now(self) -> None:
         if self._in_text:
@@ -404,82 +338,48 @@ class TurnOutput:
 
     # -- everything else -------------------------------------------------------------
 
-    def _line(self, kind: str, md: Markdown, text: str) -> Block:
+    def _line(self, md: Markdown, text: str) -> Block:
         self._close_run()
-        block = self._new(kind)
-        block.state = {"type": kind, "text": termsafe.clean(text)}
+        block = self._new("line")
+        block.state = {"type": "line", "text": termsafe.clean(text)}
         block.md, block.text = md, text
         self._touch(block)
         self._boundary()
         return block
 
     def _notice(self, level: str, message: str, block: Block | None = None) -> Block:
-        icon = {"error": "[error] ", "warning": "[warning] "}.get(level, "")
         if block is None:
             self._close_run()
             block = self._new("notice")
         block.state = {"type": "notice", "level": level, "text": termsafe.clean(str(message))}
-        block.md, block.text = notice_markdown(level, message), icon + str(message)
+        block.md, block.text = notice_markdown(level, message), notice_icon(level) + str(message)
         self._touch(block)
         self._boundary()
         return block
 
-    def _other_event(self, ev: Any) -> None:
-        t = type(ev)
-        if t is tm.ToolCallEvent:
-            self._tool_call(ev)
-        elif t is tm.PlanEvent:
-            self._plan_event()
-        elif t is tm.StateEvent:
-            pass  # mode and usage go into the status line
-        elif t is tm.UnknownUpdate:
-            self._line("line", unknown_markdown(ev.kind, ev.raw), f"(unknown update {ev.kind})")
-        elif t is tm.Notice or t is se.Notice:
-            key = getattr(ev, "key", None)
-            self._notices[key] = self._notice(ev.level, ev.text, self._notices.get(key)) if key else self._notice(ev.level, ev.text)
-        elif t is se.TerminalStarted:
-            self._terminals[ev.terminal_id] = ev
-            if ev.note:
-                self._notice("info", ev.note)
-            for tid, row in self.rows.items():
-                if ev.terminal_id in row.call.terminal_ids and ev.terminal_id not in row.feeds:
-                    row.attach(ev)
-        elif t is se.TerminalExited:
-            for row in self.rows.values():
-                if ev.terminal_id in row.feeds:
-                    row.terminal_exited(ev)
-        elif t is se.PermissionPrompt:
-            self._permission(ev)
-        elif t is se.PermissionResolved:
-            if not (ev.by in ("user", "cancelled") and ev.tool_call_id in self._asked):
-                self._line("line", resolved_markdown(ev), resolved_plain(ev))
-        elif t is se.ElicitationPrompt:
-            self._elicitation(ev)
-        elif t is se.FileWritten:
-            self._line("line", file_written_markdown(ev), file_written_plain(ev))
-        elif t is se.FileRead:
-            self._files_read += 1
+    def _notice_event(self, ev: Any) -> None:
+        """A keyed notice (a summary the turn re-emits) is one block, updated in place."""
+        key = getattr(ev, "key", None)
+        if key:
+            self._notices[key] = self._notice(ev.level, ev.text, self._notices.get(key))
         else:
-            self._line("line", Markdown("{}").format(f"({type(ev).__name__})"), f"({type(ev).__name__}: {ev!r:.300})")
+            self._notice(ev.level, ev.text)
 
-    def _tool_call(self, ev: tm.ToolCallEvent) -> None:
-        call = ev.call
-        row = self.rows.get(call.id)
-        if row is None:
-            self._close_run()
-            block = self._new("tool")
-            row = ToolCallRow(call, _Rows(), block.index, lambda b=block: self._touch(b))  # type: ignore[arg-type]
-            row.key = block.key
-            block.row = row
-            self.rows[call.id] = row
-            self._row_blocks[call.id] = block
-            block.md = Markdown("")  # filled when the fallback is rebuilt
-            self._boundary()
-        for tid in call.terminal_ids:
-            started = self._terminals.get(tid)
-            if started is not None and tid not in row.feeds:
-                row.attach(started)
-        row.touch()
+    def _unknown_event(self, ev: Any) -> None:
+        self._line(Markdown("{}").format(f"({type(ev).__name__})"), f"({type(ev).__name__}: {ev!r:.300})")
+
+    def _new_row(self, call: tm.ToolCall) -> ToolCallRow:
+        """A tool call is a block of its own."""
+        self._close_run()
+        block = self._new("tool")
+        row = ToolCallRow(call, _Rows(), block.index, lambda b=block: self._touch(b))  # type: ignore[arg-type]
+        row.key = block.key
+        block.row = row
+        self.rows[call.id] = row
+        self._row_blocks[call.id] = block
+        block.md = Markdown("")  # filled when the fallback is rebuilt
+        self._boundary()
+        return row
 
     def _plan_event(self) -> None:
         entries = self.turn.plan
@@ -496,12 +396,7 @@ class TurnOutput:
     # -- questions --------------------------------------------------------------------
 
     def _permission(self, prompt: se.PermissionPrompt) -> None:
-        tid = prompt_tool_call_id(prompt)
-        if tid:
-            self._asked.add(tid)
-        call = self.turn.tool_calls.get(tid) if tid else None
-        raw_input = getattr(getattr(prompt.request, "tool_call", None), "raw_input", None)
-        detail = getattr(prompt, "command", "") or command_of(raw_input if raw_input is not None else (call.raw_input if call else None))
+        _call, detail = self._asked_call(prompt)
         self._close_run()
         block = self._new("permission")
         block.prompt = prompt
@@ -516,7 +411,7 @@ class TurnOutput:
         self._touch(block)
         self._ticker.flush_now()  # a question shows at once
         self._update_fallback(final=True)  # the text so far, before the wait
-        self._watch(block)
+        self._watch(block.prompt, partial(self._settled, block))
 
     def _elicitation(self, prompt: se.ElicitationPrompt) -> None:
         self._close_run()
@@ -552,7 +447,7 @@ class TurnOutput:
         self._touch(block)
         self._ticker.flush_now()
         self._update_fallback(final=True)
-        self._watch(block)
+        self._watch(block.prompt, partial(self._settled, block))
 
     def _prompt_fallback(self, block: Block, outcome: Any = None, answered: bool = False) -> None:
         p = block.prompt
@@ -566,18 +461,6 @@ class TurnOutput:
         else:
             block.md = elicitation_markdown(p, outcome, answered=answered)
             block.text = f"The agent asks: {p.message}"
-
-    def _watch(self, block: Block) -> None:
-        fut = block.prompt.future
-
-        def settled(f: asyncio.Future[Any]) -> None:
-            outcome = None if f.cancelled() or f.exception() is not None else f.result()
-            self._call_soon(self._settled, block, outcome)
-
-        if fut.done():
-            settled(fut)
-        else:
-            fut.add_done_callback(settled)
 
     def _settled(self, block: Block, outcome: Any) -> None:
         if block.state.get("state") != "asking":
@@ -674,23 +557,10 @@ class TurnOutput:
 
     # -- the end ---------------------------------------------------------------------
 
-    def flush(self) -> None:
-        """Send what the rate limit holds back, now."""
-        if not self.closed:
-            self._ticker.flush_now()
-
-    def close(self) -> None:
-        """Everything final: text, tool calls, questions, the status line, the fallback. Idempotent."""
-        if self.closed:
-            return
-        self._run(self._close)
-
     def _close(self) -> None:
         if self.closed:
             return
-        if self._unsubscribe is not None:
-            self._unsubscribe()
-            self._unsubscribe = None
+        self._stop_listening()
         self._close_run()
         self._ticker.close()
         self.closed = True
@@ -707,8 +577,7 @@ class TurnOutput:
                         self.widget.send({"type": "term", "block": block.key, "id": tid, "data": rest})
                 self._dirty.add(block.index)
             elif block.prompt is not None and block.state.get("state") == "asking" and block.prompt.done:
-                fut = block.prompt.future
-                self._settled(block, None if fut.cancelled() or fut.exception() else fut.result())
+                self._settled(block, outcome_of(block.prompt.future))
         if self.turn.done:
             cancelling = self._notices.get(CANCELLING)  # the session's keyed "cancelling..." notice
             if cancelling is not None:
@@ -720,10 +589,6 @@ class TurnOutput:
             block.md, block.text = status_markdown(line), line
         self._sync()
         self._update_fallback(final=True)
-
-    @property
-    def status(self) -> str:
-        return status_line(self.turn, self.session, files_read=self._files_read)
 
 
 def view_for(turn: tm.Turn, sink: DisplaySink, *, frontend: Frontend | None = None, widgets: bool = True,

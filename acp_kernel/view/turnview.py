@@ -22,38 +22,32 @@ failure is logged and shown, never raised into the connection's reader.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import uuid
 from collections.abc import Callable, Iterable
+from functools import partial
 from typing import Any
 
 from ..services import events as se
 from ..client import turn as tm
 from ..safe import bundle, markdown
-from .coalesce import Coalescer
+from ..safe import Markdown
 from .frontend import Frontend
 from .markdown import BlockSplitter
-from .sink import CellContext, DisplaySink
+from .sink import DisplaySink
 from .toolcall import ToolCallGroup, ToolCallRow, prewarm, widgets_loaded
 from .transcript import (
-    command_of,
-    file_written_markdown,
-    file_written_plain,
     notice_markdown,
     plan_markdown,
     plan_text,
-    prompt_tool_call_id,
-    resolved_markdown,
-    resolved_plain,
     status_line,
     status_markdown,
     thought_html,
     tool_call_final_plain,
     thought_markdown,
-    unknown_markdown,
     user_markdown,
 )
+from .turnbase import TurnBase, notice_icon, outcome_of
 
 log = logging.getLogger(__name__)
 
@@ -148,7 +142,7 @@ def _tail_bundle(md: str) -> dict[str, Any]:
     return {"text/markdown": markdown(md)}
 
 
-class TurnView:
+class TurnView(TurnBase):
     """Render one turn live into ``sink``; see the module docstring.
 
     Subscribes on construction and replays events already in the turn.
@@ -172,22 +166,13 @@ class TurnView:
         frontend: Frontend | None = None,
         asker: Callable[[Any, Any], None] | None = None,
     ) -> None:
-        self.turn = turn
-        self.sink = sink
-        self.session = session
-        self.frontend = frontend if frontend is not None else Frontend(widgets=widgets)
+        super().__init__(turn, sink, session=session, rate_hz=rate_hz,
+                         frontend=frontend if frontend is not None else Frontend(widgets=widgets))
         self.widgets = self.frontend.widgets
         self.updates = self.frontend.updates
         self.asker = asker if self.frontend.ask == "stdin" else None
-        try:
-            self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:
-            self._loop = None
-        self._ticker = Coalescer(self._flush, rate_hz)
-        self._splitter = BlockSplitter()
         self._text: _TextRun | None = None
         self._other: _OtherRun | None = None
-        self.rows: dict[str, ToolCallRow] = {}  # tool call id -> row
         self.groups: list[ToolCallGroup] = []  # in display order
         self._group: ToolCallGroup | None = None  # the open run of tool calls
         self._dirty_rows: set[str] = set()
@@ -195,7 +180,6 @@ class TurnView:
         self._dirty_notices: dict[str, Any] = {}  # summaries changed since the last flush
         self._notice_sent: dict[str, str] = {}  # summary key -> text shown (append-only mode)
         self._last_notice: dict[str, Any] = {}  # summary key -> its latest event (append-only mode)
-        self._terminals: dict[str, se.TerminalStarted] = {}
         self._plan_id: str | None = None
         self._plan_sent = ""  # the plan's text as last shown (append-only mode)
         self._plan_dirty = False
@@ -203,57 +187,18 @@ class TurnView:
         self._order: dict[str, int] = {}  # tool call id -> order of appearance
         self._shown_forms: set[str] = set()  # display ids of forms shown as updatable displays
         self.forms: list[Any] = []  # PermissionForm / ElicitationForm, in order
-        self._asked: set[str] = set()
-        self._files_read = 0
-        self.closed = False
-        self.errors = 0
-        self._unsubscribe: Callable[[], None] | None = None
-        # The view's work runs in the context of the cell that made it: widget
-        # comm messages (and IPython's displays) take their parent from there
-        # (see CellContext). A sink that has its own (IPythonSink) is used.
-        run = getattr(sink, "run_in_context", None) or CellContext().run
-        self._run = run
-        for event in list(turn.events):
-            run(self._on_event, event)
-        self._unsubscribe = turn.subscribe(lambda event: run(self._on_event, event))
-        if turn.done:
-            self.close()
+        self._subscribe()
 
     # -- plumbing -----------------------------------------------------------
 
-    def _call_soon(self, fn: Callable[..., None], *args: Any) -> None:
-        """Run on the loop thread (widget callbacks may come from another)."""
-        loop = self._loop
-        if loop is None or loop.is_closed():
-            fn(*args)
-            return
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is loop:
-            fn(*args)
-        else:
-            loop.call_soon_threadsafe(self._run, fn, *args)
+    def _show_error(self, text: str) -> None:
+        self._append(bundle(plain_text=text))
 
-    def _on_event(self, event: Any) -> None:
-        if self.closed:
-            return
-        try:
-            if event is None:
-                self.close()
-            elif type(event) is tm.Chunk:
-                self._chunk(event)
-            else:
-                self._other_event(event)
-        except Exception as exc:
-            self.errors += 1
-            log.exception("turn view failed on %r", type(event).__name__)
-            if self.errors <= 3:
-                try:
-                    self._append(bundle(plain_text=f"(renderer error: {type(exc).__name__}: {exc})"))
-                except Exception:
-                    log.debug("could not show the renderer error", exc_info=True)
+    def _line(self, md: Markdown, text: str) -> None:
+        self._append(bundle(md, text))
+
+    def _unknown_event(self, ev: Any) -> None:
+        self._append(bundle(plain_text=f"({type(ev).__name__}: {ev!r:.300})"))
 
     def _append(self, data: dict[str, Any], display_id: str | None = None) -> None:
         """A new output at the end: close the open text run first, so order holds."""
@@ -264,6 +209,7 @@ class TurnView:
         if self._text is not None:
             self._text.flush(self.sink, final=True)
             self._text = None
+            self._in_text = False
         if self._other is not None:
             self._other.flush(self.sink, updates=self.updates)
             self._other = None
@@ -271,11 +217,8 @@ class TurnView:
             self._group.close(self.sink)
             self._group = None
 
-    def _flush(self) -> None:
-        """The coalesced work: text tail, thought run, dirty tool call rows."""
-        self._run(self._flush_now)
-
     def _flush_now(self) -> None:
+        """The coalesced work: text tail, thought run, dirty tool call rows, plan, notices."""
         if self._text is not None:
             self._text.flush(self.sink)
         if self._other is not None:
@@ -310,62 +253,27 @@ class TurnView:
 
     # -- text ---------------------------------------------------------------
 
-    def _chunk(self, ev: tm.Chunk) -> None:
-        if not ev.text:
-            return
-        if ev.role == "agent":
-            if self._text is None:
-                self._close_run()
-                self._text = _TextRun(self._splitter, self.updates)
-            self._splitter.feed(ev.text)
-        else:
-            if self._other is None or self._other.role != ev.role:
-                self._close_run()
-                self._other = _OtherRun(ev.role)
-            self._other.add(ev.text)
-        self._ticker.poke()
+    def _open_text(self) -> None:
+        self._text = _TextRun(self._splitter, self.updates)
+
+    def _other_role(self) -> str | None:
+        return self._other.role if self._other is not None else None
+
+    def _open_other(self, role: str) -> None:
+        self._other = _OtherRun(role)
+
+    def _add_other(self, text: str) -> None:
+        assert self._other is not None
+        self._other.add(text)
 
     # -- everything else ------------------------------------------------------
-
-    def _other_event(self, ev: Any) -> None:
-        t = type(ev)
-        if t is tm.ToolCallEvent:
-            self._tool_call(ev)
-        elif t is tm.PlanEvent:
-            self._plan()
-        elif t is tm.StateEvent:
-            pass  # mode/usage go into the status line at the end
-        elif t is tm.UnknownUpdate:
-            self._append(bundle(unknown_markdown(ev.kind, ev.raw), f"(unknown update {ev.kind})"))
-        elif t is tm.Notice or t is se.Notice:
-            self._notice_event(ev)
-        elif t is se.TerminalStarted:
-            self._terminal_started(ev)
-        elif t is se.TerminalExited:
-            for row in self.rows.values():
-                if ev.terminal_id in row.feeds:
-                    row.terminal_exited(ev)
-        elif t is se.PermissionPrompt:
-            self._permission(ev)
-        elif t is se.PermissionResolved:
-            if not (ev.by in ("user", "cancelled") and ev.tool_call_id in self._asked):
-                self._append(bundle(resolved_markdown(ev), resolved_plain(ev)))
-        elif t is se.ElicitationPrompt:
-            self._elicitation(ev)
-        elif t is se.FileWritten:
-            self._append(bundle(file_written_markdown(ev), file_written_plain(ev)))
-        elif t is se.FileRead:
-            self._files_read += 1
-        else:
-            self._append(bundle(plain_text=f"({type(ev).__name__}: {ev!r:.300})"))
 
     def _notice(self, level: str, text: str) -> None:
         self._append(self._notice_bundle(level, text))
 
     @staticmethod
     def _notice_bundle(level: str, text: str) -> dict[str, Any]:
-        icon = {"error": "[error] ", "warning": "[warning] "}.get(level, "")
-        return bundle(notice_markdown(level, text), icon + str(text))
+        return bundle(notice_markdown(level, text), notice_icon(level) + str(text))
 
     def _notice_event(self, ev: Any) -> None:
         """A summary of repeated warnings (``key`` set) is one display,
@@ -387,17 +295,6 @@ class TurnView:
     def _dirty(self, tool_call_id: str) -> None:
         self._dirty_rows.add(tool_call_id)
         self._ticker.poke()
-
-    def _tool_call(self, ev: tm.ToolCallEvent) -> None:
-        call = ev.call
-        row = self.rows.get(call.id)
-        if row is None:
-            row = self._new_row(call)
-        for tid in call.terminal_ids:
-            started = self._terminals.get(tid)
-            if started is not None and tid not in row.feeds:
-                row.attach(started)
-        row.touch()
 
     def _new_row(self, call: tm.ToolCall) -> ToolCallRow:
         """A row in the open group; the first of a run (or, without widgets,
@@ -442,15 +339,7 @@ class TurnView:
             self._final_shown.add(tid)
             self._append(bundle(row.markdown(), tool_call_final_plain(row.call, row.snapshots())))
 
-    def _terminal_started(self, ev: se.TerminalStarted) -> None:
-        self._terminals[ev.terminal_id] = ev
-        if ev.note:
-            self._notice("info", ev.note)
-        for row in self.rows.values():
-            if ev.terminal_id in row.call.terminal_ids and ev.terminal_id not in row.feeds:
-                row.attach(ev)
-
-    def _plan(self) -> None:
+    def _plan_event(self) -> None:
         if not self.updates:
             self._plan_dirty = True
             self._ticker.poke()
@@ -470,19 +359,6 @@ class TurnView:
         if entries and plain != self._plan_sent:
             self._plan_sent = plain
             self._append(bundle(plan_markdown(entries), plain))
-
-    def _watch(self, form: Any) -> None:
-        """Update the form (and its fallback) when its prompt settles, on the loop."""
-        fut = form.prompt.future
-
-        def settled(f: asyncio.Future[Any]) -> None:
-            outcome = None if f.cancelled() or f.exception() is not None else f.result()
-            self._run(self._settled, form, outcome)
-
-        if fut.done():
-            settled(fut)
-        else:
-            fut.add_done_callback(settled)
 
     def _settled(self, form: Any, outcome: Any) -> None:
         if form.answered:
@@ -504,18 +380,12 @@ class TurnView:
             self._append(form.bundle(), display_id=form.display_id)
         else:
             self._append(form.bundle())
-        self._watch(form)
+        self._watch(form.prompt, partial(self._settled, form))
 
     def _permission(self, prompt: se.PermissionPrompt) -> None:
         from .prompts import PermissionForm
 
-        tid = prompt_tool_call_id(prompt)
-        if tid:
-            self._asked.add(tid)
-        call = self.turn.tool_calls.get(tid) if tid else None
-        raw_input = getattr(getattr(prompt.request, "tool_call", None), "raw_input", None)
-        # What actually runs or is touched, as the broker identified it (the title is the agent's word).
-        detail = getattr(prompt, "command", "") or command_of(raw_input if raw_input is not None else (call.raw_input if call else None))
+        call, detail = self._asked_call(prompt)
         form = PermissionForm(prompt, widgets=self.widgets, detail=detail)
         self._show_form(form, call)
 
@@ -525,29 +395,13 @@ class TurnView:
         form = ElicitationForm(prompt, widgets=self.widgets)
         self._show_form(form, None)
 
-    def flush(self) -> None:
-        """Send what the rate limit is holding back, now (e.g. before the
-        caller blocks, or in tests)."""
-        if not self.closed:
-            self._ticker.flush_now()
-
     # -- the end --------------------------------------------------------------
-
-    def close(self) -> None:
-        """Flush everything final: text, tool calls (final state and
-        terminal output), forms, and the status line if the turn ended.
-        Idempotent."""
-        if self.closed:
-            return
-        self._run(self._close)
 
     def _close(self) -> None:
         if self.closed:
             return
         self.closed = True
-        if self._unsubscribe is not None:
-            self._unsubscribe()
-            self._unsubscribe = None
+        self._stop_listening()
         self._close_run()  # before the ticker's last flush, so the tail is not sent twice
         self._ticker.close()
         if self.updates:
@@ -564,8 +418,7 @@ class TurnView:
                     self._append(self._notice_bundle(ev.level, ev.text))
         for form in self.forms:
             if not form.answered and form.prompt.done:
-                fut = form.prompt.future
-                self._settled(form, None if fut.cancelled() or fut.exception() else fut.result())
+                self._settled(form, outcome_of(form.prompt.future))
         if self.turn.done:
             line = status_line(self.turn, self.session, files_read=self._files_read)
             self.sink.display(bundle(status_markdown(line), line))
@@ -577,7 +430,3 @@ class TurnView:
         loop = self._loop
         if self.widgets and not widgets_loaded() and loop is not None and not loop.is_closed():
             loop.call_soon(prewarm)
-
-    @property
-    def status(self) -> str:
-        return status_line(self.turn, self.session, files_read=self._files_read)

@@ -1,0 +1,256 @@
+"""What the two live views of a turn share: event dispatch, threads, the ticker.
+
+:class:`.turnview.TurnView` (markdown displays, or append-only for terminal
+frontends) and :class:`.turnoutput.TurnOutput` (the turn as one widget) read
+the same events in the same way; they differ only in what an event becomes.
+This base does the reading (subscription and replay in the cell's context,
+the renderer-error guard, hopping onto the loop, the rate-limited flush) and
+calls a subclass's hooks for the output.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from ..client import turn as tm
+from ..safe import Markdown
+from ..services import events as se
+from .coalesce import Coalescer
+from .frontend import Frontend
+from .markdown import BlockSplitter
+from .sink import CellContext, DisplaySink
+from .toolcall import ToolCallRow
+from .transcript import (
+    command_of,
+    file_written_markdown,
+    file_written_plain,
+    prompt_tool_call_id,
+    resolved_markdown,
+    resolved_plain,
+    status_line,
+    unknown_markdown,
+)
+
+log = logging.getLogger(__name__)
+
+
+def notice_icon(level: str) -> str:
+    """The plain-text prefix of a notice."""
+    return {"error": "[error] ", "warning": "[warning] "}.get(level, "")
+
+
+def outcome_of(fut: asyncio.Future[Any]) -> Any:
+    """A settled prompt's outcome; ``None`` when it was cancelled or failed."""
+    return None if fut.cancelled() or fut.exception() is not None else fut.result()
+
+
+class TurnBase:
+    """Reads one turn's events and hands them to the subclass's hooks.
+
+    A subclass sets up its own state after ``super().__init__`` and then
+    calls :meth:`_subscribe`. Hooks: ``_close_run``, ``_open_text``,
+    ``_other_role``, ``_open_other``, ``_add_other``, ``_flush_now``,
+    ``_line``, ``_notice``, ``_notice_event``, ``_plan_event``,
+    ``_unknown_event``, ``_new_row``, ``_permission``, ``_elicitation``,
+    ``_show_error``, ``_close``.
+    """
+
+    def __init__(self, turn: tm.Turn, sink: DisplaySink, *, session: Any, rate_hz: float, frontend: Frontend) -> None:
+        self.turn = turn
+        self.sink = sink
+        self.session = session
+        self.frontend = frontend
+        try:
+            self._loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            self._loop = None
+        self._ticker = Coalescer(self._flush, rate_hz)
+        self._splitter = BlockSplitter()
+        self._in_text = False  # agent message text is the open run
+        self.rows: dict[str, ToolCallRow] = {}  # tool call id -> row
+        self._terminals: dict[str, se.TerminalStarted] = {}
+        self._asked: set[str] = set()  # tool calls whose permission was asked in this view
+        self._files_read = 0
+        self.closed = False
+        self.errors = 0
+        self._unsubscribe: Callable[[], None] | None = None
+        # The view's work runs in the context of the cell that made it: widget
+        # comm messages (and IPython's displays) take their parent from there
+        # (see CellContext). A sink that has its own (IPythonSink) is used.
+        self._run: Callable[..., Any] = getattr(sink, "run_in_context", None) or CellContext().run
+
+    def _subscribe(self) -> None:
+        """Replay the events already in the turn, then follow it."""
+        run = self._run
+        for event in list(self.turn.events):
+            run(self._on_event, event)
+        self._unsubscribe = self.turn.subscribe(lambda event: run(self._on_event, event))
+        if self.turn.done:
+            self.close()
+
+    def _stop_listening(self) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+
+    # -- plumbing -----------------------------------------------------------
+
+    def _call_soon(self, fn: Callable[..., None], *args: Any) -> None:
+        """Run on the loop thread, in the cell's context (widget messages may come from another thread)."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            self._run(fn, *args)
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            self._run(fn, *args)
+        else:
+            loop.call_soon_threadsafe(self._run, fn, *args)
+
+    def _on_event(self, event: Any) -> None:
+        if self.closed:
+            return
+        try:
+            if event is None:
+                self.close()
+            elif type(event) is tm.Chunk:
+                self._chunk(event)
+            else:
+                self._other_event(event)
+        except Exception as exc:
+            self.errors += 1
+            log.exception("turn view failed on %r", type(event).__name__)
+            if self.errors <= 3:
+                try:
+                    self._show_error(f"(renderer error: {type(exc).__name__}: {exc})")
+                except Exception:
+                    log.debug("could not show the renderer error", exc_info=True)
+
+    def _watch(self, prompt: Any, settled: Callable[[Any], None]) -> None:
+        """Call ``settled(outcome)`` on the loop once the prompt's future settles."""
+        fut = prompt.future
+
+        def done(f: asyncio.Future[Any]) -> None:
+            self._call_soon(settled, outcome_of(f))
+
+        if fut.done():
+            done(fut)
+        else:
+            fut.add_done_callback(done)
+
+    def _flush(self) -> None:
+        """The coalesced work (the ticker's callback), in the cell's context."""
+        self._run(self._flush_now)
+
+    # -- events -------------------------------------------------------------
+
+    def _chunk(self, ev: tm.Chunk) -> None:
+        if not ev.text:
+            return
+        if ev.role == "agent":
+            if not self._in_text:
+                self._close_run()
+                self._open_text()
+                self._in_text = True
+            self._splitter.feed(ev.text)
+        else:
+            if self._other_role() != ev.role:
+                self._close_run()
+                self._open_other(ev.role)
+            self._add_other(ev.text)
+        self._ticker.poke()
+
+    def _other_event(self, ev: Any) -> None:
+        t = type(ev)
+        if t is tm.ToolCallEvent:
+            self._tool_call(ev)
+        elif t is tm.PlanEvent:
+            self._plan_event()
+        elif t is tm.StateEvent:
+            pass  # mode and usage go into the status line at the end
+        elif t is tm.UnknownUpdate:
+            self._line(unknown_markdown(ev.kind, ev.raw), f"(unknown update {ev.kind})")
+        elif t is tm.Notice or t is se.Notice:
+            self._notice_event(ev)
+        elif t is se.TerminalStarted:
+            self._terminal_started(ev)
+        elif t is se.TerminalExited:
+            for row in self.rows.values():
+                if ev.terminal_id in row.feeds:
+                    row.terminal_exited(ev)
+        elif t is se.PermissionPrompt:
+            self._permission(ev)
+        elif t is se.PermissionResolved:
+            if not (ev.by in ("user", "cancelled") and ev.tool_call_id in self._asked):
+                self._line(resolved_markdown(ev), resolved_plain(ev))
+        elif t is se.ElicitationPrompt:
+            self._elicitation(ev)
+        elif t is se.FileWritten:
+            self._line(file_written_markdown(ev), file_written_plain(ev))
+        elif t is se.FileRead:
+            self._files_read += 1
+        else:
+            self._unknown_event(ev)
+
+    def _tool_call(self, ev: tm.ToolCallEvent) -> None:
+        call = ev.call
+        row = self.rows.get(call.id)
+        if row is None:
+            row = self._new_row(call)
+        for tid in call.terminal_ids:
+            started = self._terminals.get(tid)
+            if started is not None and tid not in row.feeds:
+                row.attach(started)
+        row.touch()
+
+    def _terminal_started(self, ev: se.TerminalStarted) -> None:
+        self._terminals[ev.terminal_id] = ev
+        if ev.note:
+            self._notice("info", ev.note)
+        for row in self.rows.values():
+            if ev.terminal_id in row.call.terminal_ids and ev.terminal_id not in row.feeds:
+                row.attach(ev)
+
+    def _asked_call(self, prompt: se.PermissionPrompt) -> tuple[tm.ToolCall | None, str]:
+        """The tool call a permission prompt is about (noted as asked here), and
+        what actually runs or is touched, as the broker identified it (the
+        title is the agent's word)."""
+        tid = prompt_tool_call_id(prompt)
+        if tid:
+            self._asked.add(tid)
+        call = self.turn.tool_calls.get(tid) if tid else None
+        raw_input = getattr(getattr(prompt.request, "tool_call", None), "raw_input", None)
+        detail = getattr(prompt, "command", "") or command_of(raw_input if raw_input is not None else (call.raw_input if call else None))
+        return call, detail
+
+    # -- hooks with one meaning for both -------------------------------------
+
+    def _line(self, md: Markdown, text: str) -> None:
+        raise NotImplementedError
+
+    def _notice(self, level: str, text: str) -> Any:
+        raise NotImplementedError
+
+    # -- the end --------------------------------------------------------------
+
+    def flush(self) -> None:
+        """Send what the rate limit is holding back, now (e.g. before the
+        caller blocks, or in tests)."""
+        if not self.closed:
+            self._ticker.flush_now()
+
+    def close(self) -> None:
+        """Flush everything final (see the subclass's ``_close``). Idempotent."""
+        if self.closed:
+            return
+        self._run(self._close)
+
+    @property
+    def status(self) -> str:
+        return status_line(self.turn, self.session, files_read=self._files_read)
