@@ -62,6 +62,12 @@ log = logging.getLogger(__name__)
 _widget_class: Any = None
 
 
+def esm_source(name: str) -> str:
+    """A widget's module: ``static/common.js`` (what toolcall.js and
+    turn.js share) followed by ``static/<name>``, as one module."""
+    return "".join((STATIC / f).read_text(encoding="utf-8") for f in ("common.js", name))
+
+
 def row_key(index: int) -> str:
     """The model key of a group's ``index``-th row (never a trait name)."""
     return f"row:{index}"
@@ -101,7 +107,7 @@ def _define_widget_class() -> Any:
         change is quadratic in the rows.
         """
 
-        _esm = t.Unicode((STATIC / "toolcall.js").read_text(encoding="utf-8")).tag(sync=True)
+        _esm = t.Unicode(esm_source("toolcall.js")).tag(sync=True)
         _css = t.Unicode((STATIC / "toolcall.css").read_text(encoding="utf-8")).tag(sync=True)
         _anywidget_id = t.Unicode("acp_kernel.view.toolcall.ToolCallsWidget").tag(sync=True)
         #: row key -> open (True) or folded (False), as the reader chose; set by the frontend

@@ -40,13 +40,14 @@ def _define() -> Any:
 
     from ..compat import send_partial_state
     from .widgetbase import base_class
+    from .toolcall import esm_source
 
     css = (STATIC / "toolcall.css").read_text(encoding="utf-8") + (STATIC / "turn.css").read_text(encoding="utf-8")
 
     class TurnWidget(base_class()):  # type: ignore[misc]
         """Synced state of one turn's blocks (see static/turn.js)."""
 
-        _esm = t.Unicode((STATIC / "turn.js").read_text(encoding="utf-8")).tag(sync=True)
+        _esm = t.Unicode(esm_source("turn.js")).tag(sync=True)
         _css = t.Unicode(css).tag(sync=True)
         _anywidget_id = t.Unicode("acp_kernel.view.turnwidget.TurnWidget").tag(sync=True)
         #: block key -> open (True) or folded (False), as the reader chose; set by the frontend

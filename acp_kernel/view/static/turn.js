@@ -12,15 +12,11 @@
 // sequences (the kernel removed every other one), painted as JupyterLab's
 // own ansi-* classes.
 
-const TERM_MAX = 200000;
-const PAGE = 100;
+//
+// Shared with toolcall.js (h, toolRow, feedLive, ...): static/common.js, which
+// the kernel prepends to this module.
 
-function h(tag, cls, text) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined && text !== null) e.textContent = String(text);
-  return e;
-}
+const PAGE = 100;
 
 // -- colours ------------------------------------------------------------------
 
@@ -90,6 +86,13 @@ function ansiPre(cls, text) {
   return pre;
 }
 
+// Text with colours, for toolRow (common.js).
+const ANSI_TEXT = {
+  pre: ansiPre,
+  append: (pre, data) => appendAnsi(pre, data, pre._ansi),
+  reset: (pre, text) => { pre.replaceChildren(); pre._ansi = {}; appendAnsi(pre, text, pre._ansi); },
+};
+
 // -- images in agent markdown: placeholders until a click ------------------------
 
 const IMAGE_OK = /^(https?:\/\/|data:image\/(png|gif|jpeg|webp);base64,)/i;
@@ -115,103 +118,8 @@ function wireImages(root) {
 
 // -- blocks --------------------------------------------------------------------------
 
-const DIFF_CLASS = { "+": "acp-add", "-": "acp-del", "@": "acp-hunk", h: "acp-hdr", " ": "" };
-
-function toolHasBody(st) {
-  return !!(st.detail || st.text || (st.diffs || []).length || (st.terminals || []).length ||
-            (st.locations || []).length);
-}
-
-function paintToolBody(body, st, ctx, key, pres) {
-  if (st.detail) body.append(h("pre", "acp-tc-cmd", st.detail));
-  if (st.text) body.append(ansiPre("acp-tc-text", st.text));
-  for (const d of st.diffs || []) {
-    body.append(h("div", "acp-tc-sub", `${d.path}  (${d.newFile ? "new file, " : ""}+${d.added} -${d.removed})`));
-    const pre = h("pre", "acp-tc-diff");
-    for (const [op, line] of d.lines || []) pre.append(h("span", DIFF_CLASS[op] || "", line || " "));
-    if (d.truncated) pre.append(h("span", "acp-note", "... diff cut here"));
-    body.append(pre);
-  }
-  for (const t of st.terminals || []) {
-    body.append(h("div", "acp-tc-sub", "$ " + (t.command || t.id)));
-    if (t.note) body.append(h("div", "acp-note", t.note));
-    const shown = t.live ? (ctx.live.get(key + "\n" + t.id) || "") : (t.output || "");
-    const pre = ansiPre("acp-tc-term", (t.truncated && !t.live ? "...\n" : "") + shown);
-    pres.set(t.id, pre);
-    body.append(pre);
-    if (t.exit) body.append(h("div", "acp-note acp-exit", t.exit));
-    pre.scrollTop = pre.scrollHeight;
-  }
-  const locs = st.locations || [];
-  if (locs.length) {
-    const ul = h("ul", "acp-tc-locs");
-    for (const loc of locs) ul.append(h("li", "", "📍 " + loc));
-    body.append(ul);
-  }
-}
-
 function toolBlock(ctx, key) {
-  const { model } = ctx;
-  const root = h("div", "acp-tc");
-  root.dataset.row = key;
-  const head = h("div", "acp-tc-head");
-  head.tabIndex = 0;
-  head.setAttribute("role", "button");
-  const caret = h("span", "acp-tc-caret");
-  const icon = h("span", "acp-tc-icon");
-  const title = h("span", "acp-tc-title");
-  const status = h("span", "acp-tc-status");
-  head.append(caret, icon, title, status);
-  const body = h("div", "acp-tc-body");
-  root.append(head, body);
-  const pres = new Map();
-  const state = () => model.get(key) || {};
-  const isOpen = () => {
-    const st = state();
-    if (!toolHasBody(st)) return false;
-    const chosen = (model.get("expanded") || {})[key];
-    if (typeof chosen === "boolean") return chosen;
-    return (st.terminals || []).length > 0 || st.status === "failed";
-  };
-  let shownOpen = null;
-  function paint() {
-    const st = state();
-    const s = st.status || "pending";
-    root.dataset.status = s;
-    icon.textContent = st.icon || "🔧";
-    title.textContent = st.title || "tool call";
-    title.title = st.title || "";
-    status.textContent = st.status_label || s;
-    const open = isOpen();
-    shownOpen = open;
-    caret.textContent = toolHasBody(st) ? (open ? "▾" : "▸") : "·";
-    head.setAttribute("aria-expanded", String(open));
-    body.hidden = !open;
-    body.replaceChildren();
-    pres.clear();
-    if (open) paintToolBody(body, st, ctx, key, pres);
-  }
-  function toggle() {
-    const chosen = { ...(model.get("expanded") || {}) };
-    chosen[key] = !isOpen();
-    model.set("expanded", chosen);
-    model.save_changes();
-  }
-  head.addEventListener("click", toggle);
-  head.addEventListener("keydown", (e) => {
-    if (e.key === "Enter" || e.key === " ") { e.preventDefault(); e.stopPropagation(); toggle(); }
-  });
-  return {
-    root, paint,
-    refreshOpen() { if (isOpen() !== shownOpen) paint(); },
-    appendOutput(tid, data, text, trimmed) {
-      const pre = pres.get(tid);
-      if (!pre) return;
-      if (trimmed) { pre.replaceChildren(); pre._ansi = {}; appendAnsi(pre, text, pre._ansi); }
-      else appendAnsi(pre, data, pre._ansi);
-      pre.scrollTop = pre.scrollHeight;
-    },
-  };
+  return toolRow(ctx.model, key, ctx.live, ANSI_TEXT);
 }
 
 function textBlock(ctx, key) {
@@ -503,10 +411,7 @@ function render({ model, el }) {
     const slot = msg.block + "\n" + msg.id;
     const b = shown.get(Number(msg.block.slice(2)));
     if (msg.type === "term") {
-      let text = (ctx.live.get(slot) || "") + msg.data;
-      const trimmed = text.length > TERM_MAX;
-      if (trimmed) text = text.slice(text.length - TERM_MAX);
-      ctx.live.set(slot, text);
+      const { text, trimmed } = feedLive(ctx.live, slot, msg.data);
       if (b && b.appendOutput) b.appendOutput(msg.id, msg.data, text, trimmed);
     } else if (msg.type === "reset") {
       ctx.live.set(slot, msg.data || "");
