@@ -97,23 +97,7 @@ def package_cached(launched: "LaunchedPackage", env: Mapping[str, str] | None = 
 def probe(path: str, timeout: float = PROBE_SECONDS, env: Mapping[str, str] | None = None) -> str | None:
     """Run ``PATH --version`` (no stdin, its own process group); None when
     it exits 0, else what went wrong in one line."""
-    try:
-        proc = subprocess.Popen([path, "--version"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, start_new_session=True,
-                                env={**os.environ, **(env or {})})
-    except OSError as exc:
-        return f"cannot run: {exc.strerror or exc}"
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        return f"'--version' gave no answer within {timeout:g} s"
-    if proc.returncode == 0:
-        return None
-    said = next((ln.strip() for ln in (err + b"\n" + out).decode(errors="replace").splitlines() if ln.strip()), "")
-    status = (f"killed by {_signal_name(-proc.returncode)}" if proc.returncode < 0
-              else f"exit status {proc.returncode}")
-    return f"'--version' failed ({status})" + (f": {said[:200]}" if said else "")
+    return probe_argv((path, "--version"), timeout, env, shown="'--version'")
 
 
 def _signal_name(num: int) -> str:
@@ -178,10 +162,13 @@ def resolve_command(argv: tuple[str, ...] | list[str], env: Mapping[str, str] | 
     return tuple(out)
 
 
-def probe_argv(argv: tuple[str, ...], timeout: float = PROBE_SECONDS, env: Mapping[str, str] | None = None) -> str | None:
+def probe_argv(argv: tuple[str, ...], timeout: float = PROBE_SECONDS, env: Mapping[str, str] | None = None,
+               *, shown: str | None = None) -> str | None:
     """Run a version probe (``argv``, no stdin, its own process group); None
-    when it exits 0, else what went wrong in one line."""
-    shown = "'" + " ".join(os.path.basename(argv[0]) if i == 0 else w for i, w in enumerate(argv)) + "'"
+    when it exits 0, else what went wrong in one line, naming the probe as
+    ``shown`` (by default the command, its program's base name)."""
+    if shown is None:
+        shown = "'" + " ".join(os.path.basename(argv[0]) if i == 0 else w for i, w in enumerate(argv)) + "'"
     try:
         proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, start_new_session=True,
