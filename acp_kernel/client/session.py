@@ -278,9 +278,7 @@ class Session:
                 self.modes = {**(self.modes or {}), "currentModeId": mode}
                 self._note_current("mode", mode)
         elif kind == "config_option_update":
-            opts = update.get("configOptions")
-            if isinstance(opts, list):
-                self.config_options = [o for o in opts if isinstance(o, dict)]
+            self._take_config_options(update.get("configOptions"))
         elif kind == "session_info_update":
             if "title" in update:
                 self.title = update.get("title")
@@ -294,9 +292,15 @@ class Session:
         models = result.get("models")
         if isinstance(models, dict):
             self.models = models
-        opts = result.get("configOptions")
-        if isinstance(opts, list):
-            self.config_options = [o for o in opts if isinstance(o, dict)]
+        self._take_config_options(result.get("configOptions"))
+
+    def _take_config_options(self, opts: Any) -> bool:
+        """Adopt the ``configOptions`` an agent sent (its non-objects dropped);
+        False when it sent no list."""
+        if not isinstance(opts, list):
+            return False
+        self.config_options = [o for o in opts if isinstance(o, dict)]
+        return True
 
     # -- prompting ----------------------------------------------------------
 
@@ -476,9 +480,7 @@ class Session:
         if type(value) is bool:
             params["type"] = "boolean"
         result = await self.client.request("session/set_config_option", params)
-        if isinstance(result, dict) and isinstance(result.get("configOptions"), list):
-            self.config_options = [o for o in result["configOptions"] if isinstance(o, dict)]
-        else:
+        if not (isinstance(result, dict) and self._take_config_options(result.get("configOptions"))):
             # No options in the answer: assume the agent took the value.
             self.config_options = [
                 {**o, "currentValue": value} if o.get("id") == config_id else o for o in self.config_options
