@@ -209,6 +209,19 @@ def parse_answer(schema: dict[str, Any], text: str) -> Any:
     return text
 
 
+def check_answer(name: str, schema: dict[str, Any], required: bool, text: str) -> tuple[Any, list[str]]:
+    """A typed line as the value of one form field, and what is wrong with it
+    (nothing: an empty list). Shared by the stdin and the CLI questions."""
+    from ..view.form import UNSET, validate
+
+    try:
+        value = parse_answer(schema, text)
+        _, problems = validate({name: schema}, [name] if required else [], {name: value})
+    except ValueError as exc:
+        return UNSET, [str(exc)]
+    return value, problems
+
+
 def field_question(name: str, schema: dict[str, Any], required: bool) -> str:
     """How one form field is asked: label, kind, description, default, choices."""
     from ..view.form import choices, field_kind, field_label
@@ -304,11 +317,7 @@ def form_dialog(prompt: Any, input_fn: Input, *, retries: int = RETRIES) -> dict
             text = _read(input_fn, ask)
             if text is None:
                 return {"action": "cancel"}
-            try:
-                value = parse_answer(schema, text)
-                _, problems = validate({name: schema}, [name] if required else [], {name: value})
-            except ValueError as exc:
-                problems = [str(exc)]
+            value, problems = check_answer(name, schema, required, text)
             if not problems:
                 break
             ask = "  ! " + line("; ".join(problems)) + "\n" + field_question(name, schema, required).lstrip() + " "

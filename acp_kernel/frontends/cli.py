@@ -27,7 +27,7 @@ import time
 from typing import Any, Sequence, TextIO
 
 # What a permission question shows, and form answers typed on a terminal: shared with stdin questions.
-from .ask import RAW_INPUT_SHOWN, action_details, field_question, parse_answer, permission_question  # noqa: F401
+from .ask import RAW_INPUT_SHOWN, action_details, check_answer, field_question, parse_answer, permission_question  # noqa: F401
 from ..termsafe import clean, json_safe, line, scan
 
 EXIT_OK, EXIT_AGENT, EXIT_USAGE, EXIT_AUTH, EXIT_REFUSAL, EXIT_CANCELLED, EXIT_LIMIT = range(7)
@@ -424,11 +424,7 @@ class _Asker:
                         self._say("\n(end of input: cancelled)\n")
                         prompt.cancel()
                         return
-                    try:
-                        value = parse_answer(schema, text)
-                        _, problems = validate({name: schema}, [name] if required else [], {name: value})
-                    except ValueError as exc:
-                        problems = [str(exc)]
+                    value, problems = check_answer(name, schema, required, text)
                     if not problems:
                         break
                     self._say("  ! " + line("; ".join(problems)) + "\n")
