@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, AsyncIterator
 
 import pytest
 from jupyter_client.manager import AsyncKernelManager
@@ -122,20 +123,28 @@ class KernelHarness:
         return result
 
 
-@pytest.fixture
-async def acp_kernel(kernel_env, tmp_path):
+@contextlib.asynccontextmanager
+async def running_kernel(env: dict[str, str], cwd: Any) -> AsyncIterator[tuple[AsyncKernelManager, Any]]:
+    """An ACP kernel started in ``cwd`` and a client ready for it; after the
+    block, the client's channels stopped and the kernel shut down."""
     km = AsyncKernelManager(kernel_name="acp")
-    await km.start_kernel(env=kernel_env, cwd=str(tmp_path / "work"))
+    await km.start_kernel(env=env, cwd=str(cwd))
     kc = km.client()
     kc.start_channels()
-    await kc.wait_for_ready(timeout=60)
-    harness = KernelHarness(km, kc)
-    await harness.announce_widgets()  # a notebook (tests of a console say so)
     try:
-        yield harness
+        await kc.wait_for_ready(timeout=60)
+        yield km, kc
     finally:
         kc.stop_channels()
         await km.shutdown_kernel(now=False)
+
+
+@pytest.fixture
+async def acp_kernel(kernel_env, tmp_path):
+    async with running_kernel(kernel_env, tmp_path / "work") as (km, kc):
+        harness = KernelHarness(km, kc)
+        await harness.announce_widgets()  # a notebook (tests of a console say so)
+        yield harness
 
 
 async def wait_until(predicate, timeout: float = 10.0, interval: float = 0.02) -> None:

@@ -119,24 +119,14 @@ async def test_bad_commands_are_clear(acp_kernel):
 
 
 async def test_shutdown_ends_the_terminal(kernel_env, tmp_path):
-    from jupyter_client.manager import AsyncKernelManager
+    from .conftest import KernelHarness, running_kernel
 
-    from .conftest import KernelHarness
-
-    km = AsyncKernelManager(kernel_name="acp")
-    await km.start_kernel(env=kernel_env, cwd=str(tmp_path / "work"))
-    kc = km.client()
-    kc.start_channels()
-    try:
-        await kc.wait_for_ready(timeout=60)
+    async with running_kernel(kernel_env, tmp_path / "work") as (km, kc):
         k = KernelHarness(km, kc)
         front = TerminalFrontend(kc)
         await open_demo(k, front)
         res = await k.execute("%passthrough list")
         pid = int(re.search(r"running · pid (\d+)", res.text()).group(1))
-    finally:
-        kc.stop_channels()
-        await km.shutdown_kernel(now=False)
     assert not proctree.alive(pid)
 
 

@@ -11,10 +11,9 @@ import json
 import re
 
 import pytest
-from jupyter_client.manager import AsyncKernelManager
-
 from acp_kernel.protocol import proctree
 
+from ..kernel.conftest import running_kernel
 from .standins import config_entry, events, prompts, wait_event
 
 pytestmark = pytest.mark.slow
@@ -67,18 +66,10 @@ async def notebook(kernel_env, tmp_path):
     agents["slowstart"]["passthrough"]["command"][3] = "5"  # --silent-start 5
     agents["busy"] = config_entry("think", log, cell_timeout=1.0)
     (tmp_path / "acp_kernel.json").write_text(json.dumps({"agents": agents}))
-    km = AsyncKernelManager(kernel_name="acp")
-    await km.start_kernel(env=kernel_env, cwd=str(tmp_path / "work"))
-    kc = km.client()
-    kc.start_channels()
-    await kc.wait_for_ready(timeout=60)
-    nb = Notebook(km, kc)
-    nb.log = log
-    try:
+    async with running_kernel(kernel_env, tmp_path / "work") as (km, kc):
+        nb = Notebook(km, kc)
+        nb.log = log
         yield nb
-    finally:
-        kc.stop_channels()
-        await km.shutdown_kernel(now=False)
 
 
 @pytest.mark.parametrize("name", ["ink", "silent", "dialog", "think", "quit"])
@@ -142,12 +133,7 @@ async def test_after_a_restart_the_cli_is_resumed_and_the_last_prompt_not_typed_
     entry["passthrough"]["resume_args"] = ["--continue"] + (["--fail-resume"] if fails else [])
     (tmp_path / "acp_kernel.json").write_text(json.dumps({"agents": {"cli": entry}}))
     kernel_env = {**kernel_env, "JPY_SESSION_NAME": str(tmp_path / "work" / "nb.ipynb")}
-    km = AsyncKernelManager(kernel_name="acp")
-    await km.start_kernel(env=kernel_env, cwd=str(tmp_path / "work"))
-    kc = km.client()
-    kc.start_channels()
-    try:
-        await kc.wait_for_ready(timeout=60)
+    async with running_kernel(kernel_env, tmp_path / "work") as (km, kc):
         nb = Notebook(km, kc)
         nb.send("%passthrough cli")
         first = nb.send("alpha one")
@@ -168,6 +154,3 @@ async def test_after_a_restart_the_cli_is_resumed_and_the_last_prompt_not_typed_
         nxt = nb.send("bravo two")  # still the CLI, not ACP
         assert (await nb.wait(nxt))["status"] == "ok" and "stand-in reply to: bravo two" in nb.text(nxt)
         assert prompts(log)[-1] == "bravo two"
-    finally:
-        kc.stop_channels()
-        await km.shutdown_kernel(now=False)
