@@ -11,10 +11,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from acp_kernel.protocol import proctree
-from acp_kernel.passthrough.manager import PassthroughError, PassthroughManager
+from acp_kernel.passthrough.manager import PassthroughError
 from acp_kernel.passthrough.pty_input import PASTE_END, PASTE_START, Flow, ModeWatch, paste, plain_text
 from acp_kernel.client.registry import Passthrough
 from acp_kernel.protocol.transport import CommandNotFound
+from tests.passthrough.conftest import manager  # noqa: F401  (the fixture)
 
 DEMO_CLI = Passthrough((sys.executable, "-m", "acp_kernel.demo.cli"), idle_seconds=0.3)
 
@@ -86,14 +87,6 @@ class Watcher:
 
     def on_pty_died(self) -> None:
         pass
-
-
-@pytest.fixture
-async def manager():
-    m = PassthroughManager()
-    yield m
-    for pty in list(m.terminals.values()):
-        proctree.kill_tree_now(pty.ptyproc.pid)
 
 
 async def test_prompt_reply_and_bracketed_paste(manager, tmp_path):

@@ -10,7 +10,6 @@ import asyncio
 
 import pytest
 
-from acp_kernel.passthrough.manager import PassthroughManager
 from acp_kernel.protocol import proctree
 
 from .standins import events, prompts, settings, wait_event
@@ -18,14 +17,6 @@ from .standins import events, prompts, settings, wait_event
 pytestmark = pytest.mark.slow
 PROMPTS = ["alpha one", "bravo two", "charlie three"]
 TWO_LINE = "delta first\ndelta second"
-
-
-@pytest.fixture
-async def manager():
-    m = PassthroughManager()
-    yield m
-    for pty in list(m.terminals.values()):
-        proctree.kill_tree_now(pty.ptyproc.pid)
 
 
 async def run_all(term, texts):
