@@ -223,20 +223,19 @@ class Session:
     @property
     def current_mode(self) -> str | None:
         """The current mode's id: the mode config option's value, else ``modes.currentModeId``."""
-        opt = self.option_of("mode")
-        if opt is not None and type(opt.get("currentValue")) is str:
-            return opt["currentValue"]
-        mode = (self.modes or {}).get("currentModeId")
-        return mode if type(mode) is str else None
+        return self._current("mode", self.modes, "currentModeId")
 
     @property
     def current_model(self) -> str | None:
         """The current model's id: the model config option's value, else ``models.currentModelId``."""
-        opt = self.option_of("model")
+        return self._current("model", self.models, "currentModelId")
+
+    def _current(self, category: str, state: dict[str, Any] | None, key: str) -> str | None:
+        opt = self.option_of(category)
         if opt is not None and type(opt.get("currentValue")) is str:
             return opt["currentValue"]
-        model = (self.models or {}).get("currentModelId")
-        return model if type(model) is str else None
+        value = (state or {}).get(key)
+        return value if type(value) is str else None
 
     def _note_current(self, category: str, value: str, *, config: bool = True) -> None:
         """Keep both sources in step after a change through either (the
