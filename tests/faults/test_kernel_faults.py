@@ -258,7 +258,9 @@ async def test_agent_output_cannot_run_script_in_the_notebook(acp_kernel):
             checked += 1
             assert not found.bad, (mime, found.bad, value)
             seen_text.append("".join(found.text))
-    assert checked >= 8
+    # The turn is one output whose markdown fallback holds every block (issue 14),
+    # beside the start-up line and notices: what matters is what they show, below.
+    assert checked >= 2
     visible = "\n".join(seen_text)
     # shown, as text: not dropped
     assert "<script>alert(1)</script>" in visible
