@@ -64,20 +64,22 @@ async def test_interrupt_while_the_agent_starts(acp_kernel):  # noqa: F811
 
 
 @pytest.mark.slow
-async def test_interrupt_a_command_the_agent_never_answers(acp_kernel):  # noqa: F811
+async def test_interrupt_a_command_the_agent_never_answers(acp_kernel, tmp_path):  # noqa: F811
     k = acp_kernel
-    await k.execute(f"%agent --command {scripted_command({'never_answer': ['session/set_mode']})}")
+    wire = tmp_path / "wire.jsonl"
+    await k.execute(f"%agent --command {scripted_command({'never_answer': ['session/set_mode'], 'record': str(wire)})}")
     assert (await k.execute("%status\nhello")).status == "ok"  # connected; status says what runs
     res = await k.execute("%new")
     assert res.status == "ok"
 
-    # %mode waits on session/set_mode; nothing is shown first, so interrupt once the cell is busy.
-    busy = asyncio.Event()
+    # %mode waits on session/set_mode and shows nothing first: interrupt once the
+    # agent has the request (its wire recording says so), not on a guess.
     task = asyncio.ensure_future(k.execute("%mode plan", timeout=60))
-    while not busy.is_set():
-        msg = await k.kc.get_iopub_msg(timeout=30)
-        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "busy":
-            busy.set()
+    deadline = asyncio.get_running_loop().time() + 30
+    while '"session/set_mode"' not in (wire.read_text() if wire.exists() else ""):
+        assert not task.done(), task.result().text()
+        assert asyncio.get_running_loop().time() < deadline, "the agent never got session/set_mode"
+        await asyncio.sleep(0.02)  # polling a file: the agent sends no message here
     await k.km.interrupt_kernel()
     res = await asyncio.wait_for(task, 30)
     assert res.status == "error" and res.reply["content"]["ename"] == "Interrupted"
