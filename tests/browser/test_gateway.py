@@ -125,6 +125,8 @@ def test_passthrough_terminal_through_a_kernel_gateway(nb_gw: Notebook, gateway:
     expect(out1.locator(".acp-pty-screen")).to_contain_text("You said: hello through the gateway ✓", timeout=TURN)
     # Keys typed into the terminal travel back the same way.
     out1.locator(".acp-pty .xterm").click()
+    # Typing before xterm.js has the focus would send the keys to the notebook (a busy machine).
+    expect(out1.locator(".acp-pty .xterm textarea")).to_be_focused(timeout=TURN)
     nb.page.keyboard.type("typed via gateway")
     nb.page.keyboard.press("Enter")
     expect(out1.locator(".acp-pty-screen")).to_contain_text("You said: typed via gateway", timeout=TURN)

@@ -43,6 +43,7 @@ def test_terminal_live_in_cells_with_keyboard_and_interrupt(nb: Notebook) -> Non
     # Keystrokes typed into the terminal go to the CLI, not to the notebook's shortcuts.
     cells_before = nb.cells.count()
     out2.locator(".acp-pty .xterm").click()
+    expect(out2.locator(".acp-pty .xterm textarea")).to_be_focused(timeout=TURN)  # else keys go to the notebook
     nb.page.keyboard.type("abc typed")
     nb.page.keyboard.press("Enter")
     expect(screen(out2)).to_contain_text("You said: abc typed", timeout=TURN)
