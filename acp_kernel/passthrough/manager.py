@@ -41,7 +41,7 @@ from tornado.ioloop import IOLoop
 
 from ..protocol import proctree, watchdog
 from . import pty_input
-from .screen import ScreenModel, last_lines, reply_text
+from .screen import FEED_MAX, ScreenModel, last_lines, reply_text
 from ..errors import PassthroughError
 from ..client.registry import Passthrough
 from ..protocol.transport import CommandNotFound
@@ -61,6 +61,8 @@ SETTLE_SECONDS = 10.0
 CLEAR_PAUSE = 0.05
 #: How often readiness looks at the terminal's mode (a change of mode prints nothing).
 MODE_POLL = 0.05
+#: Output this recent means it is still pouring in: the screen is fed when it pauses.
+STREAMING = 0.05
 
 Outcome = Literal["idle", "interrupted", "exited", "timeout"]
 
@@ -245,7 +247,12 @@ class PassthroughTerminal:
             rows, cols = pty.ptyproc.getwinsize()
         except OSError:
             rows, cols = 24, 80
-        self.screen = ScreenModel(rows, cols)
+        self._screen = ScreenModel(rows, cols)
+        # Output not yet given to the emulator: reads are cheap, the emulator is
+        # not (pyte), so a burst is fed once it pauses, or when the screen is
+        # looked at; a flood's tail only (ScreenModel.feed keeps FEED_MAX).
+        self._pending: list[str] = []
+        self._pending_len = 0
         self._loop = asyncio.get_running_loop()
         self._started = self._loop.time()
         self._last_output = self._started
@@ -270,8 +277,11 @@ class PassthroughTerminal:
         self._last_output = now
         self._output_count += 1
         self.modes.feed(text)
-        if self.screen.feed(text):
-            self._last_change = now
+        self._pending.append(text)
+        self._pending_len += len(text)
+        if self._pending_len > 4 * FEED_MAX:  # bounded: only the tail can show
+            tail = "".join(self._pending)[-2 * FEED_MAX:]
+            self._pending, self._pending_len = [tail], len(tail)
         if self._capture is not None and self._captured < REPLY_KEEP:
             self._capture.append(text)
             self._captured += len(text)
@@ -303,6 +313,17 @@ class PassthroughTerminal:
     @property
     def title(self) -> str:
         return " ".join(self.settings.command)
+
+    @property
+    def screen(self) -> ScreenModel:
+        """The emulated screen, with every read so far applied."""
+        if self._pending:
+            text = "".join(self._pending)
+            self._pending.clear()
+            self._pending_len = 0
+            if self._screen.feed(text):
+                self._last_change = self._last_output
+        return self._screen
 
     def screen_text(self) -> str:
         """The screen as the emulator renders it now, as text (trailing blanks dropped)."""
@@ -442,7 +463,12 @@ class PassthroughTerminal:
                 return "timeout"
             self._activity.clear()
             wake: float | None = None
-            if self._output_paused or (after is not None and self._last_change <= after):
+            streaming = bool(self._pending) and now - self._last_output < STREAMING
+            if not streaming:
+                self.screen  # noqa: B018 - applies the reads so far (and _last_change)
+            if streaming:
+                wake = STREAMING  # output still pouring in: look at the screen once it pauses
+            elif self._output_paused or (after is not None and self._last_change <= after):
                 pass  # output held back by flow control, or no answer yet
             elif ready and self.unready() is not None:
                 wake = MODE_POLL  # raw mode comes with no output to wake us
