@@ -26,6 +26,7 @@ TESTED: dict[str, tuple[tuple[int, int], tuple[int, int]]] = {
     "ipywidgets": ((8, 0), (9, 0)),
     "anywidget": ((0, 9), (0, 12)),
     "terminado": ((0, 18), (0, 19)),
+    "pyte": ((0, 8), (0, 9)),
 }
 
 #: Private API used outside this module (file: what), to move here when those files allow.
@@ -100,6 +101,15 @@ def class_traits_anywidget() -> Any:
 
         _class_traits_base = ClassTraitsWidget
     return _class_traits_base
+
+
+# -- pyte -------------------------------------------------------------------------
+
+
+def reset_pyte_parser(stream: Any) -> None:
+    """Start a ``pyte.Stream``'s parser again after it raised (its parser is a
+    generator, dead after an exception; pyte has no public reset)."""
+    stream._initialize_parser()
 
 
 # -- terminado -------------------------------------------------------------------

@@ -17,7 +17,13 @@ import re
 from collections import deque
 from dataclasses import dataclass
 
+import logging
+
 import pyte
+
+from .. import compat
+
+log = logging.getLogger(__name__)
 
 #: Lines that scrolled off the top, kept for a reply's text.
 SCROLLBACK = 5000
@@ -39,6 +45,13 @@ class _Screen(pyte.Screen):
         super().__init__(columns, lines)
         self.scrolled: deque[str] = deque(maxlen=SCROLLBACK)
         self.scroll_count = 0
+
+    def select_graphic_rendition(self, *attrs: int, private: bool = False) -> None:
+        """``CSI ? ... m`` (a private sequence, e.g. xterm's modifyOtherKeys query,
+        which Gemini CLI sends) is not a rendition: pyte 0.8 passes it here
+        with ``private=True``, which its own method does not take."""
+        if not private:
+            super().select_graphic_rendition(*attrs)
 
     def index(self) -> None:
         top, bottom = self.margins or pyte.screens.Margins(0, self.lines - 1)
@@ -79,7 +92,11 @@ class ScreenModel:
             tail = text[-FEED_MAX:]
             cut = tail.find("\n")
             text = tail[cut + 1:] if cut >= 0 else tail
-        self._stream.feed(text)
+        try:
+            self._stream.feed(text)
+        except Exception:  # noqa: BLE001 - a sequence pyte cannot take must not stop the terminal
+            log.debug("the screen emulator failed on some output; its parser starts again", exc_info=True)
+            compat.reset_pyte_parser(self._stream)
         dirty = self._screen.dirty
         changed = big
         if dirty:

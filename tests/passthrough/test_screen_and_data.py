@@ -186,3 +186,14 @@ def test_outcome_messages_escape_the_screen():
         assert md is not None
         assert live(str(md)) == [], str(md)
         assert "onerror" in str(md)  # shown, as text
+
+
+def test_a_private_sgr_sequence_does_not_stop_the_screen():
+    """Gemini CLI sends ``CSI ? 4 m``-style private sequences; pyte 0.8 raised on
+    them and its parser died, so the screen stopped following the CLI."""
+    from acp_kernel.passthrough.screen import ScreenModel
+
+    screen = ScreenModel(5, 30)
+    assert screen.feed("before\x1b[?4m after\r\n")
+    assert screen.feed("\x1b[31mnext line\x1b[0m")
+    assert screen.lines()[:2] == ["before after", "next line"]
