@@ -77,6 +77,10 @@ def test_kernel_messages_print_as_text_not_markdown_source(console):
 def test_set_values_reach_a_console_prompt(console):
     c = console({"prompts": {'Fix flaky "tests" 3 times': [{"chunk": "Fixed."}]},
                  "prompt": [{"chunk": "WRONG PROMPT"}]})
+    # A first cell that takes a moment (the agent starts): a console whose first cell
+    # ends at once can miss that cell's idle status while its iopub subscription is
+    # still joining (ZMQ's slow joiner), and then waits forever (seen once under load).
+    c.run("warm up")
     said = c.run('%set topic "flaky \\"tests\\""')
     assert 'topic = "flaky \\"tests\\""' in said
     c.run("%set n 3")  # (a console runs each typed line as a cell)
