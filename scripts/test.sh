@@ -15,5 +15,5 @@ step "checking the browser tests' dependencies (Chromium, fonts, Playwright, Jup
 PYTHON="$VENV_PYTHON" bash scripts/install-browser-deps.sh
 # The browser deps are installed above, so the browser tests must run, not skip.
 export ACP_REQUIRE_BROWSER=1
-step "running the tests (the whole suite: about 7 min on 2 cores; a line per test file, with a count)"
+step "running the tests (the whole suite: about 13 min on 2 cores; a line per test file, with a count)"
 exec python -m pytest -o console_output_style=count "$@"
