@@ -12,8 +12,12 @@ live in the table below and in the user's config file, never in ``if agent
         "claude": {"env": {"ANTHROPIC_API_KEY": "..."}},
         "mine": {"title": "My agent", "command": ["my-agent", "--acp"]}
       },
-      "mcp_servers": [{"name": "fs", "command": "mcp-fs", "args": [], "env": []}]
+      "mcp_servers": [{"name": "fs", "command": "mcp-fs", "args": [], "env": []}],
+      "mcp": true
     }
+
+``mcp`` (default true) offers every session, inside a Jupyter kernel, the
+``notebook`` MCP server (:mod:`acp_kernel.notebook_mcp`): false turns it off.
 
 An agent's ``passthrough`` entry overrides the built-in :class:`Passthrough`
 field by field (``{"passthrough": {"submit_delay": 0.3}}`` keeps the rest), e.g.
@@ -443,6 +447,8 @@ class ConfigFile(_Strict):
     #: Overrides of :class:`acp_kernel.client.host.Limits` (names as there).
     limits: dict[str, float] = Field(default_factory=dict)
     mcp_servers: list[dict[str, Any]] = Field(default_factory=list)
+    #: Offer the ``notebook`` MCP server to agents (inside a Jupyter kernel).
+    mcp: Optional[bool] = None
 
 
 class ConfigError(AcpError):
@@ -502,6 +508,8 @@ class Config:
     shell_fallback: bool = True
     extra_roots: list[str] = field(default_factory=list)
     mcp_servers: list[dict[str, Any]] = field(default_factory=list)
+    #: Offer the ``notebook`` MCP server (``"mcp": false`` in the file turns it off).
+    notebook_mcp: bool = True
     refresh_hz: float = 10.0
     limits: Limits = field(default_factory=Limits)
     path: Path | None = None
@@ -602,6 +610,7 @@ def load_config(path: Path | None = None, *, missing_ok: bool = True) -> Config:
         shell_fallback=True if cfg.shell_fallback is None else cfg.shell_fallback,
         extra_roots=cfg.extra_roots,
         mcp_servers=cfg.mcp_servers,
+        notebook_mcp=True if cfg.mcp is None else cfg.mcp,
         refresh_hz=_refresh_hz(cfg.refresh_hz, path),
         limits=_limits(cfg.limits, path),
         path=path,
