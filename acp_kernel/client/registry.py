@@ -24,7 +24,7 @@ field by field (``{"passthrough": {"submit_delay": 0.3}}`` keeps the rest), e.g.
 ``cancel_keys`` (``["\u001b"]``, or ``[["\u001b", 0.25], "\u001b"]`` with a pause),
 ``ready_pattern``/``busy_pattern``/``chrome_pattern`` (regular expressions on the
 rendered screen), ``idle_seconds``, ``ready_timeout``, ``cell_timeout`` (0: none),
-``clear_input``, ``version_command``, ``resume_args``.
+``clear_input``, ``version_command``, ``resume_args``, ``mcp_args``.
 """
 
 from __future__ import annotations
@@ -91,6 +91,11 @@ class Passthrough:
     version_command: tuple[str, ...] = ()
     #: Arguments added to ``command`` to continue the latest conversation (() none).
     resume_args: tuple[str, ...] = ()
+    #: Arguments that load a generated MCP config file (``{config}``: its path),
+    #: added last to ``command`` when the ``notebook`` MCP server is offered to
+    #: the CLI (:mod:`acp_kernel.passthrough.notebook`); () when the CLI has no
+    #: such flag. The file is ``{"mcpServers": {"notebook": {command, args, env}}}``.
+    mcp_args: tuple[str, ...] = ()
     #: How to install the CLI, for the not-found message.
     install: str = ""
 
@@ -240,12 +245,27 @@ _INK_CHROME = r"^\s*[>❯›]\s*$|\? for shortcuts|esc to (interrupt|cancel)"
 
 #: The six real CLIs as they behaved under a PTY (tests/realclis/FINDINGS.md: claude-code
 #: 2.1.197, codex 0.171, gemini-cli 0.61, pi 0.74, kimi-cli 1.52, opencode 1.18).
+#:
+#: ``mcp_args`` (a flag that loads an ``mcpServers`` JSON file), from each CLI's
+#: ``--help`` and source in those versions:
+#: - claude: ``--mcp-config <configs...>`` ("Load MCP servers from JSON files or
+#:   strings"; variadic, so it goes last in argv);
+#: - kimi: ``--mcp-config-file FILE`` (repeatable; ``json.loads`` of the file,
+#:   ``mcpServers`` as claude's; ``--mcp-config`` takes a JSON *string*);
+#: - codex: none (servers live in ``config.toml``; ``-c mcp_servers.NAME.command=...``
+#:   overrides carry values, not a file);
+#: - gemini: none (``settings.json`` ``mcpServers``; ``--allowed-mcp-server-names`` only filters);
+#: - opencode: none (its ``mcp`` key in ``opencode.json`` / ``$OPENCODE_CONFIG``, another format, not argv);
+#: - pi: none (no MCP client).
+#: The other built-in agents (goose, qwen, copilot, cursor) were not installed to
+#: check: none until someone does (a user can set ``agents.NAME.passthrough.mcp_args``).
 PASSTHROUGH: dict[str, Passthrough] = {
     "claude": Passthrough(
         ("claude",), clear_input=CTRL_U, cancel_keys=((ESC, 0.0),),
         ready_pattern=r"\? for shortcuts|❯", busy_pattern=r"esc to interrupt",
         chrome_pattern=_INK_CHROME + r"|Ctrl\+Y to paste|^\s*[✻✽✶✳✢·]\s+\w+(ing…|ed for \d)",
-        resume_args=("--continue",), install="npm install -g @anthropic-ai/claude-code"),
+        resume_args=("--continue",), mcp_args=("--mcp-config", "{config}"),
+        install="npm install -g @anthropic-ai/claude-code"),
     "codex": Passthrough(
         ("codex",), clear_input=CTRL_U, cancel_keys=((ESC, 0.0),),  # Ctrl-C opens a dialog
         ready_pattern=r"Ask Codex to do anything|\? for shortcuts", busy_pattern=r"esc to interrupt|Working \(",
@@ -267,7 +287,8 @@ PASSTHROUGH: dict[str, Passthrough] = {
         version_command=("{interpreter-of:kimi}", "-m", "kimi_cli.cli", "--version"),
         clear_input=CTRL_U, cancel_keys=((ESC, 0.0),),
         ready_pattern=r"── input ──", busy_pattern=r"Composing\.\.\.|[🌑🌒🌓🌔🌕🌖🌗🌘]",
-        chrome_pattern=r"── input ──", resume_args=("--continue",), install="pip install kimi-cli"),
+        chrome_pattern=r"── input ──", resume_args=("--continue",),
+        mcp_args=("--mcp-config-file", "{config}"), install="pip install kimi-cli"),
     "opencode": Passthrough(
         ("opencode",), clear_input=CTRL_U, cancel_keys=((ESC, 0.25), (ESC, 0.0)),  # Ctrl-C quits
         ready_pattern=r"Ask anything|ctrl\+p commands", busy_pattern=r"esc (again to )?interrupt",
@@ -400,6 +421,8 @@ class PassthroughConfig(_Strict):
     cell_timeout: Optional[float] = Field(None, ge=0)
     version_command: Optional[list[str]] = None
     resume_args: Optional[list[str]] = None
+    #: Arguments that load the generated MCP config file, ``{config}`` its path ([] none).
+    mcp_args: Optional[list[str]] = None
     install: Optional[str] = None
 
     @field_validator("ready_pattern", "busy_pattern", "chrome_pattern")
@@ -412,9 +435,16 @@ class PassthroughConfig(_Strict):
                 raise ValueError(f"not a regular expression ({exc})") from None
         return value
 
+    @field_validator("mcp_args")
+    @classmethod
+    def _config_placeholder(cls, value: Optional[list[str]]) -> Optional[list[str]]:
+        if value and not any("{config}" in word for word in value):
+            raise ValueError('name the generated file as {config}, e.g. ["--mcp-config", "{config}"]')
+        return value
+
     def apply(self, base: Optional[Passthrough]) -> Passthrough:
         given = self.model_dump(exclude_unset=True)
-        for name in ("command", "version_command", "resume_args"):
+        for name in ("command", "version_command", "resume_args", "mcp_args"):
             if name in given:
                 given[name] = tuple(given[name] or ())
         if "cancel_keys" in given:
