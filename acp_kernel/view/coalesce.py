@@ -47,9 +47,15 @@ class Coalescer:
         if self._closed:
             return
         self._dirty = True
-        if self._handle is not None:
-            return
         wait = self._last + self.interval - self._clock()
+        if self._handle is not None:
+            if wait > -self.interval:
+                return
+            # The scheduled flush is a whole interval late: the loop's own
+            # thread is busy with synchronous work (the notebook server's
+            # ``execute`` runs user code there), so flush from this poke.
+            self._handle.cancel()
+            self._handle = None
         if wait <= 0:
             self._run()
             return

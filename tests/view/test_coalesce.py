@@ -89,3 +89,19 @@ def test_without_a_loop_the_next_poke_after_the_interval_flushes():
     clock.now += 0.2
     c.poke()
     assert len(calls) == 2
+
+
+def test_a_blocked_loop_still_flushes_from_pokes():
+    """Synchronous work on the loop's thread (the notebook server's execute)
+    keeps the scheduled flush from firing; pokes a whole interval late flush."""
+    c, loop, calls = make()
+    c.poke()
+    c.poke()  # schedules the next flush at 100.1
+    assert calls == [100.0] and len(loop.timers) == 1
+    loop.clock.now += 0.15  # the timer is due but the loop is blocked: it does not fire
+    c.poke()
+    assert calls == [100.0]  # not yet a whole interval late
+    loop.clock.now += 0.1
+    c.poke()
+    assert calls == [100.0, 100.25]
+    assert loop.timers[0].cancelled
