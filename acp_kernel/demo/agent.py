@@ -40,6 +40,16 @@ The first word of a prompt selects a behaviour (case-insensitive; a leading
 - ``echo <text>``: repeats the text.
 - ``tour`` (``everything``): hello, think, tools, files, shell, permission,
   long and usage in sequence, driven by a plan that progresses.
+- ``notebook``: calls the tools of the ``notebook`` MCP server the client
+  offered in ``mcpServers`` (issue 16), as a real MCP client over stdio:
+  ``notebook`` alone calls ``cells`` then ``variables`` (those the server
+  lists) and reports what it saw; ``notebook vars [NAME]`` calls
+  ``variables``; ``notebook cells`` calls ``cells``; ``notebook run CODE``
+  (the rest of the prompt, or a fenced ```python block in it) calls
+  ``execute``. Each call is an ACP tool call ("notebook: execute", rawInput
+  the arguments, content the tool's text and images); a tool error (e.g.
+  refused by the user) fails the tool call. No ``notebook`` server offered:
+  the reply says so.
 
 Anything else gets an echo that says this is a script and lists the words.
 Embedded resources and resource links in a prompt are acknowledged by name.
@@ -73,15 +83,24 @@ the temp directory.
 So ``session/load`` in a new process replays the history (each message as a
 single ``user_message_chunk`` / ``agent_message_chunk``), ``session/resume``
 restores it without replay, ``session/list`` lists them (``cwd`` filter) and
-``session/close`` / ``session/delete`` end or remove one. MCP servers given
-to ``session/new`` are accepted and ignored: the script calls no tools.
+``session/close`` / ``session/delete`` end or remove one.
+
+MCP servers: the stdio entries of ``mcpServers`` in ``session/new``,
+``session/load`` and ``session/resume`` are remembered per session (not saved;
+other transports and invalid entries are skipped with a line on stderr). Only
+the one named ``notebook`` is used, by the ``notebook`` word: its server is
+started on first use (demo/mcp_client.py) and stopped when the session closes,
+is deleted, gets different servers from a load or resume, or the agent exits,
+so no server outlives its session. A cancel during a call cancels the MCP
+request.
 
 Options: ``--state-dir DIR``; ``--log-level LEVEL`` (or
 ``$ACP_DEMO_LOG_LEVEL``, default WARNING). stdout carries only the protocol:
 at startup fd 1 is pointed at stderr and the wire keeps a private copy.
 
 This module deliberately does not import ``acp.schema`` (about 0.8 s): it
-builds plain dicts in the exact ACP v1 camelCase shapes.
+builds plain dicts in the exact ACP v1 camelCase shapes. (demo/mcp_client.py
+imports it, and the ``mcp`` SDK, only when MCP servers are offered / used.)
 """
 
 from __future__ import annotations
@@ -111,6 +130,7 @@ from ..errors import (
     RpcError,
 )
 from ..protocol.transport import StdioTransport
+from .mcp_client import McpClient, McpClientError, ServerEntry, ToolResult, stdio_entries
 
 log = logging.getLogger("acp_kernel.demo.agent")
 
@@ -275,6 +295,10 @@ class DemoSession:
     chars_out: int = 0
     turn: asyncio.Task[Any] | None = None
     cancel_requested: bool = False
+    #: stdio MCP servers from the last session/new, load or resume (not saved)
+    mcp_servers: list[ServerEntry] = field(default_factory=list)
+    #: the running client of the "notebook" server, started on first use
+    mcp: McpClient | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -823,6 +847,139 @@ async def do_tour(t: Turn, rest: str) -> str | None:
     return None
 
 
+NOTEBOOK_SERVER = "notebook"
+NOTEBOOK_USAGE = (
+    "Use `notebook` alone (cells and variables), `notebook vars [NAME]`, `notebook cells`, "
+    "or `notebook run CODE` (or a fenced python block after `notebook run`).\n"
+)
+#: ACP tool kind per notebook tool (variables with a name is a read)
+NOTEBOOK_KINDS = {"execute": "execute", "variables": "search", "cells": "read"}
+#: seconds per call: execute may wait for the user to answer a permission prompt
+NOTEBOOK_TIMEOUTS = {"execute": 600.0}
+NOTEBOOK_TIMEOUT = 60.0
+_FENCE_RE = re.compile(r"```[ \t]*(?:python3?|py|ipython)?[ \t]*\n(.*?)(?:\n)?```", re.DOTALL | re.IGNORECASE)
+
+
+def notebook_request(rest: str) -> tuple[str, dict[str, Any]] | None:
+    """``notebook`` arguments -> (tool, arguments); ("", {}) for the overview; None: not understood."""
+    fenced = _FENCE_RE.search(rest)
+    parts = rest.split(None, 1)
+    if not parts:
+        return "", {}
+    sub, tail = parts[0].lower(), (parts[1] if len(parts) > 1 else "")
+    if sub in ("vars", "variables"):
+        name = tail.strip().split()[0] if tail.strip() else ""
+        return "variables", ({"name": name} if name else {})
+    if sub == "cells":
+        return "cells", {}
+    if sub in ("run", "execute", "exec") or rest.lstrip().startswith("```"):
+        code = fenced.group(1) if fenced else tail
+        return ("execute", {"code": code}) if code.strip() else None
+    return None
+
+
+def _fence(text: str) -> str:
+    """``text`` as a fenced block whose fence no backtick run inside can close."""
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}text\n{text}\n{fence}\n"
+
+
+def _tool_content(result: ToolResult) -> list[dict[str, Any]]:
+    content = [{"type": "content", "content": _text(text)} for text in result.texts]
+    content += [{"type": "content", "content": {"type": "image", "mimeType": mime, "data": data}} for mime, data in result.images]
+    content += [{"type": "content", "content": _text(f"({note})")} for note in result.notes]
+    return content
+
+
+async def _notebook_client(t: Turn) -> McpClient | None:
+    """The session's notebook client, started on first use; None (and a reply) when there is none."""
+    s = t.s
+    entry = next((e for e in s.mcp_servers if e.name == NOTEBOOK_SERVER), None)
+    if entry is None:
+        t.say_now(
+            "Your client did not offer a `notebook` MCP server in `mcpServers` for this session, "
+            "so there is no notebook for me to look at. (acp-kernel offers one when it connects; "
+            "other clients may not.)\n"
+        )
+        return None
+    if s.mcp is None or not s.mcp.usable or s.mcp.entry != entry:
+        old, s.mcp = s.mcp, McpClient(entry, s.cwd, client_name=AGENT_NAME, client_version=AGENT_VERSION)
+        if old is not None:
+            await old.aclose()
+    try:
+        await s.mcp.open()
+    except McpClientError as exc:
+        t.say_now(f"I could not reach the `notebook` MCP server: {exc}\n")
+        return None
+    return s.mcp
+
+
+async def _notebook_call(t: Turn, client: McpClient, tool: str, args: dict[str, Any]) -> ToolResult | None:
+    """One tool call shown as an ACP tool call; None when it failed at the protocol level."""
+    tid = t.new_tool_id()
+    kind = "read" if tool == "variables" and args.get("name") else NOTEBOOK_KINDS.get(tool, "other")
+    t.tool_call(tid, f"notebook: {tool}", kind, rawInput=args)
+    t.tool_update(tid, status="in_progress")
+    try:
+        result = await client.call(tool, args, NOTEBOOK_TIMEOUTS.get(tool, NOTEBOOK_TIMEOUT))
+    except McpClientError as exc:
+        t.tool_update(tid, status="failed", content=[{"type": "content", "content": _text(str(exc))}])
+        t.say_now(f"The `{tool}` call did not complete: {exc}\n")
+        return None
+    t.tool_update(tid, status="failed" if result.is_error else "completed", content=_tool_content(result))
+    if result.is_error:
+        t.say_now(f"The notebook refused the `{tool}` call (or it failed); its answer is in the tool call above.\n")
+    return result
+
+
+def _counts(result: ToolResult) -> str:
+    lines = len(result.text.splitlines())
+    out = f"{lines} line{'s' if lines != 1 else ''} of text"
+    if result.images:
+        out += f" and {len(result.images)} image{'s' if len(result.images) != 1 else ''}"
+    return out
+
+
+async def do_notebook(t: Turn, rest: str) -> None:
+    request = notebook_request(rest)
+    if request is None:
+        t.say_now("I did not understand that. " + NOTEBOOK_USAGE)
+        return
+    client = await _notebook_client(t)
+    if client is None:
+        return
+    tool, args = request
+    offered = ", ".join(f"`{name}`" for name in client.tools) or "no tools"
+    if not tool:
+        wanted = [name for name in ("cells", "variables") if name in client.tools]
+        if not wanted:
+            t.say_now(f"The `notebook` server offers {offered}, neither `cells` nor `variables`: nothing to look at.\n")
+            return
+        seen = []
+        for name in wanted:
+            result = await _notebook_call(t, client, name, {})
+            if result is not None and not result.is_error:
+                seen.append((name, result))
+        if seen:
+            report = "I looked at your notebook through the `notebook` MCP server:\n\n"
+            for name, result in seen:
+                head = "\n".join(result.text.splitlines()[:12])
+                report += f"- `{name}` answered {_counts(result)}" + (":\n\n" + _fence(head) + "\n" if head else ".\n")
+            t.say_now(report)
+        return
+    if tool not in client.tools:
+        t.say_now(f"The `notebook` server does not offer `{tool}` here; it offers {offered}.\n")
+        return
+    result = await _notebook_call(t, client, tool, args)
+    if result is None or result.is_error:
+        return
+    if tool == "execute":
+        t.say_now(f"I ran the code in your notebook with the `execute` tool; it answered {_counts(result)} (in the tool call above).\n")
+    else:
+        t.say_now(f"The notebook's `{tool}` tool answered {_counts(result)} (in the tool call above).\n")
+
+
 @dataclass(frozen=True)
 class Word:
     names: tuple[str, ...]
@@ -848,6 +1005,8 @@ WORDS: list[Word] = [
     Word(("fail",), "Fail the prompt with a JSON-RPC error", do_fail),
     Word(("echo",), "Repeat the text", do_echo, hint="text to echo"),
     Word(("tour", "everything"), "Hello, think, tools, files, shell, permission, long, usage, in sequence", do_tour),
+    Word(("notebook",), "Call the notebook MCP server's tools: alone, `vars [NAME]`, `cells`, `run CODE`", do_notebook,
+         hint="vars [NAME] | cells | run CODE"),
 ]
 _BY_NAME = {name: w for w in WORDS for name in w.names}
 
@@ -1008,6 +1167,7 @@ class DemoAgent:
         params = _require_dict(params)
         cwd = _require_cwd(params)
         s = DemoSession(id="demo-" + uuid.uuid4().hex, cwd=cwd)
+        s.mcp_servers = stdio_entries(params.get("mcpServers"))
         self.sessions[s.id] = s
         self.store.save(s)
         self._announce(s)
@@ -1021,6 +1181,7 @@ class DemoAgent:
             raise RpcError(INVALID_REQUEST, "the session has a turn running")
         s.cwd = cwd
         self.sessions[s.id] = s
+        await self._set_servers(s, params.get("mcpServers"))
         for msg in s.history:
             kind = "user_message_chunk" if msg.get("role") == "user" else "agent_message_chunk"
             update: dict[str, Any] = {"sessionUpdate": kind, "content": _text(msg["text"])}
@@ -1036,8 +1197,22 @@ class DemoAgent:
         s = self._stored(params)
         s.cwd = cwd
         self.sessions[s.id] = s
+        await self._set_servers(s, params.get("mcpServers"))
         self._announce(s)
         return {"modes": s.modes(), "configOptions": s.config_options()}
+
+    async def _set_servers(self, s: DemoSession, raw: Any) -> None:
+        """New ``mcpServers`` for a loaded or resumed session: a running server they replace stops."""
+        s.mcp_servers = stdio_entries(raw)
+        if s.mcp is not None and s.mcp.entry not in s.mcp_servers:
+            old, s.mcp = s.mcp, None
+            await old.aclose()
+
+    @staticmethod
+    async def _close_mcp(s: DemoSession) -> None:
+        if s.mcp is not None:
+            old, s.mcp = s.mcp, None
+            await old.aclose()
 
     async def list_sessions(self, params: Any) -> dict[str, Any]:
         params = params if isinstance(params, dict) else {}
@@ -1065,6 +1240,7 @@ class DemoAgent:
         s = self._session(params)
         self._cancel_turn(s)
         self.sessions.pop(s.id, None)
+        await self._close_mcp(s)
         return {}
 
     async def delete_session(self, params: Any) -> dict[str, Any]:
@@ -1073,6 +1249,7 @@ class DemoAgent:
         self._cancel_turn(s)
         self.sessions.pop(s.id, None)
         self.store.delete(s.id)
+        await self._close_mcp(s)
         return {}
 
     # -- settings
@@ -1239,6 +1416,10 @@ async def serve(state_dir: str) -> None:
     for s in agent.sessions.values():
         if s.turn is not None:
             s.turn.cancel()
+    # No MCP server outlives the agent (each close is bounded).
+    closing = [asyncio.ensure_future(DemoAgent._close_mcp(s)) for s in agent.sessions.values() if s.mcp is not None]
+    if closing:
+        await asyncio.wait(closing)
 
 
 def main(argv: list[str] | None = None) -> int:
