@@ -1,0 +1,333 @@
+"""The kernel side: tokens, the comm target, dispatch of tool calls, and ``execute``
+on the kernel's main thread (so an interrupt, SIGINT, stops the agent's code).
+
+A comm message is handled on the kernel's event loop, also while a cell awaits (the
+``%%acp`` turn): the handler schedules a task there, which may wait for the user's
+permission, then runs the code synchronously on the loop's thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import logging
+import secrets
+import signal
+import sys
+import threading
+from typing import Any, Iterator, Protocol, runtime_checkable
+
+from pydantic import ValidationError
+
+from . import tools
+from .wire import (ARGS, COMM_TARGET, TOOLS, Open, Ready, Refused, Reply, Request, Text,
+                   VariablesArgs, error_reply)
+
+log = logging.getLogger(__name__)
+
+
+@runtime_checkable
+class RunView(Protocol):
+    """Where one ``execute`` shows live in the notebook (the cell running the turn)."""
+
+    def write(self, name: str, text: str) -> None: ...  # name "stdout" | "stderr"
+    def done(self, ok: bool, summary: str) -> None: ...  # summary: one line
+
+
+@runtime_checkable
+class NotebookBridge(Protocol):
+    """What the owner of a session (an ACP session, a passthrough terminal) lends the
+    server: its namespace, its notebook, its permission broker and its view."""
+
+    tools: frozenset[str]
+
+    def namespace(self) -> dict | None: ...
+    def notebook_path(self) -> str | None: ...
+    def history(self) -> list[str]: ...
+    async def authorize(self, code: str) -> tuple[bool, str]: ...
+    def started(self, code: str) -> RunView: ...
+    def interrupted(self) -> None: ...
+
+
+_bridges: dict[str, NotebookBridge] = {}
+_comms: dict[str, list[Any]] = {}
+_tasks: set[asyncio.Task] = set()  # running tool calls (a task nobody holds may be collected)
+
+
+def offer(bridge: NotebookBridge) -> dict | None:
+    """Register ``bridge`` under a fresh token; the ACP ``McpServerStdio`` entry that
+    starts a server for it, or None when this process is not a Jupyter kernel."""
+    try:
+        from ipykernel.connect import get_connection_file
+
+        connection_file = get_connection_file()
+        import comm
+
+        manager = comm.get_comm_manager()
+    except Exception:  # noqa: BLE001 - not in a kernel: no app, no connection file
+        return None
+    if manager is None or not connection_file:
+        return None
+    if manager.targets.get(COMM_TARGET) is not _on_open:
+        manager.register_target(COMM_TARGET, _on_open)
+    token = secrets.token_urlsafe(24)
+    _bridges[token] = bridge
+    return {"name": "notebook", "command": sys.executable,
+            "args": ["-m", "acp_kernel.notebook_mcp", "--connection-file", str(connection_file),
+                     "--token", token],
+            "env": []}
+
+
+def token_of(entry: dict | str) -> str | None:
+    """The token in an :func:`offer` entry (or the token itself)."""
+    if isinstance(entry, str):
+        return entry
+    args = list(entry.get("args", []) if isinstance(entry, dict) else [])
+    for i, arg in enumerate(args[:-1]):
+        if arg == "--token":
+            return args[i + 1]
+    return None
+
+
+def withdraw(entry: dict | str | None) -> None:
+    """Forget a token and close its comms: every server started for it exits."""
+    if entry is None:
+        return
+    token = token_of(entry)
+    if token is None:
+        return
+    _bridges.pop(token, None)
+    for comm in _comms.pop(token, []):
+        with contextlib.suppress(Exception):
+            comm.close()
+
+
+def note_for(tools_offered: list[str]) -> str:
+    """The server's instructions: what this kernel offers, and why not more."""
+    if "execute" not in tools_offered:
+        return ("This kernel runs no Python code for the agent (an ACP agent kernel has no Python "
+                "namespace), so only " + ", ".join(tools_offered or ["no tools"]) + " is offered.")
+    return ("execute runs Python in the user's live kernel after the user allows it; the code and "
+            "its output appear in the notebook.")
+
+
+# -- the comm target ------------------------------------------------------------------
+
+
+def _on_open(comm: Any, msg: dict) -> None:
+    data = (msg.get("content") or {}).get("data") or {}
+    try:
+        token = Open.model_validate(data).token
+    except ValidationError:
+        token = ""
+    bridge = _bridges.get(token)
+    if bridge is None:
+        comm.send(Refused(error="unknown token").model_dump())
+        comm.close()
+        return
+    _comms.setdefault(token, []).append(comm)
+    offered = [t for t in TOOLS if t in bridge.tools]
+    comm.on_msg(lambda m: _on_msg(token, comm, m))
+    comm.on_close(lambda m: _forget(token, comm))
+    comm.send(Ready(tools=offered, note=note_for(offered)).model_dump())
+
+
+def _forget(token: str, comm: Any) -> None:
+    comms = _comms.get(token, [])
+    if comm in comms:
+        comms.remove(comm)
+
+
+def _open(token: str, comm: Any) -> bool:
+    return comm in _comms.get(token, [])
+
+
+def _reply(token: str, comm: Any, reply: Reply) -> None:
+    if _open(token, comm):
+        comm.send(reply.model_dump())
+
+
+def _on_msg(token: str, comm: Any, msg: dict) -> None:
+    data = (msg.get("content") or {}).get("data") or {}
+    try:
+        request = Request.model_validate(data)
+    except ValidationError as exc:
+        rid = data.get("id") if isinstance(data, dict) and isinstance(data.get("id"), int) else -1
+        _reply(token, comm, error_reply(rid, f"bad request: {exc.errors(include_url=False)}"))
+        return
+    bridge = _bridges.get(token)
+    if bridge is None:
+        _reply(token, comm, error_reply(request.id, "the session that offered this server has ended"))
+        return
+    if request.tool not in bridge.tools:
+        _reply(token, comm, error_reply(request.id, f"the tool {request.tool} is not offered here"))
+        return
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        _reply(token, comm, error_reply(request.id, "the kernel has no running event loop"))
+        return
+    task = loop.create_task(_serve(token, comm, bridge, request))
+    _tasks.add(task)
+    task.add_done_callback(_tasks.discard)
+
+
+async def _serve(token: str, comm: Any, bridge: NotebookBridge, request: Request) -> None:
+    try:
+        args = ARGS[request.tool].model_validate(request.args)
+        if request.tool == "execute":
+            reply = await execute(bridge, request.id, args.code)
+        elif request.tool == "variables":
+            reply = variables(bridge, request.id, args)
+        else:
+            reply = cells(bridge, request.id)
+    except ValidationError as exc:
+        reply = error_reply(request.id, f"bad arguments for {request.tool}: {exc.errors(include_url=False)}")
+    except Exception as exc:  # noqa: BLE001 - the agent gets the reason, the kernel lives on
+        log.exception("notebook MCP: %s failed", request.tool)
+        reply = error_reply(request.id, f"the notebook server failed: {type(exc).__name__}: {exc}")
+    _reply(token, comm, reply)
+
+
+# -- the tools ------------------------------------------------------------------------
+
+
+def variables(bridge: NotebookBridge, rid: int, args: VariablesArgs) -> Reply:
+    ns = bridge.namespace()
+    if ns is None:
+        return error_reply(rid, "this kernel has no Python namespace")
+    if args.name is None:
+        return Reply(id=rid, content=[Text(text=tools.list_variables(ns))])
+    found, text = tools.describe(ns, args.name)
+    return Reply(id=rid, isError=not found, content=[Text(text=text)])
+
+
+def cells(bridge: NotebookBridge, rid: int) -> Reply:
+    path = bridge.notebook_path()
+    text = tools.cells_from_notebook(path) if path else tools.cells_from_history(bridge.history())
+    return Reply(id=rid, content=[Text(text=text)])
+
+
+INTERRUPTED = ("interrupted by the user: the code stopped (names it assigned before the interrupt "
+               "are kept); the turn is being stopped too")
+
+
+async def execute(bridge: NotebookBridge, rid: int, code: str) -> Reply:
+    """Ask, then run ``code`` synchronously on this (the main) thread."""
+    ns = bridge.namespace()
+    if ns is None:
+        return error_reply(rid, "execute is not available: this kernel has no Python namespace")
+    allowed, why = await bridge.authorize(code)
+    if not allowed:
+        return error_reply(rid, "not run: " + (why or "the user did not allow it"))
+    captured = tools.Captured()
+    view: RunView | None = None
+    with _sigint_raises():
+        try:
+            view = bridge.started(code)
+            with _streams(view, captured), _displays(captured), _figures(captured):
+                outcome = tools.run(code, ns)
+        except KeyboardInterrupt:
+            outcome = None
+    if outcome is None:
+        if view is not None:
+            with contextlib.suppress(Exception):
+                view.done(False, "interrupted")
+        bridge.interrupted()
+        return Reply(id=rid, isError=True,
+                     content=tools.execute_content(tools.Outcome(ok=False, error=INTERRUPTED), captured))
+    view.done(outcome.ok, outcome.summary())
+    return Reply(id=rid, isError=not outcome.ok, content=tools.execute_content(outcome, captured))
+
+
+@contextlib.contextmanager
+def _sigint_raises() -> Iterator[None]:
+    """SIGINT raises KeyboardInterrupt here (an idle kernel ignores it; a cell awaiting
+    has ipykernel's cancel-the-future handler), restored after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+class _Tee(io.TextIOBase):
+    """A sys.stdout/stderr stand-in: live to the view, bounded to the reply."""
+
+    def __init__(self, name: str, view: RunView, sink: tools.Stream) -> None:
+        self.name, self.view, self.sink = name, view, sink
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        text = str(text)
+        self.sink.add(text)
+        with contextlib.suppress(Exception):
+            self.view.write(self.name, text)
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def _streams(view: RunView, captured: tools.Captured) -> Iterator[None]:
+    with contextlib.redirect_stdout(_Tee("stdout", view, captured.stdout)), \
+            contextlib.redirect_stderr(_Tee("stderr", view, captured.stderr)):
+        yield
+
+
+IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+
+
+@contextlib.contextmanager
+def _displays(captured: tools.Captured) -> Iterator[None]:
+    """display() calls go to the reply, not into the cell."""
+    try:
+        from IPython import get_ipython
+        from IPython.utils.capture import capture_output
+    except ImportError:
+        yield
+        return
+    if get_ipython() is None:
+        yield
+        return
+    with capture_output(stdout=False, stderr=False, display=True) as cap:
+        try:
+            yield
+        finally:
+            for output in cap.outputs:
+                data = output.data or {}
+                images = [(m, data[m]) for m in IMAGE_TYPES if m in data]
+                if images:
+                    captured.images.append(images[0])
+                elif "text/plain" in data:
+                    captured.displays.append(str(data["text/plain"]))
+
+
+@contextlib.contextmanager
+def _figures(captured: tools.Captured) -> Iterator[None]:
+    """Matplotlib figures the code opened come back as PNG images and are closed, so
+    they do not appear later in the turn's cell."""
+    plt = sys.modules.get("matplotlib.pyplot")
+    before = set(plt.get_fignums()) if plt is not None else set()
+    try:
+        yield
+    finally:
+        plt = sys.modules.get("matplotlib.pyplot")
+        if plt is not None:
+            for number in sorted(set(plt.get_fignums()) - before):
+                figure = plt.figure(number)
+                buffer = io.BytesIO()
+                try:
+                    figure.savefig(buffer, format="png", bbox_inches="tight")
+                    captured.images.append(("image/png", buffer.getvalue()))
+                except Exception as exc:  # noqa: BLE001 - a figure the code broke
+                    captured.notes.append(f"[figure {number} could not be drawn: {type(exc).__name__}]")
+                finally:
+                    plt.close(figure)

@@ -1,0 +1,287 @@
+"""The MCP server process: MCP over stdio (the official SDK) on one side, the kernel on
+the other through the connection file's existing sockets and a comm (no new port).
+
+It exits when the kernel closes the comm (the session ended: ``withdraw``), when stdin
+closes (the agent went away), when the kernel's heartbeat stops or the kernel restarts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import logging
+import os
+import sys
+import uuid
+from contextlib import suppress
+from queue import Empty
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
+
+from .wire import (ARGS, COMM_TARGET, CONNECT_TIMEOUT, EXECUTE_TIMEOUT, REQUEST_TIMEOUT, TOOLS,
+                   Image, Open, Ready, Refused, Reply, Request, Text)
+
+log = logging.getLogger("acp_kernel.notebook_mcp")
+
+#: How long without a heartbeat before the kernel counts as dead, in seconds.
+HEARTBEAT_GRACE = 10.0
+#: How long to wait for the kernel's iopub welcome (ipykernel >= 7) before going on.
+WELCOME_TIMEOUT = 5.0
+
+DESCRIPTIONS = {
+    "execute": ("Run Python code in the user's live Jupyter kernel, in the notebook's own namespace "
+                "(variables, DataFrames, models the user has loaded). The user sees the code and is "
+                "asked to allow it; it shows live in the notebook. Returns stdout/stderr, the value "
+                "of a final expression (like a notebook cell), the traceback of an error, and images "
+                "(display() calls, matplotlib figures the code opened). Top-level await is not "
+                "available. Outputs are bounded."),
+    "variables": ("List the user's variables in the live kernel: names, types and short previews "
+                  "(DataFrames: shape, dtypes, head). With name, one variable in more detail."),
+    "cells": ("The notebook's cells with their sources and text outputs, as last saved (so you can "
+              "refer to 'the plot above'); when the kernel does not know its notebook file, the "
+              "sources of the cells run in this kernel instead."),
+}
+
+
+class KernelGone(Exception):
+    """The kernel side ended: withdrawn, restarted or dead (the message says which)."""
+
+
+class KernelLink:
+    """One comm to the kernel, with request/reply matching on ids."""
+
+    def __init__(self, connection_file: str, token: str) -> None:
+        from jupyter_client.asynchronous import AsyncKernelClient
+
+        self.token = token
+        self.client = AsyncKernelClient()
+        self.client.load_connection_file(connection_file)
+        self.comm_id = uuid.uuid4().hex
+        self.ids = itertools.count(1)
+        self.pending: dict[int, asyncio.Future[Reply]] = {}
+        self.ready: asyncio.Future[Ready] | None = None
+        self.welcomed = asyncio.Event()
+        self.gone = asyncio.Event()
+        self.why = ""
+        self._tasks: list[asyncio.Task] = []
+
+    # -- life cycle -----------------------------------------------------------------
+
+    async def connect(self) -> Ready:
+        self.client.start_channels(shell=True, iopub=True, stdin=False, hb=True, control=False)
+        self.ready = asyncio.get_running_loop().create_future()
+        self._tasks.append(asyncio.create_task(self._read_iopub()))
+        with suppress(asyncio.TimeoutError):  # an older kernel sends no welcome: go on
+            await asyncio.wait_for(self.welcomed.wait(), WELCOME_TIMEOUT)
+        self._send("comm_open", {"comm_id": self.comm_id, "target_name": COMM_TARGET,
+                                 "data": Open(token=self.token).model_dump()})
+        try:
+            ready = await asyncio.wait_for(asyncio.shield(self.ready), CONNECT_TIMEOUT)
+        except asyncio.TimeoutError:
+            raise KernelGone(f"the kernel did not answer in {CONNECT_TIMEOUT} s: is it busy running "
+                             "a cell that does not await?") from None
+        self._tasks.append(asyncio.create_task(self._watch_heartbeat()))
+        return ready
+
+    def _send(self, msg_type: str, content: dict) -> None:
+        msg = self.client.session.msg(msg_type, content)
+        self.client.shell_channel.send(msg)
+
+    def close(self) -> None:
+        """Tell the kernel (if still there) and stop the channels."""
+        if not self.gone.is_set():
+            with suppress(Exception):
+                self._send("comm_close", {"comm_id": self.comm_id, "data": {}})
+        for task in self._tasks:
+            task.cancel()
+        with suppress(Exception):
+            self.client.stop_channels()
+
+    def _end(self, why: str) -> None:
+        if self.gone.is_set():
+            return
+        self.why = why
+        self.gone.set()
+        if self.ready is not None and not self.ready.done():
+            self.ready.set_exception(KernelGone(why))
+        for future in self.pending.values():
+            if not future.done():
+                future.set_exception(KernelGone(why))
+
+    # -- reading --------------------------------------------------------------------
+
+    async def _read_iopub(self) -> None:
+        while not self.gone.is_set():
+            try:
+                msg = await self.client.get_iopub_msg(timeout=1)
+            except Empty:
+                continue
+            except Exception as exc:  # noqa: BLE001 - the socket closed under us
+                self._end(f"the kernel connection failed: {type(exc).__name__}")
+                return
+            self._handle(msg)
+
+    def _handle(self, msg: dict) -> None:
+        kind = msg.get("msg_type") or msg.get("header", {}).get("msg_type")
+        content = msg.get("content") or {}
+        if kind == "iopub_welcome":
+            self.welcomed.set()
+        elif kind == "status" and content.get("execution_state") == "starting":
+            self._end("the kernel restarted: the session that offered this server has ended")
+        elif kind == "comm_close" and content.get("comm_id") == self.comm_id:
+            self._end("the notebook withdrew this server (its session ended)")
+        elif kind == "comm_msg" and content.get("comm_id") == self.comm_id:
+            self._on_data(content.get("data") or {})
+
+    def _on_data(self, data: dict) -> None:
+        if self.ready is not None and not self.ready.done():
+            if "error" in data:
+                self.ready.set_exception(KernelGone(f"the kernel refused: {Refused.model_validate(data).error}"))
+            else:
+                self.ready.set_result(Ready.model_validate(data))
+            return
+        try:
+            reply = Reply.model_validate(data)
+        except ValidationError:
+            log.warning("notebook MCP: a malformed reply from the kernel was ignored")
+            return
+        future = self.pending.get(reply.id)
+        if future is not None and not future.done():
+            future.set_result(reply)
+
+    async def _watch_heartbeat(self) -> None:
+        loop = asyncio.get_running_loop()
+        last = loop.time()
+        while not self.gone.is_set():
+            await asyncio.sleep(1)
+            if self.client.hb_channel.is_beating():
+                last = loop.time()
+            elif loop.time() - last > HEARTBEAT_GRACE:
+                self._end(f"the kernel stopped answering its heartbeat for {HEARTBEAT_GRACE:.0f} s")
+
+    # -- calls ----------------------------------------------------------------------
+
+    async def call(self, tool: str, args: dict) -> Reply:
+        if self.gone.is_set():
+            raise KernelGone(self.why)
+        rid = next(self.ids)
+        future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
+        self.pending[rid] = future
+        timeout = EXECUTE_TIMEOUT if tool == "execute" else REQUEST_TIMEOUT
+        try:
+            self._send("comm_msg", {"comm_id": self.comm_id,
+                                    "data": Request(id=rid, tool=tool, args=args).model_dump()})
+            return await asyncio.wait_for(asyncio.shield(future), timeout)
+        except asyncio.TimeoutError:
+            raise KernelGone(f"the kernel did not answer in {timeout} s: is it busy running a cell "
+                             "that does not await?") from None
+        finally:
+            self.pending.pop(rid, None)
+
+
+def _content(reply: Reply) -> list[types.TextContent | types.ImageContent]:
+    out: list[types.TextContent | types.ImageContent] = []
+    for item in reply.content:
+        if isinstance(item, Image):
+            out.append(types.ImageContent(type="image", data=item.data, mime_type=item.mimeType))
+        elif isinstance(item, Text):
+            out.append(types.TextContent(type="text", text=item.text))
+    return out
+
+
+def tool_list(offered: list[str]) -> list[types.Tool]:
+    return [types.Tool(name=name, description=DESCRIPTIONS[name],
+                       input_schema=ARGS[name].model_json_schema())
+            for name in TOOLS if name in offered]
+
+
+def build_server(link: KernelLink, ready: Ready) -> Server:
+    offered = [t for t in ready.tools if t in TOOLS]
+    listed = tool_list(offered)
+    instructions = ("Tools on the user's live Jupyter notebook (its running kernel). " + ready.note)
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=listed)
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        if params.name not in offered:
+            raise MCPError(types.INVALID_PARAMS, f"unknown tool: {params.name!r} (offered: {', '.join(offered)})")
+        try:
+            args = ARGS[params.name].model_validate(params.arguments or {})
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}"
+                                 for e in exc.errors(include_url=False))
+            return types.CallToolResult(is_error=True, content=[types.TextContent(
+                type="text", text=f"bad arguments for {params.name}: {problems}")])
+        try:
+            reply = await link.call(params.name, args.model_dump(exclude_none=True))
+        except KernelGone as exc:
+            return types.CallToolResult(is_error=True, content=[types.TextContent(type="text", text=str(exc))])
+        return types.CallToolResult(is_error=reply.isError, content=_content(reply))
+
+    return Server("notebook", version=_version(), instructions=instructions,
+                  on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("acp-kernel")
+    except Exception:  # noqa: BLE001
+        return "0"
+
+
+async def serve(connection_file: str, token: str) -> int:
+    link = KernelLink(connection_file, token)
+    try:
+        ready = await link.connect()
+    except KernelGone as exc:
+        print(f"notebook MCP server: {exc}", file=sys.stderr)
+        link.close()
+        return 3
+    server = build_server(link, ready)
+    try:
+        async with anyio.create_task_group() as group:
+
+            async def stop_when_gone() -> None:
+                await link.gone.wait()
+                print(f"notebook MCP server: {link.why}; exiting", file=sys.stderr)
+                group.cancel_scope.cancel()
+
+            group.start_soon(stop_when_gone)
+            async with stdio_server() as (read_stream, write_stream):
+                await server.run(read_stream, write_stream, server.create_initialization_options())
+            group.cancel_scope.cancel()  # stdin closed: the agent went away
+    finally:
+        link.close()
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="acp-kernel mcp",
+                                description="The notebook MCP server (started by an agent from the "
+                                "entry the notebook offered; speaks MCP on stdio).")
+    p.add_argument("--connection-file", required=True, help="the kernel's connection file")
+    p.add_argument("--token", required=True, help="the token the kernel issued for this session")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    if not os.path.isfile(args.connection_file):
+        print(f"notebook MCP server: no connection file at {args.connection_file!r} "
+              "(has the kernel stopped?)", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    try:
+        return anyio.run(serve, args.connection_file, args.token)
+    except KeyboardInterrupt:
+        return 130

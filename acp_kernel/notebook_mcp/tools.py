@@ -1,0 +1,380 @@
+"""What the tools compute, without any I/O: run code with the value of its last
+expression, previews of variables, the notebook's cells as text, and the bounds.
+
+Everything here returns plain text for the agent (never HTML): the strings come from
+the agent's code and from the user's namespace, so they are data, shown verbatim inside
+fences long enough that no source can close them.
+"""
+
+from __future__ import annotations
+
+import ast
+import base64
+import itertools
+import json
+import linecache
+import re
+import reprlib
+import traceback
+import types
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from .wire import MAX_IMAGE_BYTES, MAX_IMAGES, MAX_TEXT, Image, Text
+
+#: IPython's own names in a user namespace, never "user variables".
+HIDDEN = frozenset({"In", "Out", "exit", "quit", "get_ipython"})
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_runs = itertools.count(1)
+
+
+# -- bounds ---------------------------------------------------------------------------
+
+
+def cut(text: str, limit: int = MAX_TEXT) -> str:
+    """``text`` within ``limit`` characters: the head and the tail (where a traceback
+    ends), with a line saying how much was cut."""
+    if len(text) <= limit:
+        return text
+    head = limit * 2 // 3
+    tail = limit - head
+    return (f"{text[:head]}\n[... {len(text) - limit} characters cut: replies are limited to "
+            f"{limit} characters ...]\n{text[-tail:]}")
+
+
+def fence(body: str, info: str = "") -> str:
+    """``body`` in a backtick fence longer than any backtick run inside it."""
+    longest = max((len(m) for m in re.findall(r"`+", body)), default=0)
+    ticks = "`" * max(3, longest + 1)
+    return f"{ticks}{info}\n{body}{'' if body.endswith(chr(10)) or not body else chr(10)}{ticks}"
+
+
+def plain(text: str) -> str:
+    """Terminal colours out of a traceback."""
+    return _ANSI.sub("", text)
+
+
+def bound_images(images: Iterable[tuple[str, str | bytes]]) -> tuple[list[Image], list[str]]:
+    """At most :data:`MAX_IMAGES` images of at most :data:`MAX_IMAGE_BYTES` each, as
+    base64; a note for each one left out."""
+    kept: list[Image] = []
+    notes: list[str] = []
+    for mime, data in images:
+        raw = data if isinstance(data, bytes) else _b64decode(data)
+        if raw is None:
+            notes.append(f"[an {mime} output that is not valid base64 was left out]")
+        elif len(raw) > MAX_IMAGE_BYTES:
+            notes.append(f"[an {mime} image of {len(raw)} bytes was left out: images are limited "
+                         f"to {MAX_IMAGE_BYTES} bytes]")
+        elif len(kept) >= MAX_IMAGES:
+            notes.append(f"[an {mime} image was left out: at most {MAX_IMAGES} images per reply]")
+        else:
+            kept.append(Image(data=base64.b64encode(raw).decode("ascii"), mimeType=mime))
+    return kept, notes
+
+
+def _b64decode(data: str) -> bytes | None:
+    try:
+        return base64.b64decode(data, validate=False)
+    except (ValueError, TypeError):
+        return None
+
+
+# -- running code ---------------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    """How one run of ``execute`` ended (``KeyboardInterrupt`` is not caught here)."""
+
+    ok: bool
+    has_value: bool = False
+    value: Any = None
+    error: str = ""  # the traceback text, when not ok
+
+    def summary(self) -> str:
+        """One line for the notebook: the result's repr head, or the error's last line."""
+        if not self.ok:
+            lines = [line for line in self.error.strip().splitlines() if line.strip()]
+            return lines[-1] if lines else "error"
+        if self.has_value and self.value is not None:
+            return one_line(safe_repr(self.value), 120)
+        return "done"
+
+
+def run(code: str, namespace: dict) -> Outcome:
+    """Run ``code`` in ``namespace`` like a notebook cell: statements, then the value of
+    a final expression (if any). Errors come back as traceback text that shows the
+    code's own lines and none of ours."""
+    filename = f"<notebook-mcp-{next(_runs)}>"
+    try:
+        tree = ast.parse(code, filename=filename, mode="exec")
+    except SyntaxError as exc:
+        text = "".join(traceback.format_exception_only(type(exc), exc))
+        if "await" in str(exc.msg):
+            text += ("(top-level await is not available in execute: the kernel's event loop is "
+                     "busy running this turn; use asyncio.run only for a new loop, or plain code)\n")
+        return Outcome(ok=False, error=text)
+    linecache.cache[filename] = (len(code), None, code.splitlines(keepends=True), filename)
+    last: ast.expr | None = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = tree.body.pop().value
+    namespace.setdefault("__builtins__", __builtins__)
+    try:
+        exec(compile(tree, filename, "exec"), namespace)  # noqa: S102 - the tool's purpose
+        if last is None:
+            return Outcome(ok=True)
+        value = eval(compile(ast.Expression(last), filename, "eval"), namespace)  # noqa: S307
+        return Outcome(ok=True, has_value=True, value=value)
+    except Exception as exc:  # the code's own error, reported to the agent
+        return Outcome(ok=False, error=format_error(exc))
+
+
+def format_error(exc: BaseException) -> str:
+    """The traceback of ``exc`` without this module's frames."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
+        tb = tb.tb_next
+    return "".join(traceback.format_exception(type(exc), exc, tb))
+
+
+# -- previews -------------------------------------------------------------------------
+
+
+_short = reprlib.Repr()
+_short.maxstring = _short.maxother = 200
+_short.maxlist = _short.maxtuple = _short.maxset = _short.maxdict = 20
+_long = reprlib.Repr()
+_long.maxstring = _long.maxother = 5_000
+_long.maxlist = _long.maxtuple = _long.maxset = _long.maxdict = 200
+_long.maxlevel = 4
+
+
+def safe_repr(value: Any, long: bool = False) -> str:
+    """A bounded repr that never raises (a namespace object's ``__repr__`` may)."""
+    try:
+        return (_long if long else _short).repr(value)
+    except Exception as exc:  # noqa: BLE001 - any user __repr__ failure
+        return f"<{type_name(value)} object; repr failed: {type(exc).__name__}>"
+
+
+def one_line(text: str, width: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def type_name(value: Any) -> str:
+    cls = type(value)
+    module = getattr(cls, "__module__", "") or ""
+    name = getattr(cls, "__qualname__", cls.__name__)
+    return name if module in ("builtins", "") else f"{module}.{name}"
+
+
+def is_frame(value: Any) -> bool:
+    """A DataFrame-like object (pandas, or anything with shape, dtypes and head())."""
+    if isinstance(value, type):
+        return False
+    try:
+        return (hasattr(value, "shape") and hasattr(value, "dtypes")
+                and callable(getattr(value, "head", None)))
+    except Exception:  # noqa: BLE001 - a hostile __getattr__
+        return False
+
+
+def _as_text(obj: Any) -> str:
+    try:
+        to_string = getattr(obj, "to_string", None)
+        return str(to_string() if callable(to_string) else obj)
+    except Exception as exc:  # noqa: BLE001
+        return f"<not printable: {type(exc).__name__}>"
+
+
+def frame_preview(value: Any, rows: int) -> str:
+    try:
+        shape = tuple(value.shape)
+    except Exception:  # noqa: BLE001
+        shape = "?"
+    try:
+        head = value.head(rows)
+    except Exception as exc:  # noqa: BLE001
+        head = f"<head() failed: {type(exc).__name__}>"
+    return (f"shape: {shape}\ndtypes:\n{cut(_as_text(value.dtypes), 3_000)}\n"
+            f"head({rows}):\n{cut(_as_text(head), 6_000)}")
+
+
+def user_variables(namespace: dict) -> list[tuple[str, Any]]:
+    """The user's variables: not ``_``-names, modules or IPython's own names."""
+    return sorted(
+        ((name, value) for name, value in namespace.items()
+         if isinstance(name, str) and not name.startswith("_") and name not in HIDDEN
+         and not isinstance(value, types.ModuleType)),
+        key=lambda item: item[0])
+
+
+def list_variables(namespace: dict) -> str:
+    found = user_variables(namespace)
+    if not found:
+        return "No user variables yet (names starting with _, modules and IPython's own are not listed)."
+    lines = [f"{len(found)} user variables (name: type = preview); ask for one by name for more detail."]
+    for name, value in found:
+        if is_frame(value):
+            lines.append(f"{name}: {type_name(value)}\n" + _indent(frame_preview(value, 3)))
+        else:
+            lines.append(f"{name}: {type_name(value)} = {one_line(safe_repr(value))}")
+    return cut("\n".join(lines))
+
+
+def describe(namespace: dict, name: str) -> tuple[bool, str]:
+    """One variable in detail: (found, text)."""
+    found = dict(user_variables(namespace))
+    if name not in namespace or name not in found:
+        known = ", ".join(found) or "none"
+        return False, cut(f"No user variable named {json.dumps(name)}. User variables: {known}.")
+    value = found[name]
+    parts = [f"{name}: {type_name(value)}"]
+    if is_frame(value):
+        parts.append(frame_preview(value, 10))
+    else:
+        try:
+            parts.append(f"len: {len(value)}")
+        except Exception:  # noqa: BLE001 - no len, or a failing one
+            pass
+        parts.append("repr:\n" + safe_repr(value, long=True))
+        if callable(value):
+            doc = (getattr(value, "__doc__", None) or "").strip()
+            if isinstance(doc, str) and doc:
+                parts.append("doc: " + cut(doc, 2_000))
+        try:
+            attrs = [a for a in dir(value) if not a.startswith("_")]
+        except Exception:  # noqa: BLE001
+            attrs = []
+        if attrs:
+            parts.append("public attributes: " + one_line(", ".join(attrs), 2_000))
+    return True, cut("\n".join(parts))
+
+
+def _indent(text: str) -> str:
+    return "\n".join("    " + line for line in text.splitlines())
+
+
+# -- cells ----------------------------------------------------------------------------
+
+#: Per-cell bound on output text, so one huge output does not hide the others.
+CELL_OUTPUT_LIMIT = 2_000
+
+
+def output_text(output: dict) -> str:
+    """The text of one saved output (images and HTML are named, not included)."""
+    kind = output.get("output_type")
+    if kind == "stream":
+        return _joined(output.get("text", ""))
+    if kind == "error":
+        tb = "\n".join(_joined(line) for line in output.get("traceback", []) or [])
+        return plain(tb) or f"{output.get('ename', '')}: {output.get('evalue', '')}"
+    if kind in ("execute_result", "display_data"):
+        data = output.get("data", {}) or {}
+        if "text/plain" in data:
+            text = _joined(data["text/plain"])
+        else:
+            text = ""
+        others = sorted(k for k in data if k != "text/plain")
+        if others:
+            text += ("\n" if text else "") + f"[also {', '.join(others)}]"
+        return text
+    return f"[{kind} output]"
+
+
+def _joined(value: Any) -> str:
+    return "".join(value) if isinstance(value, list) else str(value)
+
+
+def cells_from_notebook(path: str) -> str:
+    """The notebook at ``path`` as last saved: each cell's source and text outputs."""
+    import nbformat
+
+    try:
+        nb = nbformat.read(path, as_version=4)
+    except Exception as exc:  # noqa: BLE001 - a missing, unreadable or invalid file
+        return f"The notebook {json.dumps(path)} could not be read: {type(exc).__name__}: {exc}"
+    parts = [f"The notebook {json.dumps(path)} as last saved (unsaved edits are not included): "
+             f"{len(nb.cells)} cells, numbered from 1."]
+    for number, cell in enumerate(nb.cells, 1):
+        kind = cell.get("cell_type", "?")
+        count = cell.get("execution_count")
+        head = f"## Cell {number}: {kind}" + (f", execution count {count}" if count else "")
+        lang = "python" if kind == "code" else ("markdown" if kind == "markdown" else "")
+        parts.append(f"{head}\n{fence(_joined(cell.get('source', '')), lang)}")
+        outputs = [output_text(o) for o in cell.get("outputs", []) or []]
+        outputs = [o for o in outputs if o]
+        if outputs:
+            parts.append("Outputs:\n" + fence(cut("\n".join(outputs), CELL_OUTPUT_LIMIT), "text"))
+    return cut("\n\n".join(parts))
+
+
+def cells_from_history(history: list[str]) -> str:
+    """The sources run in this kernel, when the notebook file is not known."""
+    intro = ("This kernel does not know its notebook file, so these are the sources of the cells "
+             f"run in this kernel, oldest first ({len(history)} runs, no outputs).")
+    parts = [intro] + [f"## Run {n}\n{fence(source, 'python')}" for n, source in enumerate(history, 1)]
+    return cut("\n\n".join(parts))
+
+
+# -- the execute reply ----------------------------------------------------------------
+
+
+class Stream:
+    """Text written by a run, kept within bounds as it arrives (a loop may print
+    gigabytes): the first and the last ``limit`` characters and a count of the rest."""
+
+    def __init__(self, limit: int = MAX_TEXT) -> None:
+        self.limit, self.head, self.tail, self.dropped = limit, "", "", 0
+
+    def add(self, text: str) -> None:
+        if len(self.head) < self.limit:
+            room = self.limit - len(self.head)
+            self.head, text = self.head + text[:room], text[room:]
+        if text:
+            self.tail += text
+            if len(self.tail) > self.limit:
+                self.dropped += len(self.tail) - self.limit
+                self.tail = self.tail[-self.limit:]
+
+    def text(self) -> str:
+        middle = f"\n[... {self.dropped} characters cut ...]\n" if self.dropped else ""
+        return self.head + middle + self.tail
+
+    def __bool__(self) -> bool:
+        return bool(self.head)
+
+
+@dataclass
+class Captured:
+    """What a run printed and displayed, for the reply."""
+
+    stdout: Stream = field(default_factory=Stream)
+    stderr: Stream = field(default_factory=Stream)
+    displays: list[str] = field(default_factory=list)  # text/plain of display() calls
+    images: list[tuple[str, str | bytes]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # e.g. a figure that could not be drawn
+
+
+def execute_content(outcome: Outcome, captured: Captured) -> list[Text | Image]:
+    """The agent's view of one run: output, the value or the traceback, then images."""
+    sections: list[str] = []
+    if captured.stdout:
+        sections.append("stdout:\n" + captured.stdout.text())
+    if captured.stderr:
+        sections.append("stderr:\n" + captured.stderr.text())
+    if captured.displays:
+        sections.append("displayed:\n" + "\n".join(captured.displays))
+    if not outcome.ok:
+        sections.append("error:\n" + plain(outcome.error))
+    elif outcome.has_value and outcome.value is not None:
+        sections.append("result:\n" + safe_repr(outcome.value, long=True))
+    images, notes = bound_images(captured.images)
+    notes = captured.notes + notes
+    if notes:
+        sections.append("\n".join(notes))
+    if not sections:
+        sections.append("(no output)")
+    return [Text(text=cut("\n\n".join(sections))), *images]
