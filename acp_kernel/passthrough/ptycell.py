@@ -15,16 +15,18 @@ import dataclasses
 import os
 import shlex
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..client.commands import KERNEL, VERBS
 from ..errors import PassthroughError
 from ..client.registry import AgentSpec, Config, Passthrough
-from ..safe import Markdown, code, text
+from ..safe import Markdown, bundle, code, text
 from ..protocol.transport import CommandNotFound
 
 if TYPE_CHECKING:
     from .manager import PassthroughManager, PassthroughTerminal, Reply
+    from .notebook import NotebookLink
     from ..view.sink import DisplaySink
     from ..view.terminal import TerminalPanel
 
@@ -105,30 +107,88 @@ def login_target(spec: AgentSpec, method: dict) -> Target:
 
 
 class Terminals:
-    """The terminals a kernel has open, by name, and the views that show them."""
+    """The terminals a kernel has open, by name, and the views that show them.
 
-    def __init__(self) -> None:
+    Inside a Jupyter kernel, a CLI whose registry entry has ``mcp_args`` starts
+    with the ``notebook`` MCP server in a generated config file
+    (:mod:`acp_kernel.passthrough.notebook`), unless ``config.notebook_mcp`` is
+    off; ``permissions`` (a callable: the connection's policy now) decides its
+    ``execute`` runs, else the config file's policy (default ``ask``).
+    """
+
+    def __init__(self, *, config: Config | None = None, permissions: Callable[[], str] | None = None) -> None:
         self._manager: PassthroughManager | None = None
         self.panels: dict[str, TerminalPanel] = {}
+        self.config = config
+        self.permissions = permissions
+        self._asked: dict[str, Passthrough] = {}  # the settings each was opened with, before the MCP flag
+        self._links: dict[str, NotebookLink] = {}
+        self._notes: dict[str, Markdown] = {}
+
+    def _config(self) -> Config:
+        if self.config is None:
+            from ..client.registry import BUILTIN, ConfigError, load_config
+
+            try:
+                self.config = load_config()
+            except ConfigError:  # the front-end says so; the built-in defaults hold here
+                self.config = Config(agents=dict(BUILTIN))
+        return self.config
+
+    def _policy(self) -> str:
+        if self.permissions is not None:
+            return self.permissions()
+        return self._config().permissions or "ask"
 
     def open(self, target: Target, cwd: str, *, reuse: bool = True) -> TerminalPanel:
         """The running terminal for ``target`` if there is one (same command), else a new one."""
         from .manager import PassthroughManager
+        from .notebook import offer_terminal
         from ..view.terminal import TerminalPanel
 
         old = self.panels.get(target.name)
-        if reuse and old is not None and old.terminal.alive and old.terminal.settings == target.settings:
+        if reuse and old is not None and old.terminal.alive and \
+                self._asked.get(target.name, old.terminal.settings) == target.settings:
             return old
         if self._manager is None:
             self._manager = PassthroughManager()
+        started: list[PassthroughTerminal] = []
+        offered = offer_terminal(target.name, target.settings, enabled=self._config().notebook_mcp,
+                                 policy=self._policy, on_interrupt=lambda: started and started[0].interrupt())
         try:
-            terminal = self._manager.open(target.name, target.settings, cwd=cwd, env=target.env)
+            terminal = self._manager.open(target.name, offered.settings, cwd=cwd, env=target.env)
         except CommandNotFound as exc:
+            if offered.link is not None:
+                offered.link.close()
             hint = f" ({target.install})" if target.install else ""
             raise PassthroughError(f"cannot start {target.heading()}: {exc.program!r} was not found on PATH{hint}") from None
+        except BaseException:
+            if offered.link is not None:
+                offered.link.close()
+            raise
+        started.append(terminal)
+        name = terminal.name
+        self._asked[name] = target.settings
+        self._links.pop(name, None)
+        self._notes.pop(name, None)
+        if offered.link is not None:
+            link = offered.link
+            self._links[name] = link
+            terminal.exited.add_done_callback(lambda _: link.close())
+        if offered.note is not None:
+            self._notes[name] = offered.note
         panel = TerminalPanel(terminal, title=target.heading())
-        self.panels[terminal.name] = panel
+        self.panels[name] = panel
         return panel
+
+    def note(self, name: str) -> Markdown | None:
+        """Why the notebook MCP server is off for this terminal, once (None: nothing to say).
+        A front-end shows it under the terminal; else the first prompt's cell does."""
+        return self._notes.pop(name, None)
+
+    def link(self, name: str) -> NotebookLink | None:
+        """The terminal's offer of the notebook MCP server (its bridge and config file), if any."""
+        return self._links.get(name)
 
     def get(self, name: str) -> TerminalPanel:
         panel = self.panels.get(name)
@@ -140,13 +200,26 @@ class Terminals:
     async def prompt(self, name: str, prompt: str, sink: DisplaySink) -> Reply:
         """Show the terminal in this cell (the cell that showed it before keeps
         its own exchange as text) and type ``prompt`` into it."""
+        from .notebook import here
+
         panel = self.get(name)
         panel.show(sink, prompt)
+        note = self.note(name)
+        if note is not None:
+            sink.display(bundle(note))
+        link = self._links.get(name)
+        if link is not None:  # the notebook MCP server's runs and questions show in this cell
+            link.bridge.cell = here(sink)
+            link.bridge.cell.live = True
+            link.bridge.prompts.append(prompt)
         try:
             reply = await panel.terminal.send_prompt(prompt)
         except BaseException:
             panel.finish("error")
             raise
+        finally:
+            if link is not None and link.bridge.cell is not None:
+                link.bridge.cell.live = False
         panel.finish(reply.outcome, reply.text)
         return reply
 
@@ -154,6 +227,11 @@ class Terminals:
         panel = self.panels.pop(name, None)
         if panel is not None:
             await panel.stop()
+        self._asked.pop(name, None)
+        self._notes.pop(name, None)
+        link = self._links.pop(name, None)
+        if link is not None:
+            link.close()
 
     async def close_all(self) -> None:
         for name in list(self.panels):
@@ -162,6 +240,8 @@ class Terminals:
     def kill_now(self) -> None:
         for panel in self.panels.values():
             panel.terminal.kill_now()
+        for link in self._links.values():
+            link.close()
 
     def listing(self) -> Markdown:
         if not self.panels:

@@ -1,6 +1,7 @@
 """A stand-in for a real agent CLI's full-screen UI, with each behaviour that
 broke passthrough with the real ones (issue 12) behind a flag. Standard
-library only; run under a PTY: ``python tests/passthrough/standin.py [flags]``.
+library only (and the ``mcp`` SDK with ``--mcp-config``); run under a PTY:
+``python tests/passthrough/standin.py [flags]``.
 
 The screen: the transcript above, an input box between two rules
 (``> text``), a footer (``? for shortcuts`` idle, ``esc to interrupt`` busy),
@@ -21,6 +22,11 @@ Flags:
   --log FILE          append what happened as JSON lines (start, prompt, chunk, cancel, dialog, quit)
   --continue          resume the last conversation (its resume flag)
   --fail-resume       with --continue: say there is none and exit 1
+  --mcp-config FILE   start the MCP servers of FILE (``{"mcpServers": {NAME: {command,
+                      args, env}}}``, as claude's flag) at launch with the ``mcp`` SDK's
+                      stdio client, on a thread; the prompts ``mcp variables [NAME]``,
+                      ``mcp run CODE`` and ``mcp cells`` call that tool and print the
+                      result (log events mcp-ready, mcp-result)
 """
 
 from __future__ import annotations
@@ -28,13 +34,114 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import queue
 import select
 import sys
 import termios
+import threading
 import time
 import tty
+from typing import Any
 
 PASTE_START, PASTE_END = "\x1b[200~", "\x1b[201~"
+#: Lines of a tool's result shown on the screen (the log has all of it).
+MCP_SHOWN = 24
+
+
+def children(pid: int) -> list[int]:
+    """Processes whose parent is ``pid`` (from /proc)."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(entry))
+    return out
+
+
+class McpLink:
+    """The MCP servers of a config file, as a CLI starts them: at launch, kept
+    for its lifetime. One asyncio loop on a thread owns the stdio client (its
+    task group lives in one task); calls go in through a queue and results
+    come back through a pipe the UI's select() watches."""
+
+    def __init__(self, path: str, log: Any, errlog: str) -> None:
+        import asyncio
+
+        self.path, self.log, self.errlog = path, log, errlog
+        self.results: "queue.Queue[list[str]]" = queue.Queue()
+        self.wake_r, self.wake_w = os.pipe()
+        self.loop = asyncio.new_event_loop()
+        self.calls: Any = asyncio.Queue()  # calls made before the server is up wait here
+        self.failed = ""
+        threading.Thread(target=self._run, name="mcp", daemon=True).start()
+
+    def _run(self) -> None:
+        self.loop.run_until_complete(self._serve())
+
+    async def _serve(self) -> None:
+        import asyncio
+
+        from mcp import ClientSession
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+
+        try:
+            with open(self.path, encoding="utf-8") as f:
+                config = json.load(f)
+            (name, entry), = config["mcpServers"].items()
+            params = StdioServerParameters(command=entry["command"], args=list(entry.get("args") or []),
+                                           env=dict(entry.get("env") or {}) or None)
+            with open(self.errlog, "a", encoding="utf-8") as errlog:
+                async with stdio_client(params, errlog=errlog) as (read, write):
+                    async with ClientSession(read, write) as session:
+                        await session.initialize()
+                        tools = await session.list_tools()
+                        self.log("mcp-ready", server=name, argv=[entry["command"], *entry.get("args", [])],
+                                 tools=sorted(t.name for t in tools.tools), pids=children(os.getpid()))
+                        while True:
+                            tool, args = await self.calls.get()
+                            try:
+                                result = await session.call_tool(tool, args, read_timeout_seconds=120)
+                                lines = self._lines(tool, result)
+                            except Exception as exc:  # noqa: BLE001 - shown on the screen
+                                lines = [f"mcp {tool} failed: {type(exc).__name__}: {exc}"]
+                            self.log("mcp-result", tool=tool, args=args, lines=lines)
+                            self._deliver(lines)
+        except Exception as exc:  # noqa: BLE001 - the UI says so on the next call
+            self.failed = f"{type(exc).__name__}: {exc}"
+            self.log("mcp-failed", error=self.failed)
+            self._deliver([f"mcp server failed: {self.failed}"])
+
+    @staticmethod
+    def _lines(tool: str, result: Any) -> list[str]:
+        lines = [f"mcp {tool} -> {'error' if result.is_error else 'ok'}"]
+        for item in result.content:
+            if getattr(item, "type", "") == "text":
+                lines += item.text.split("\n")
+            else:
+                lines.append(f"[{getattr(item, 'type', '?')} {getattr(item, 'mimeType', '')}]")
+        return lines
+
+    def _deliver(self, lines: list[str]) -> None:
+        self.results.put(lines)
+        os.write(self.wake_w, b"x")
+
+    def call(self, tool: str, args: dict[str, Any]) -> None:
+        if self.failed:
+            self._deliver([f"mcp server not running{': ' + self.failed if self.failed else ''}"])
+            return
+        self.loop.call_soon_threadsafe(self.calls.put_nowait, (tool, args))
+
+    def take(self) -> list[list[str]]:
+        os.read(self.wake_r, 4096)
+        out = []
+        while not self.results.empty():
+            out.append(self.results.get_nowait())
+        return out
 
 
 class App:
@@ -49,6 +156,10 @@ class App:
         self.next_tick = 0.0
         self.in_paste = False
         self.quit = False
+        self.waiting = False  # for an MCP tool's result
+        self.mcp: McpLink | None = None
+        if args.mcp_config:
+            self.mcp = McpLink(args.mcp_config, self.log, (args.log or os.devnull) + (".mcp-stderr" if args.log else ""))
 
     # -- drawing -------------------------------------------------------------------
 
@@ -158,7 +269,9 @@ class App:
         self.transcript += ["> " + line for line in prompt.split("\n")]
         self.busy = True
         self.think_until = time.monotonic() + self.args.think
-        if prompt.startswith("SLOW"):
+        if prompt.split(" ", 1)[0] == "mcp":
+            self.mcp_call(prompt[4:])
+        elif prompt.startswith("SLOW"):
             self.stream = [f"slow chunk {i}" for i in range(1, 201)]
         else:
             first = prompt.split("\n")[0]
@@ -166,15 +279,37 @@ class App:
             self.stream = [f"stand-in reply to: {first} ({n} line{'s' if n > 1 else ''})"]
         self.next_tick = self.think_until
 
+    def mcp_call(self, rest: str) -> None:
+        """``variables [NAME]``, ``run CODE`` (the rest of the prompt, lines and all), ``cells``."""
+        verb, _, arg = rest.partition(" ")
+        call = {"variables": ("variables", {"name": arg.strip()} if arg.strip() else {}),
+                "run": ("execute", {"code": arg}), "cells": ("cells", {})}.get(verb)
+        if call is None or self.mcp is None:
+            why = "no --mcp-config given" if self.mcp is None else f"unknown: mcp {verb} (variables, run, cells)"
+            self.stream = [f"mcp: {why}"]
+            return
+        self.waiting = True
+        self.mcp.call(*call)
+
+    def mcp_results(self) -> None:
+        for lines in self.mcp.take() if self.mcp else []:
+            shown = lines[:MCP_SHOWN] + ([f"... ({len(lines) - MCP_SHOWN} more lines)"] if len(lines) > MCP_SHOWN else [])
+            self.transcript += [*shown, ""]
+            if self.waiting:
+                self.waiting = self.busy = False
+        self.draw()
+
     def cancel(self) -> None:
         self.log("cancel", left=len(self.stream))
         self.stream = []
-        self.busy = False
+        self.busy = self.waiting = False
         self.transcript += ["Interrupted by user", ""]
 
     # -- time --------------------------------------------------------------------------
 
     def tick(self, now: float) -> None:
+        if self.waiting:
+            return
         if self.busy and now >= self.next_tick:
             if self.stream:
                 self.transcript.append(self.stream.pop(0))
@@ -192,9 +327,12 @@ class App:
         self.draw()
         while not self.quit:
             now = time.monotonic()
-            wait = max(0.0, self.next_tick - now) if (self.busy or self.args.idle_redraw) else None
-            ready, _, _ = select.select([0], [], [], wait)
-            if ready:
+            wait = max(0.0, self.next_tick - now) if ((self.busy and not self.waiting) or self.args.idle_redraw) else None
+            fds = [0] + ([self.mcp.wake_r] if self.mcp else [])
+            ready, _, _ = select.select(fds, [], [], wait)
+            if self.mcp and self.mcp.wake_r in ready:
+                self.mcp_results()
+            if 0 in ready:
                 data = os.read(0, 65536)
                 if not data:
                     return 0
@@ -214,6 +352,7 @@ def main() -> int:
     ap.add_argument("--log", default="")
     ap.add_argument("--continue", dest="resume", action="store_true")
     ap.add_argument("--fail-resume", action="store_true")
+    ap.add_argument("--mcp-config", default="")
     args = ap.parse_args()
     if args.resume and args.fail_resume:
         print("no conversation to continue", flush=True)
@@ -224,7 +363,7 @@ def main() -> int:
     os.write(1, b"\x1b[?1049h\x1b[?2004h")
     try:
         app = App(args)
-        app.log("start", resumed=args.resume)
+        app.log("start", resumed=args.resume, argv=sys.argv[1:])
         if args.resume:
             app.transcript.append("(resumed conversation)")
         return app.run()

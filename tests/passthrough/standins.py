@@ -22,6 +22,7 @@ PROFILES: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
     "think": (("--think", "2.5"), {}),  # a long silent (static) working screen before each reply
     "quit": (("--ctrl-c", "quit"), {}),  # Ctrl-C quits: the registry says Esc
     "redraw": (("--idle-redraw",), {}),  # repaints the same screen forever
+    "mcp": ((), {"mcp_args": ("--mcp-config", "{config}")}),  # takes an MCP config file, as claude does
 }
 
 
@@ -43,7 +44,7 @@ def config_entry(name: str, log: Path, **over: Any) -> dict[str, Any]:
         "command": list(s.command), "idle_seconds": s.idle_seconds, "clear_input": s.clear_input,
         "cancel_keys": [list(k) for k in s.cancel_keys], "ready_pattern": s.ready_pattern,
         "busy_pattern": s.busy_pattern, "chrome_pattern": s.chrome_pattern, "ready_timeout": s.ready_timeout,
-        "cell_timeout": s.cell_timeout}}
+        "cell_timeout": s.cell_timeout, **({"mcp_args": list(s.mcp_args)} if s.mcp_args else {})}}
 
 
 def events(log: Path) -> list[dict[str, Any]]:
