@@ -99,8 +99,11 @@ class PassthroughBridge:
 
     def notebook_path(self) -> str | None:
         """The notebook this kernel runs, as the ACP sessions' bridge finds it."""
-        from ..client.notebook import known_notebook
-
+        try:
+            from ..client.notebook import known_notebook
+        except ImportError:  # pragma: no cover - the ACP side's finder; Jupyter Server's name will do
+            path = os.environ.get("JPY_SESSION_NAME", "")
+            return path if path.endswith(".ipynb") and os.path.isfile(path) else None
         return known_notebook(self._ns)
 
     def history(self) -> list[str]:

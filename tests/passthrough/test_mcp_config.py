@@ -280,3 +280,69 @@ async def test_mcp_off_in_the_config_starts_the_cli_without_the_flag(ipython, tm
 def test_standin_settings_carry_mcp_args():
     assert settings("mcp").mcp_args == ("--mcp-config", "{config}")
     assert re.search(r"standin\.py$", settings("mcp").command[1])
+
+
+def clicker(harness, label: str):
+    """An ``on_output`` hook that clicks the first ipywidgets Button named ``label``, as the page does."""
+    clicked: list[str] = []
+
+    async def on_output(msg: dict) -> None:
+        if clicked or msg["msg_type"] != "comm_open":
+            return
+        state = (msg["content"].get("data") or {}).get("state") or {}
+        if state.get("_model_name") == "ButtonModel" and state.get("description") == label:
+            comm_id = msg["content"]["comm_id"]
+            harness.kc.shell_channel.send(harness.kc.session.msg("comm_msg", {"comm_id": comm_id, "data": {
+                "method": "custom", "content": {"event": "click"}}}))
+            clicked.append(comm_id)
+
+    return clicked, on_output
+
+
+@pytest.mark.slow
+async def test_ask_puts_the_buttons_in_the_typing_cell(ipython, tmp_path):  # noqa: F811
+    log, path, ready = await _open_standin(ipython, tmp_path, "ask")
+    clicked, hook = clicker(ipython, "Allow")
+    res = await ipython.ok("%%acp\nmcp run w = 7", on_output=hook)
+    assert clicked and _results(log)[-1]["lines"][0] == "mcp execute -> ok"
+    assert "Permission requested" in res.text() and await ipython.value("w") == "7"
+
+    clicked, hook = clicker(ipython, "Reject")
+    await ipython.ok("%%acp\nmcp run w = 8", on_output=hook)
+    lines = _results(log)[-1]["lines"]
+    assert clicked and lines[0] == "mcp execute -> error" and any("refused by the user" in s for s in lines), lines
+    assert await ipython.value("w") == "7"
+
+    # Headless (no allow_stdin, as nbclient runs): nobody to ask, refused with how to allow it.
+    await ipython.ok("%%acp\nmcp run w = 9", allow_stdin=False)
+    lines = _results(log)[-1]["lines"]
+    assert lines[0] == "mcp execute -> error" and any("headless" in s for s in lines), lines
+    assert any('"permissions": "allow-all"' in s for s in lines)
+    assert await ipython.value("w") == "7"
+    await ipython.ok("%acp disconnect standin-cli")
+
+
+@pytest.mark.slow
+async def test_interrupt_stops_the_code_and_the_cli_turn(ipython, tmp_path):  # noqa: F811
+    import asyncio
+
+    log, path, ready = await _open_standin(ipython, tmp_path, "allow-all")
+    running = asyncio.Event()
+
+    async def watch(msg: dict) -> None:
+        data = msg["content"].get("data") or {}
+        if "running" in str(data.get("text/markdown", "")) and "time.sleep" in str(data.get("text/markdown", "")):
+            running.set()
+
+    cell = asyncio.ensure_future(ipython.execute("%%acp\nmcp run import time; time.sleep(60)", on_output=watch,
+                                                 timeout=60))
+    await asyncio.wait_for(running.wait(), 30)
+    await ipython.km.interrupt_kernel()
+    res = await asyncio.wait_for(cell, 30)
+    assert res.status == "ok", res.text()
+    await wait_until(lambda: bool(_results(log)) and _results(log)[-1]["tool"] == "execute", timeout=10)
+    lines = _results(log)[-1]["lines"]
+    assert lines[0] == "mcp execute -> error" and any("interrupt" in s.lower() for s in lines), lines
+    assert any(e["event"] == "cancel" for e in events(log))  # the CLI's turn was stopped too (Esc)
+    assert await ipython.value("1 + 1") == "2"
+    await ipython.ok("%acp disconnect standin-cli")
