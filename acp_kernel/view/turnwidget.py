@@ -8,11 +8,23 @@ reloaded page, the saved notebook) has them all. The frontend writes
 ``expanded`` (block key -> open) and ``shown`` (how many of the last blocks
 the reader keeps on the page): both survive a new view of the widget.
 
+The synced ``_esm`` is a small loader (``static/turnloader.js``), not the
+turn's module: a notebook saves a widget's code with every model, and the
+real module (common.js + turn.js, toolcall.css + turn.css: about 25 KB)
+would be saved once per turn. A view asks the kernel for it with a custom
+message, the widget answers with :func:`module_message`, and the page keeps
+it per version; without a kernel the loader shows the blocks as plain text.
+
 Defined on first use, so importing the view imports no widget library.
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import hashlib
+import re
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +33,33 @@ STATIC = Path(__file__).parent / "static"
 DEFAULT_SHOWN = 120
 
 _widget_class: Any = None
+#: Full-line comments, indentation and blank lines: dropped from the synced loader (no
+#: template literal or string there spans lines).
+_TRIM = re.compile(r"^[ \t]*(?:(?://|/\*).*)?\n|^[ \t]+", re.M)
+
+
+@functools.cache
+def module_assets() -> dict[str, str]:
+    """The turn's real module and stylesheet, and their version (a hash of both)."""
+    from .toolcall import esm_source
+
+    esm = esm_source("turn.js")
+    css = "".join((STATIC / f).read_text(encoding="utf-8") for f in ("toolcall.css", "turn.css"))
+    version = hashlib.sha256((esm + "\0" + css).encode()).hexdigest()[:16]
+    return {"version": version, "esm": esm, "css": css}
+
+
+def module_message() -> dict[str, str]:
+    """The answer to a view's ``{"type": "module"}`` request (static/turnloader.js)."""
+    return {"type": "module", **module_assets()}
+
+
+@functools.cache
+def loader_source() -> tuple[str, str]:
+    """The synced ``_esm`` and ``_css``: the loader for this version, comment lines and indentation removed."""
+    esm = (STATIC / "turnloader.js").read_text(encoding="utf-8").replace("__VERSION__", module_assets()["version"])
+    css = (STATIC / "turnplain.css").read_text(encoding="utf-8")
+    return _TRIM.sub("", esm), _TRIM.sub("", css)
 
 
 def block_key(index: int) -> str:
@@ -40,14 +79,13 @@ def _define() -> Any:
 
     from ..compat import send_partial_state
     from .widgetbase import base_class
-    from .toolcall import esm_source
 
-    css = (STATIC / "toolcall.css").read_text(encoding="utf-8") + (STATIC / "turn.css").read_text(encoding="utf-8")
+    esm, css = loader_source()
 
     class TurnWidget(base_class()):  # type: ignore[misc]
         """Synced state of one turn's blocks (see static/turn.js)."""
 
-        _esm = t.Unicode(esm_source("turn.js")).tag(sync=True)
+        _esm = t.Unicode(esm).tag(sync=True)
         _css = t.Unicode(css).tag(sync=True)
         _anywidget_id = t.Unicode("acp_kernel.view.turnwidget.TurnWidget").tag(sync=True)
         #: block key -> open (True) or folded (False), as the reader chose; set by the frontend
@@ -58,6 +96,11 @@ def _define() -> Any:
         def __init__(self, **kwargs: Any) -> None:
             self._blocks: dict[str, dict[str, Any]] = {}  # before super(): opening the comm reads it
             super().__init__(**kwargs)
+            try:  # requests may arrive on a comm thread: the answer goes out on this loop
+                self._home: tuple[Any, int] | None = (asyncio.get_running_loop(), threading.get_ident())
+            except RuntimeError:
+                self._home = None
+            self.on_msg(_serve_module)
 
         def blocks(self) -> dict[str, dict[str, Any]]:
             return dict(self._blocks)
@@ -79,3 +122,14 @@ def _define() -> Any:
             send_partial_state(self, state)
 
     return TurnWidget
+
+
+def _serve_module(widget: Any, content: Any, _buffers: Any) -> None:
+    """A view asked for the turn's module: send it (custom messages are never saved)."""
+    if not isinstance(content, dict) or content.get("type") != "module":
+        return
+    home = getattr(widget, "_home", None)
+    if home is not None and home[1] != threading.get_ident() and not home[0].is_closed():
+        home[0].call_soon_threadsafe(widget.send, module_message())
+    else:
+        widget.send(module_message())

@@ -1,0 +1,99 @@
+// acp-kernel: the turn widget's saved module, a loader (see view/turnwidget.py).
+// The turn's real module (common.js + turn.js, with toolcall.css + turn.css) is
+// never synced state, which a notebook saves with every turn: a view asks the
+// kernel for it ({type: "module", version}), once per page and version (kept on
+// globalThis), and the answer ({type: "module", version, esm, css}) upgrades every
+// view of that version on the page. Until then, and for good with no kernel (a
+// saved notebook reopened, an HTML export), the blocks show as plain text:
+// textContent only; a text block's html (made by acp_kernel.safe) is parsed in an
+// inert document and only its text is kept.
+// Comment lines and indentation are removed before this is synced (turnwidget.loader_source).
+
+const V = "__VERSION__";
+const G = (globalThis.__acpKernelTurn ||= {});
+const S = (G[V] ||= { views: new Set(), asked: 0, loading: false, mod: null });
+const MARK = { completed: "☑", in_progress: "◐" };
+
+function arrived(msg) {
+  if (!msg || msg.type !== "module" || msg.version !== V || S.mod || S.loading) return;
+  S.loading = true;
+  const url = URL.createObjectURL(new Blob([msg.esm], { type: "text/javascript" }));
+  import(url).then((m) => {
+    const style = document.createElement("style");
+    style.textContent = msg.css || "";
+    document.head.append(style);
+    S.mod = m.default;
+    for (const up of [...S.views]) up();
+  }, () => { S.loading = false; }).finally(() => URL.revokeObjectURL(url));
+}
+
+// One request at a time per page: the next view asks 2 s later if none came.
+function ask(model, alive) {
+  const wait = S.asked + 2000 - Date.now();
+  if (S.mod || !alive()) return;
+  if (wait > 0) return void setTimeout(() => ask(model, alive), wait);
+  S.asked = Date.now();
+  model.send({ type: "module", version: V });
+}
+
+const htmlText = (html) => (html ? new DOMParser().parseFromString(html, "text/html").body.textContent : "");
+
+function blockText(st) {
+  const t = st.type;
+  if (t === "text") return htmlText(st.html);
+  if (t === "thought") return "Thinking: " + st.text;
+  if (t === "user") return "You: " + st.text;
+  if (t === "plan") return "Plan" + (st.entries || []).map((e) => `\n${MARK[e.status] || "☐"} ${e.content}`).join("");
+  if (t === "permission") return `🔐 Permission requested: ${st.title} → ${st.chosen || st.state}`;
+  if (t === "form") return `📝 The agent asks: ${htmlText(st.html)} → ${st.state}`;
+  if (t !== "tool") return st.text;
+  const parts = [`${st.icon} ${st.title} · ${st.status_label}`, st.detail, st.text];
+  for (const d of st.diffs || []) parts.push(d.path, ...d.lines.map((l) => l[1]));
+  for (const x of st.terminals || []) parts.push("$ " + (x.command || x.id), x.output, x.exit);
+  return parts.filter(Boolean).join("\n").replace(/\x1b\[[0-9;]*m/g, "");
+}
+
+function render({ model, el }) {
+  let inner = null;
+  let frame = 0;
+  const box = document.createElement("div");
+  box.className = "acp-turn-plain";
+  const draw = () => {
+    frame = 0;
+    box.replaceChildren(...Array.from({ length: model.get("count") || 0 }, (_, i) => {
+      const st = model.get("b:" + i) || {};
+      const div = document.createElement("div");
+      div.className = "acp-plain-" + st.type;
+      div.textContent = blockText(st);
+      return div;
+    }));
+  };
+  const changed = () => { frame ||= requestAnimationFrame(draw); };
+  const onMsg = (msg) => arrived(msg);
+  const quiet = () => {
+    S.views.delete(up);
+    model.off("change", changed);
+    model.off("msg:custom", onMsg);
+    cancelAnimationFrame(frame);
+  };
+  const up = () => {
+    quiet();
+    box.remove();
+    inner = S.mod.render({ model, el });
+  };
+  if (S.mod) up();
+  else {
+    el.append(box);
+    draw();
+    model.on("change", changed);
+    model.on("msg:custom", onMsg);
+    S.views.add(up);
+    ask(model, () => S.views.has(up));
+  }
+  return () => {
+    quiet();
+    if (typeof inner === "function") inner();
+  };
+}
+
+export default { render };
