@@ -1,0 +1,152 @@
+"""The turn widget saves a small loader, not its module (issue 14).
+
+A notebook keeps every widget model's ``_esm`` and ``_css``: the turn's real
+module (static/common.js + turn.js, toolcall.css + turn.css) is sent to a
+page on request instead, as a custom message the widget answers. Checked on
+the wire (a recording frontend), as JavaScript (node, when installed), and in
+a notebook saved by nbclient with its widget state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import subprocess
+import threading
+
+import pytest
+
+from acp_kernel.client.turn import Turn
+from acp_kernel.view import RecordingSink, view_for
+from acp_kernel.view import turnwidget
+
+from .helpers import Frontend, text, tool_call, tool_update
+
+TURN_WIDGET = "acp_kernel.view.turnwidget.TurnWidget"
+#: The most code one saved turn may carry (``_esm`` + ``_css``, UTF-8 bytes).
+CODE_BOUND = 3 * 1024
+#: Names only the real module defines: none may be in what a notebook saves.
+MODULE_ONLY = ("function toolRow", "function appendAnsi", "function formBlock", ".acp-tc-head")
+
+
+def code_bytes(state: dict) -> int:
+    return sum(len(state.get(k, "").encode()) for k in ("_esm", "_css"))
+
+
+def _turn(frontend: Frontend) -> tuple[object, str]:
+    turn, sink = Turn("s1"), RecordingSink()
+    view = view_for(turn, sink)
+    turn.apply_update(text("Reading.\n\n"))
+    turn.apply_update(tool_call("t1", "Read a.py", "read", "in_progress"))
+    turn.apply_update(tool_update("t1", status="completed"))
+    turn.finish("end_turn")
+    (comm_id,) = frontend.opens(TURN_WIDGET)
+    return view, comm_id
+
+
+def _ask(widget, version: str) -> None:
+    widget._handle_msg({"content": {"data": {"method": "custom", "content": {"type": "module", "version": version}}},
+                        "buffers": []})
+
+
+def test_the_synced_code_is_a_small_loader_without_the_module(frontend: Frontend):
+    _view, comm_id = _turn(frontend)
+    state = frontend.models[comm_id]
+    assert code_bytes(state) < CODE_BOUND, code_bytes(state)
+    for name in MODULE_ONLY:
+        assert name not in state["_esm"] + state["_css"]
+    version = turnwidget.module_assets()["version"]
+    assert f'const V = "{version}";' in state["_esm"]
+    assert "\n//" not in state["_esm"] and "\n " not in state["_esm"]  # comment lines and indentation dropped
+
+
+def test_a_module_request_is_answered_with_the_module_and_its_css(frontend: Frontend):
+    view, comm_id = _turn(frontend)
+    before = len(frontend.sent(comm_id, "custom"))
+    version = turnwidget.module_assets()["version"]
+    _ask(view.widget, version)
+    (msg,) = [m["content"] for m in frontend.sent(comm_id, "custom")[before:]]
+    assert msg["type"] == "module" and msg["version"] == version
+    for name in MODULE_ONLY[:3]:
+        assert name in msg["esm"]
+    assert ".acp-tc-head" in msg["css"] and ".acp-turn" in msg["css"]
+    # Other messages (a click without a block, garbage) get no module.
+    view.widget._handle_msg({"content": {"data": {"method": "custom", "content": {"type": "answer"}}}, "buffers": []})
+    view.widget._handle_msg({"content": {"data": {"method": "custom", "content": ["module"]}}, "buffers": []})
+    assert len(frontend.sent(comm_id, "custom")) == before + 1
+
+
+async def test_a_request_on_another_thread_is_answered_on_the_widgets_loop(frontend: Frontend):
+    view, comm_id = _turn(frontend)
+    version = turnwidget.module_assets()["version"]
+    sent_on: list[int] = []
+    original = view.widget.send
+
+    def send(content, buffers=None):
+        sent_on.append(threading.get_ident())
+        original(content, buffers)
+
+    view.widget.send = send
+    thread = threading.Thread(target=_ask, args=(view.widget, version))
+    thread.start()
+    thread.join(5)
+    for _ in range(200):
+        if sent_on:
+            break
+        await asyncio.sleep(0.01)
+    assert sent_on == [threading.get_ident()]
+
+
+def _node_check(source: str, tmp_path) -> None:
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    path = tmp_path / "module.mjs"
+    path.write_text(source, encoding="utf-8")
+    proc = subprocess.run([node, "--check", str(path)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_the_loader_and_the_module_parse_as_javascript_modules(tmp_path):
+    _node_check(turnwidget.loader_source()[0], tmp_path)
+    _node_check(turnwidget.module_assets()["esm"], tmp_path)
+
+
+# -- a notebook saved with its widget state -------------------------------------------------
+
+from tests.headless.conftest import headless_env, use_scripted_agent  # noqa: E402,F401 - fixtures
+from tests.kernel.conftest import kernel_env, kernelspec_path  # noqa: E402,F401 - fixtures
+
+HOSTILE = "<img src=x onerror=alert(1)> `a\nb` and a path /tmp/a\n# not a heading.py"
+
+
+def test_a_saved_notebook_keeps_a_small_loader_per_turn(headless_env, tmp_path):
+    import nbformat
+    from nbclient import NotebookClient
+
+    steps = [{"chunk": f"Step {HOSTILE}\n\n"},
+             {"update": {"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "Read /tmp/a\nb.py",
+                         "kind": "read", "status": "completed",
+                         "content": [{"type": "content", "content": {"type": "text", "text": HOSTILE}}]}},
+             {"chunk": "Done."}]
+    use_scripted_agent(headless_env, {"prompts": {"One": steps, "Two": steps, "Three": steps}})
+    nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "acp", "display_name": "ACP", "language": "markdown"}})
+    nb.cells = [nbformat.v4.new_code_cell(p) for p in ("One", "Two", "Three")]
+    NotebookClient(nb, timeout=60, kernel_name="acp", store_widget_state=True,
+                   resources={"metadata": {"path": str(tmp_path / "work")}}).execute()
+    path = tmp_path / "saved.ipynb"
+    nbformat.write(nb, path)
+    saved = nbformat.read(path, as_version=4)
+    models = saved.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
+    turns = [m["state"] for m in models.values() if m["state"].get("_anywidget_id") == TURN_WIDGET]
+    assert len(turns) == 3
+    for state in turns:
+        assert code_bytes(state) < CODE_BOUND, code_bytes(state)
+        blocks = [state[f"b:{i}"] for i in range(state["count"])]
+        assert [b["type"] for b in blocks][:3] == ["text", "tool", "text"]
+    raw = path.read_text(encoding="utf-8")
+    for name in MODULE_ONLY:
+        assert name not in raw
+    # The saved turns' code together is smaller than one copy of the module.
+    assert sum(code_bytes(s) for s in turns) < len(json.dumps(turnwidget.module_assets()))
