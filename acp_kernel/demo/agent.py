@@ -969,7 +969,8 @@ async def do_notebook(t: Turn, rest: str) -> None:
             t.say_now(report)
         return
     if tool not in client.tools:
-        t.say_now(f"The `notebook` server does not offer `{tool}` here; it offers {offered}.\n")
+        said = f" It says:\n\n{_fence(client.instructions.strip())}" if (client.instructions or "").strip() else "\n"
+        t.say_now(f"The `notebook` server does not offer `{tool}` here; it offers {offered}.{said}")
         return
     result = await _notebook_call(t, client, tool, args)
     if result is None or result.is_error:

@@ -161,11 +161,13 @@ class McpClient:
         self._ready: asyncio.Future[None] | None = None
         self._stop = asyncio.Event()
         self._closed = False
+        #: the connection closed under us (the server exited): a new client is needed
+        self._broken = False
 
     @property
     def usable(self) -> bool:
         """Not closed and not failed: ``open()`` may (still) succeed."""
-        return not self._closed and (self._owner is None or not self._owner.done())
+        return not (self._closed or self._broken) and (self._owner is None or not self._owner.done())
 
     @property
     def is_open(self) -> bool:
@@ -225,6 +227,7 @@ class McpClient:
     async def call(self, tool: str, arguments: dict[str, Any], timeout: float) -> ToolResult:
         """Call ``tool``; raises McpClientError on a protocol error, a timeout or a closed server."""
         from mcp.shared.exceptions import MCPError
+        from mcp_types import CONNECTION_CLOSED
 
         session = self._session
         if session is None or not self.is_open:
@@ -232,6 +235,10 @@ class McpClient:
         try:
             result = await session.call_tool(tool, arguments, read_timeout_seconds=timeout)
         except MCPError as exc:
+            if exc.code == CONNECTION_CLOSED:
+                self._broken = True  # the server is gone: let the owner task finish
+                self._stop.set()
+                raise McpClientError(f"{tool}: the MCP server {self.entry.name!r} closed the connection") from None
             raise McpClientError(f"{tool}: {exc}") from None
         except (OSError, RuntimeError, ValueError) as exc:  # the SDK's documented failures, and a bad result
             raise McpClientError(f"{tool}: {_describe(exc)}") from None

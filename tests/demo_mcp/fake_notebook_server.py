@@ -5,7 +5,8 @@ the real server's tool names with canned, input-dependent answers, so the demo a
 MCP client is tested without a kernel:
 
 - ``execute(code)``: ``"ran: <code>"`` plus a fake result; the code ``refuse`` answers
-  isError ("refused by the user"); ``sleep`` waits an hour (to test cancel); ``hostile``
+  isError ("refused by the user"); ``sleep`` waits an hour (to test cancel); ``die`` exits
+  mid-call; ``hostile``
   answers with raw HTML, a code span across a line break and a path with a newline;
   ``plot`` adds a PNG image and an image whose data is not base64.
 - ``variables(name=None)``: a fixed table, or one variable's detail; it also reports how
@@ -79,6 +80,9 @@ async def execute(code: str) -> list[types.TextContent | types.ImageContent]:
             state["cancelled"] += 1
             report("cancelled")
             raise
+    if code == "die":
+        report("dying")
+        os._exit(3)  # the server goes away mid-call (a kernel that stopped, a withdrawn offer)
     if code == "hostile":
         return [types.TextContent(type="text", text=HOSTILE)]
     out: list[types.TextContent | types.ImageContent] = [

@@ -244,9 +244,24 @@ async def test_tools_the_server_does_not_offer(client: McpTestClient, cwd: Path,
     sid = (await client.new_session(cwd, [entry(events, tools="cells")]))["sessionId"]
     await client.prompt(sid, "notebook run x = 1", timeout=60)
     assert "does not offer `execute` here; it offers `cells`" in client.text(sid)
+    assert "A stand-in notebook server for tests." in client.text(sid)  # the server's instructions
     assert client.tool_calls(sid) == {}
     await client.prompt(sid, "notebook", timeout=30)
     assert [c[0]["title"] for c in client.tool_calls(sid).values()] == ["notebook: cells"]
+
+
+async def test_a_server_that_dies_is_started_again(client: McpTestClient, cwd: Path, events: ServerEvents) -> None:
+    sid = (await client.new_session(cwd, [entry(events)]))["sessionId"]
+    assert (await client.prompt(sid, "notebook run die", timeout=60))["stopReason"] == "end_turn"
+    first = await events.started()
+    await events.expect("dying")
+    (calls,) = client.tool_calls(sid).values()
+    assert calls[-1]["status"] == "failed" and "closed the connection" in _texts(calls[-1])[0]
+    assert "did not complete" in client.text(sid)
+    await client.prompt(sid, "notebook cells", timeout=60)
+    second = await events.started()  # a new server for the next use
+    assert second != first and proctree.alive(second)
+    assert _statuses(list(client.tool_calls(sid).values())[-1])[-1] == "completed"
 
 
 async def test_a_server_that_cannot_start(client: McpTestClient, cwd: Path, tmp_path: Path) -> None:
