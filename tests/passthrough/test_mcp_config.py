@@ -19,6 +19,7 @@ from acp_kernel.protocol import proctree
 from acp_kernel.view.sink import RecordingSink
 from tests.hostile.render import live
 from tests.kernel.conftest import wait_until
+from tests.kernel.conftest import kernel_env, kernelspec_path  # noqa: F401 - fixtures
 from tests.magics.conftest import agent_pids, ipython  # noqa: F401 - the fixture
 
 from .standins import config_entry, events, settings
@@ -346,3 +347,31 @@ async def test_interrupt_stops_the_code_and_the_cli_turn(ipython, tmp_path):  # 
     assert any(e["event"] == "cancel" for e in events(log))  # the CLI's turn was stopped too (Esc)
     assert await ipython.value("1 + 1") == "2"
     await ipython.ok("%acp disconnect standin-cli")
+
+
+@pytest.mark.slow
+async def test_acp_kernel_offers_cells_only_to_the_cli(kernel_env, tmp_path):
+    from tests.kernel.conftest import KernelHarness, running_kernel
+
+    log = tmp_path / "standin.jsonl"
+    (tmp_path / "acp_kernel.json").write_text(json.dumps({"permissions": "allow-all",
+                                                          "agents": {"standin": config_entry("mcp", log)}}))
+    async with running_kernel(kernel_env, tmp_path / "work") as (km, kc):
+        harness = KernelHarness(km, kc)
+        await harness.announce_widgets()
+        res = await harness.execute("%passthrough standin")
+        assert res.reply["content"]["status"] == "ok", res.text()
+        await wait_until(lambda: any(e["event"] == "mcp-ready" for e in events(log)), timeout=60)
+        ready = next(e for e in events(log) if e["event"] == "mcp-ready")
+        assert ready["tools"] == ["cells"]
+        await harness.execute(f"first prompt {HTML}")
+        await harness.execute("mcp cells")
+        lines = _results(log)[-1]["lines"]
+        assert lines[0] == "mcp cells -> ok" and any(f"first prompt {HTML}" in s for s in lines), lines
+        await harness.execute("mcp run x = 1")
+        assert "unknown tool: 'execute'" in _results(log)[-1]["lines"][0]  # not offered here
+        path = next(e for e in events(log) if e["event"] == "start")["argv"][-1]
+        assert os.path.isfile(path)
+        await harness.execute("%passthrough stop")
+        await wait_until(lambda: not any(proctree.alive(p) for p in ready["pids"]), timeout=20)
+        assert not os.path.exists(path)
