@@ -254,7 +254,11 @@ async def serve(connection_file: str, token: str) -> int:
             async def stop_when_gone() -> None:
                 await link.gone.wait()
                 print(f"notebook MCP server: {link.why}; exiting", file=sys.stderr)
-                group.cancel_scope.cancel()
+                link.close()
+                sys.stderr.flush()
+                # The SDK reads stdin in a worker thread that no cancellation can stop while
+                # the agent keeps the pipe open: leave now (nothing is left to flush).
+                os._exit(0)
 
             group.start_soon(stop_when_gone)
             async with stdio_server() as (read_stream, write_stream):

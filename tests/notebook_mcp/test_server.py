@@ -93,3 +93,141 @@ async def test_execute_then_variables_then_execute_again(kernel):
     assert [e["summary"] for e in kernel.recorded() if e["kind"] == "done"] == ["42", "84"]
     # the agent's variable is the user's: the next cell sees it
     assert (await kernel.run("print(x)")).strip() == "42"
+
+
+#: A valid 1x1 PNG, displayed by the agent's code.
+PNG_CODE = ("import base64\nfrom IPython.display import Image, display\n"
+            "png = base64.b64decode('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGD4DwABBAEAwS2OUAAAAABJRU5ErkJggg==')\n"
+            "display(Image(data=png, format='png'))\ndisplay('a displayed string')\n"
+            "import sys; print('to stderr', file=sys.stderr)\n")
+
+
+async def test_errors_images_and_bad_calls(kernel):
+    entry = await kernel.offer()
+    async with mcp_session(entry) as session:
+        failed = await session.call_tool("execute", {"code": "def f():\n    return 1 / 0\nf()"})
+        assert failed.is_error
+        assert "ZeroDivisionError" in text(failed) and "return 1 / 0" in text(failed)
+        assert "notebook_mcp" not in text(failed)  # our frames are not in the traceback
+
+        shown = await session.call_tool("execute", {"code": PNG_CODE})
+        assert not shown.is_error, text(shown)
+        images = [c for c in shown.content if c.type == "image"]
+        assert len(images) == 1 and images[0].mime_type == "image/png"
+        assert images[0].data.startswith("iVBORw0KGgo")
+        assert "a displayed string" in text(shown) and "to stderr" in text(shown)
+
+        big = await session.call_tool("execute", {"code": "print('y' * 100_000)"})
+        assert "characters cut" in text(big) and len(text(big)) < 25_000
+
+        missing = await session.call_tool("variables", {"name": "nope"})
+        assert missing.is_error and "No user variable" in text(missing)
+
+        bad = await session.call_tool("execute", {"source": "1"})
+        assert bad.is_error and "code" in text(bad)
+        with pytest.raises(MCPError, match="unknown tool"):
+            await session.call_tool("delete_everything", {})
+    # nothing the agent displayed leaked into a cell: the kernel's next cell shows only its own
+    assert (await kernel.run("print('clean')")).strip() == "clean"
+
+
+async def test_deny_is_respected(kernel):
+    entry = await kernel.offer(allow=False)
+    async with mcp_session(entry) as session:
+        result = await session.call_tool("execute", {"code": "denied_name = 1"})
+        assert result.is_error and "the user chose Reject (test bridge)" in text(result)
+        listed = await session.call_tool("variables", {})
+        assert "denied_name" not in text(listed)
+    kinds = [e["kind"] for e in kernel.recorded()]
+    assert kinds == ["authorize"]  # asked, never started
+    assert (await kernel.run("print('denied_name' in globals())")).strip() == "False"
+
+
+async def test_interrupt_stops_execute_and_the_kernel_lives_on(kernel):
+    entry = await kernel.offer()
+    async with mcp_session(entry) as session:
+        call = asyncio.create_task(session.call_tool(
+            "execute", {"code": "import time\nstarted_sleeping = True\ntime.sleep(60)\nnever = 1"}))
+        await kernel.wait_recorded("started")
+        # "started" is recorded just before the code runs: interrupt until the call ends
+        # (a SIGINT that lands before the sleep still lands inside the run)
+        await kernel.km.interrupt_kernel()
+        result = await asyncio.wait_for(call, 30)
+        assert result.is_error and "interrupted by the user" in text(result)
+        assert kernel.recorded()[-1] == {"kind": "interrupted"}
+        assert {"kind": "done", "ok": False, "summary": "interrupted"} in kernel.recorded()
+        again = await session.call_tool("execute", {"code": "'never' in globals(), 6 * 7"})
+        assert "(False, 42)" in text(again)
+    assert (await kernel.run("print(started_sleeping)")).strip() == "True"
+
+
+async def test_answered_while_a_cell_awaits(kernel):
+    entry = await kernel.offer()
+    await kernel.run("import asyncio\ngate = asyncio.Event()")
+    cell = kernel.send("await asyncio.wait_for(gate.wait(), 60)\nprint('gate opened')")
+    async with mcp_session(entry) as session:
+        listed = await session.call_tool("variables", {})
+        assert "gate: asyncio.locks.Event" in text(listed)
+        opened = await session.call_tool("execute", {"code": "gate.set()"})
+        assert not opened.is_error, text(opened)
+    content, out = await kernel.finish(cell)
+    assert content["status"] == "ok" and out.strip() == "gate opened"
+
+
+async def test_withdraw_ends_the_server(kernel):
+    entry = await kernel.offer()
+    token = entry["args"][-1]
+    async with mcp_session(entry) as session:
+        assert (await session.list_tools()).tools
+        pids = server_pids(token)
+        assert len(pids) == 1
+        await kernel.run(f"kernel_bridge.stop({token!r})")
+        await wait_gone(pids)
+
+
+async def test_closing_stdin_ends_the_server(kernel):
+    entry = await kernel.offer()
+    proc = await asyncio.create_subprocess_exec(
+        entry["command"], *entry["args"], stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    try:
+        # an initialize request answered: the server is connected and serving
+        proc.stdin.write(b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":'
+                         b'"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}\n')
+        await proc.stdin.drain()
+        line = await asyncio.wait_for(proc.stdout.readline(), 30)
+        assert b'"serverInfo"' in line and b'"notebook"' in line
+        proc.stdin.close()
+        assert await asyncio.wait_for(proc.wait(), 20) == 0
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
+async def test_unknown_token_is_refused(kernel):
+    entry = await kernel.offer()
+    args = list(entry["args"])
+    args[-1] = "not-a-token"
+    proc = await asyncio.create_subprocess_exec(
+        entry["command"], *args, stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    try:
+        _, err = await asyncio.wait_for(proc.communicate(), 30)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert proc.returncode != 0
+    assert b"unknown token" in err
+
+
+async def test_only_the_bridge_tools_are_offered(kernel):
+    entry = await kernel.offer(tools=("cells",))
+    async with mcp_session(entry) as session:
+        assert [t.name for t in (await session.list_tools()).tools] == ["cells"]
+        assert "only cells is offered" in session.instructions
+        cells = await session.call_tool("cells", {})
+        assert "does not know its notebook file" in text(cells) and "from history" in text(cells)
+        with pytest.raises(MCPError, match="unknown tool"):
+            await session.call_tool("execute", {"code": "1"})
