@@ -964,7 +964,7 @@ async def do_notebook(t: Turn, rest: str) -> None:
         if seen:
             report = "I looked at your notebook through the `notebook` MCP server:\n\n"
             for name, result in seen:
-                head = "\n".join(result.text.splitlines()[:12])
+                head = "\n".join(result.text.splitlines()[:6])
                 report += f"- `{name}` answered {_counts(result)}" + (":\n\n" + _fence(head) + "\n" if head else ".\n")
             t.say_now(report)
         return

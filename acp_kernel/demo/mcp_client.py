@@ -218,7 +218,10 @@ class McpClient:
         except BaseException as exc:  # noqa: BLE001 - reported to open(), which raises a clear error
             log.warning("MCP server %r failed: %s", self.entry.name, _one_line(repr(exc)))
             if not self._ready.done():
-                self._ready.set_exception(McpClientError(f"could not start the MCP server {self.entry.name!r}: {_describe(exc)}"))
+                why = _describe(exc)
+                if "Connection closed" in why:
+                    why = "it closed the connection during the MCP handshake (its stderr is in the agent's log)"
+                self._ready.set_exception(McpClientError(f"could not start the MCP server {self.entry.name!r}: {why}"))
         finally:
             self._session = None
             if not self._ready.done():

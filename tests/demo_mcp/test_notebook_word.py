@@ -271,6 +271,12 @@ async def test_a_server_that_cannot_start(client: McpTestClient, cwd: Path, tmp_
     assert "could not reach the `notebook` MCP server" in client.text(sid)
     assert "no-such-server" in client.text(sid)
 
+    quits = {"name": "notebook", "command": sys.executable, "args": ["-c", "pass"], "env": []}
+    sid = (await client.new_session(cwd, [quits]))["sessionId"]
+    assert (await client.prompt(sid, "notebook cells", timeout=60))["stopReason"] == "end_turn"
+    assert "closed the connection during the MCP handshake" in client.text(sid)
+    assert client.tool_calls(sid) == {}
+
 
 async def test_unknown_subcommand_gives_usage(client: McpTestClient, cwd: Path) -> None:
     sid = (await client.new_session(cwd, []))["sessionId"]
