@@ -107,24 +107,29 @@ def run(code: str, namespace: dict) -> Outcome:
     a final expression (if any). Errors come back as traceback text that shows the
     code's own lines and none of ours."""
     filename = f"<notebook-mcp-{next(_runs)}>"
+    linecache.cache[filename] = (len(code), None, code.splitlines(keepends=True), filename)
     try:
         tree = ast.parse(code, filename=filename, mode="exec")
+        last: ast.expr | None = None
+        if tree.body and isinstance(tree.body[-1], ast.Expr):
+            last = tree.body.pop().value
+        body = compile(tree, filename, "exec")
+        tail = compile(ast.Expression(last), filename, "eval") if last is not None else None
     except SyntaxError as exc:
+        lines = code.splitlines()
+        if exc.text is None and exc.lineno and 0 < exc.lineno <= len(lines):
+            exc.text = lines[exc.lineno - 1]  # compiling an AST leaves the line out
         text = "".join(traceback.format_exception_only(type(exc), exc))
         if "await" in str(exc.msg):
             text += ("(top-level await is not available in execute: the kernel's event loop is "
-                     "busy running this turn; use asyncio.run only for a new loop, or plain code)\n")
+                     "busy running this turn; write synchronous code)\n")
         return Outcome(ok=False, error=text)
-    linecache.cache[filename] = (len(code), None, code.splitlines(keepends=True), filename)
-    last: ast.expr | None = None
-    if tree.body and isinstance(tree.body[-1], ast.Expr):
-        last = tree.body.pop().value
     namespace.setdefault("__builtins__", __builtins__)
     try:
-        exec(compile(tree, filename, "exec"), namespace)  # noqa: S102 - the tool's purpose
-        if last is None:
+        exec(body, namespace)  # noqa: S102 - the tool's purpose
+        if tail is None:
             return Outcome(ok=True)
-        value = eval(compile(ast.Expression(last), filename, "eval"), namespace)  # noqa: S307
+        value = eval(tail, namespace)  # noqa: S307
         return Outcome(ok=True, has_value=True, value=value)
     except Exception as exc:  # the code's own error, reported to the agent
         return Outcome(ok=False, error=format_error(exc))
@@ -295,9 +300,10 @@ def cells_from_notebook(path: str) -> str:
     try:
         nb = nbformat.read(path, as_version=4)
     except Exception as exc:  # noqa: BLE001 - a missing, unreadable or invalid file
-        return f"The notebook {json.dumps(path)} could not be read: {type(exc).__name__}: {exc}"
-    parts = [f"The notebook {json.dumps(path)} as last saved (unsaved edits are not included): "
-             f"{len(nb.cells)} cells, numbered from 1."]
+        return (f"The notebook could not be read ({type(exc).__name__}: {one_line(str(exc), 300)}). "
+                f"Its path:\n{fence(path, 'text')}")
+    parts = [f"The notebook as last saved (unsaved edits are not included): {len(nb.cells)} cells, "
+             f"numbered from 1. Its path:\n{fence(path, 'text')}"]
     for number, cell in enumerate(nb.cells, 1):
         kind = cell.get("cell_type", "?")
         count = cell.get("execution_count")
