@@ -855,6 +855,10 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument("--prefix", help="under this prefix")
     i.add_argument("--agent", help="bind the kernelspec to this agent (\"ACP: Claude Code\")")
     sub.add_parser("demo-agent", help="run the built-in demo ACP agent on stdio (a script, no model)")
+    m = sub.add_parser("mcp", help="run the notebook MCP server on stdio (agents start it from the "
+                       "entry a notebook session offers)")
+    m.add_argument("--connection-file", required=True, help="the kernel's connection file")
+    m.add_argument("--token", required=True, help="the token the kernel issued for the session")
     return parser
 
 
@@ -879,6 +883,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_install(args)
     if args.command == "prompt":
         return prompt_main(args)
+    if args.command == "mcp":
+        from ..notebook_mcp.server import main as mcp_main
+
+        return mcp_main(["--connection-file", args.connection_file, "--token", args.token])
     return EXIT_USAGE
 
 

@@ -231,3 +231,12 @@ async def test_only_the_bridge_tools_are_offered(kernel):
         assert "does not know its notebook file" in text(cells) and "from history" in text(cells)
         with pytest.raises(MCPError, match="unknown tool"):
             await session.call_tool("execute", {"code": "1"})
+
+
+async def test_the_cli_subcommand_is_the_same_server(kernel):
+    entry = await kernel.offer(tools=("variables",))
+    connection, token = entry["args"][-3], entry["args"][-1]
+    cli = dict(entry, args=["-m", "acp_kernel", "mcp", "--connection-file", connection, "--token", token])
+    async with mcp_session(cli) as session:
+        assert [t.name for t in (await session.list_tools()).tools] == ["variables"]
+        assert not (await session.call_tool("variables", {})).is_error
