@@ -28,6 +28,7 @@ import os
 import shutil
 import tempfile
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,6 +42,8 @@ SERVER_NAME = "notebook"
 RUN_SHOWN = 20_000
 #: Least seconds between two redraws of a run's output in the cell (the last one always shows).
 RUN_REDRAW = 0.1
+#: Prompts remembered for ``cells`` where the kernel keeps no history.
+PROMPTS_KEPT = 200
 #: Policies that never ask; every other one asks for ``execute`` (code is never a read).
 ALLOW, DENY = "allow-all", "deny"
 
@@ -56,6 +59,14 @@ class Cell:
     widgets: bool = False
     #: A prompt is being typed or answered there now.
     live: bool = False
+    #: Questions waiting there (cancelled when the cell ends: the CLI gave up on them too).
+    pending: set = field(default_factory=set)
+
+    def end(self) -> None:
+        """The cell's prompt is over: no new questions here, and waiting ones are cancelled."""
+        self.live = False
+        for prompt in list(self.pending):
+            prompt.cancel()
 
 
 def here(sink: Any) -> Cell:
@@ -91,8 +102,8 @@ class PassthroughBridge:
         self._ns = namespace if namespace is not None else _user_ns()
         self.tools: frozenset[str] = frozenset(TOOLS) if self._ns is not None else frozenset({"cells"})
         self.cell: Cell | None = None
-        #: Prompts typed into the terminal: the history where IPython keeps none (the ACP kernel).
-        self.prompts: list[str] = []
+        #: Prompts typed into the terminal (the newest): the history where the kernel keeps none.
+        self.prompts: deque[str] = deque(maxlen=PROMPTS_KEPT)
 
     def namespace(self) -> dict | None:
         return self._ns
@@ -194,14 +205,17 @@ async def _ask(cell: Cell, name: str, code_: str) -> tuple[bool, str]:
     form = PermissionForm(prompt, widgets=True, detail=code_)
     _show(cell.sink, form.bundle(), form.display_id)
     outcome = None
+    cell.pending.add(prompt)
     try:
         outcome = await prompt.future
     finally:
+        cell.pending.discard(prompt)
         form.resolved(outcome)
         _show(cell.sink, form.bundle(), form.display_id, update=True)
     if outcome == "allow":
         return True, ""
-    return False, "refused by the user" if outcome == "reject" else "the question was cancelled"
+    return False, ("refused by the user" if outcome == "reject"
+                   else "the question was cancelled (the cell that asked it ended): the code did not run")
 
 
 class CellRun:

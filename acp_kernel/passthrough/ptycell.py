@@ -208,9 +208,10 @@ class Terminals:
         if note is not None:
             sink.display(bundle(note))
         link = self._links.get(name)
+        cell = None
         if link is not None:  # the notebook MCP server's runs and questions show in this cell
-            link.bridge.cell = here(sink)
-            link.bridge.cell.live = True
+            cell = link.bridge.cell = here(sink)
+            cell.live = True
             link.bridge.prompts.append(prompt)
         try:
             reply = await panel.terminal.send_prompt(prompt)
@@ -218,8 +219,8 @@ class Terminals:
             panel.finish("error")
             raise
         finally:
-            if link is not None and link.bridge.cell is not None:
-                link.bridge.cell.live = False
+            if cell is not None:
+                cell.end()
         panel.finish(reply.outcome, reply.text)
         return reply
 

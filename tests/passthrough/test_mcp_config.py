@@ -375,3 +375,18 @@ async def test_acp_kernel_offers_cells_only_to_the_cli(kernel_env, tmp_path):
         await harness.execute("%passthrough stop")
         await wait_until(lambda: not any(proctree.alive(p) for p in ready["pids"]), timeout=20)
         assert not os.path.exists(path)
+
+
+async def test_a_question_is_cancelled_when_its_cell_ends():
+    import asyncio
+
+    sink = RecordingSink()
+    bridge = notebook.PassthroughBridge("cli", lambda: "ask", namespace={})
+    cell = bridge.cell = notebook.Cell(sink, interactive=True, widgets=True, live=True)
+    asked = asyncio.ensure_future(bridge.authorize(HOSTILE_CODE))
+    await wait_until(lambda: bool(cell.pending))
+    assert "Permission requested" in sink.markdown() and live(sink.markdown()) == []
+    cell.end()
+    allowed, why = await asyncio.wait_for(asked, 5)
+    assert not allowed and "cancelled" in why and "did not run" in why
+    assert "cancelled" in sink.markdown()
