@@ -390,3 +390,42 @@ async def test_a_question_is_cancelled_when_its_cell_ends():
     allowed, why = await asyncio.wait_for(asked, 5)
     assert not allowed and "cancelled" in why and "did not run" in why
     assert "cancelled" in sink.markdown()
+
+
+async def test_terminals_open_without_the_server_when_the_file_fails_and_say_why(fake_kernel, monkeypatch, tmp_path):
+    """Through ptycell.Terminals (in-process, the kernel side faked): the CLI starts
+    without the flag, and the first prompt's cell carries the note."""
+    from acp_kernel.client.registry import Config
+    from acp_kernel.passthrough.ptycell import Target, Terminals
+
+    def refuse(entry):
+        raise OSError("read-only file system")
+
+    monkeypatch.setattr(notebook, "write_config", refuse)
+    log = tmp_path / "standin.jsonl"
+    terminals = Terminals(config=Config(agents={}))
+    panel = terminals.open(Target("standin", settings("mcp", log)), str(tmp_path))
+    try:
+        assert "--mcp-config" not in panel.terminal.settings.command
+        sink = RecordingSink()
+        reply = await terminals.prompt("standin", "mcp variables", sink)
+        assert reply.text == "mcp: no --mcp-config given"
+        assert "notebook MCP server is off for `standin`: its config file could not be written" in sink.markdown()
+        assert terminals.note("standin") is None  # said once
+    finally:
+        await terminals.close_all()
+
+
+async def test_terminals_close_withdraws_and_deletes(fake_kernel, tmp_path):
+    from acp_kernel.client.registry import Config
+    from acp_kernel.passthrough.ptycell import Target, Terminals
+
+    log = tmp_path / "standin.jsonl"
+    terminals = Terminals(config=Config(agents={}))
+    target = Target("standin", settings("mcp", log))
+    panel = terminals.open(target, str(tmp_path))
+    link = terminals.link("standin")
+    assert link is not None and panel.terminal.settings.command[-2:] == ("--mcp-config", link.path)
+    assert terminals.open(target, str(tmp_path)) is panel  # the same target: the running terminal again
+    await terminals.close("standin")
+    assert link.closed and not os.path.exists(link.path) and fake_kernel["withdraw"] == [ENTRY]
