@@ -284,7 +284,7 @@ async def test_unknown_subcommand_gives_usage(client: McpTestClient, cwd: Path) 
     assert "`notebook vars [NAME]`" in client.text(sid)
 
 
-async def test_resume_with_other_servers_replaces_the_running_one(client: McpTestClient, cwd: Path) -> None:
+async def test_load_and_resume_with_other_servers_replace_the_running_one(client: McpTestClient, cwd: Path) -> None:
     d = Path(tempfile.mkdtemp(prefix="m2ev-"))
     first, second = await ServerEvents(d / "a").start(), await ServerEvents(d / "b").start()
     try:
@@ -300,8 +300,18 @@ async def test_resume_with_other_servers_replaces_the_running_one(client: McpTes
         # The same servers again: the running one stays.
         await client.conn.request("session/resume", {"sessionId": sid, "cwd": str(cwd), "mcpServers": [entry(second)]}, timeout=20)
         assert proctree.alive(pid2)
+        # session/load without servers: the running one stops, and the word says there is none.
+        await client.conn.request("session/load", {"sessionId": sid, "cwd": str(cwd), "mcpServers": []}, timeout=20)
+        assert not proctree.alive(pid2), "the replaced server outlived session/load"
+        await second.expect("bye")
+        await client.prompt(sid, "notebook cells", timeout=60)
+        assert "did not offer a `notebook` MCP server" in client.text(sid)
+        # session/delete stops a running server too.
+        await client.conn.request("session/load", {"sessionId": sid, "cwd": str(cwd), "mcpServers": [entry(second)]}, timeout=20)
+        await client.prompt(sid, "notebook cells", timeout=60)
+        pid3 = await second.started()
         await client.conn.request("session/delete", {"sessionId": sid}, timeout=20)
-        assert not proctree.alive(pid2), "the server outlived session/delete"
+        assert not proctree.alive(pid3), "the server outlived session/delete"
     finally:
         await first.stop()
         await second.stop()
