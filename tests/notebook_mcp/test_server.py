@@ -64,8 +64,12 @@ def text(result) -> str:
     return "\n".join(c.text for c in result.content if c.type == "text")
 
 
-async def test_tools_listed_with_schemas(kernel):
-    entry = await kernel.offer()
+async def test_tools_listed_with_schemas_and_cells_from_the_file(kernel, tmp_path):
+    import nbformat
+
+    notebook = tmp_path / "analysis.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("df = load()")]), str(notebook))
+    entry = await kernel.offer(notebook=str(notebook))
     assert entry["name"] == "notebook" and entry["command"] == sys.executable and entry["env"] == []
     async with mcp_session(entry) as session:
         tools = {t.name: t for t in (await session.list_tools()).tools}
@@ -73,6 +77,8 @@ async def test_tools_listed_with_schemas(kernel):
         assert tools["execute"].input_schema["required"] == ["code"]
         assert "name" in tools["variables"].input_schema["properties"]
         assert "live" in session.instructions or "kernel" in session.instructions
+        cells = await session.call_tool("cells", {})
+        assert "1 cells" in text(cells) and "df = load()" in text(cells) and str(notebook) in text(cells)
 
 
 async def test_execute_then_variables_then_execute_again(kernel):
@@ -240,3 +246,25 @@ async def test_the_cli_subcommand_is_the_same_server(kernel):
     async with mcp_session(cli) as session:
         assert [t.name for t in (await session.list_tools()).tools] == ["variables"]
         assert not (await session.call_tool("variables", {})).is_error
+
+
+async def test_the_server_ends_when_the_kernel_dies(kernel):
+    import signal
+
+    entry = await kernel.offer()
+    proc = await asyncio.create_subprocess_exec(
+        entry["command"], *entry["args"], stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    try:
+        proc.stdin.write(b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":'
+                         b'"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}\n')
+        await proc.stdin.drain()
+        assert b'"serverInfo"' in await asyncio.wait_for(proc.stdout.readline(), 30)
+        await kernel.km.signal_kernel(signal.SIGKILL)
+        # the heartbeat stops: the server leaves on its own, its stdin still open
+        assert await asyncio.wait_for(proc.wait(), 60) == 0
+        assert b"heartbeat" in await proc.stderr.read()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
