@@ -903,16 +903,18 @@ async def _notebook_client(t: Turn) -> McpClient | None:
             "other clients may not.)\n"
         )
         return None
-    if s.mcp is None or not s.mcp.usable or s.mcp.entry != entry:
-        old, s.mcp = s.mcp, McpClient(entry, s.cwd, client_name=AGENT_NAME, client_version=AGENT_VERSION)
+    client = s.mcp
+    if client is None or not client.usable or client.entry != entry:
+        old, client = s.mcp, McpClient(entry, s.cwd, client_name=AGENT_NAME, client_version=AGENT_VERSION)
+        s.mcp = client  # owned by the session from now on: session/close, load, resume or exit stop it
         if old is not None:
             await old.aclose()
     try:
-        await s.mcp.open()
+        await client.open()
     except McpClientError as exc:
         t.say_now(f"I could not reach the `notebook` MCP server: {exc}\n")
         return None
-    return s.mcp
+    return client
 
 
 async def _notebook_call(t: Turn, client: McpClient, tool: str, args: dict[str, Any]) -> ToolResult | None:
