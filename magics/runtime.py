@@ -41,9 +41,10 @@ class Runtime(LoopHome):
 
         self.frontend = IPythonFrontend()
         self.conns: dict[str, Controller] = {}
-        self.ptys = Terminals()  # passthrough terminals, by alias (the same namespace as conns)
         self.default: str | None = None
         self.config, self.config_error = load_settings()
+        # Passthrough terminals, by alias (the same namespace as conns).
+        self.ptys = Terminals(config=self.config)
         LoopHome.__init__(self)
 
     def busy(self) -> bool:
@@ -127,6 +128,8 @@ class Runtime(LoopHome):
         guard()
         conn = Controller(self.frontend, spec=spec, config=self.config, cwd=call.option("--cwd"),  # type: ignore[arg-type]
                           permissions=call.option("--permissions"), label=alias, ptys=self.ptys)  # type: ignore[arg-type]
+        if call.option("--no-mcp"):
+            conn.notebook_mcp = False
         conn.config_error, self.config_error = self.config_error, None
         try:
             session = await conn.ensure()
@@ -191,6 +194,9 @@ class Runtime(LoopHome):
                                str(call.option("--cwd") or os.getcwd()))
         self.default = panel.terminal.name
         panel.show(self.frontend.sink())
+        note = self.ptys.note(panel.terminal.name)  # why the notebook MCP server is off, if it is
+        if note is not None:
+            self._say(note)
 
     # -- %%acp ----------------------------------------------------------------
 

@@ -56,9 +56,10 @@ class Verb:
 _AS = {"--as": VALUE}
 
 VERBS: dict[str, Verb] = {v.name: v for v in (
-    Verb("connect", "NAME | --command CMD [--cwd DIR] [--permissions P] [--as ALIAS]",
-         "start an agent and open a session (the new default connection)", frozenset({MAGICS}),
-         ("name?",), {"--command": COMMAND, "--cwd": VALUE, "--permissions": VALUE, **_AS}, per_connection=False),
+    Verb("connect", "NAME | --command CMD [--cwd DIR] [--permissions P] [--no-mcp] [--as ALIAS]",
+         "start an agent and open a session (the new default connection); `--no-mcp`: no `notebook` MCP server",
+         frozenset({MAGICS}), ("name?",),
+         {"--command": COMMAND, "--cwd": VALUE, "--permissions": VALUE, "--no-mcp": FLAG, **_AS}, per_connection=False),
     Verb("disconnect", "[ALIAS ...]", "close connections (default: the default one)", frozenset({MAGICS}),
          ("alias*",), per_connection=False),
     Verb("agent", "NAME | --command CMD", "switch to another agent (a known name or any ACP command)",

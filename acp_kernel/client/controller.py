@@ -103,6 +103,10 @@ class Controller:
         self.pty_prompt = ""  # the last prompt typed into it (remembered for a resume)
         self.pty_resume: tuple[str, str] | None = None  # after a restart: (agent, last prompt) to reopen
         self.values: dict[str, Any] = {}  # kernel: %set NAME VALUE, for {NAME} in prompts
+        #: Offer the ``notebook`` MCP server (config ``"mcp": false``, or ``--no-mcp``, turns it off).
+        self.notebook_mcp = config.notebook_mcp
+        self._notebook_entry: dict[str, Any] | None = None
+        self._notebook_tools: frozenset[str] = frozenset()
 
     # -- output ---------------------------------------------------------------
 
@@ -196,13 +200,40 @@ class Controller:
         from .startup import starting_line
 
         done = self.progress(Markdown("*{}*").format(text(starting_line(self.spec))))
-        client = Client(self.spec, cwd=self.cwd, settings=self.settings, mcp_servers=self.config.mcp_servers)
+        client = Client(self.spec, cwd=self.cwd, settings=self.settings, mcp_servers=self._mcp_servers())
         try:
             return await client.start()
         except (AcpError, OSError) as exc:
             raise await self._failed(client, exc) from None
         finally:
             done()
+
+    def _mcp_servers(self) -> list[dict[str, Any]]:
+        """The config's MCP servers, plus the ``notebook`` server inside a
+        Jupyter kernel (a fresh token per agent process: the last one's
+        server is told to go)."""
+        servers = list(self.config.mcp_servers)
+        self._withdraw_notebook()
+        side = getattr(self.frontend, "notebook_side", lambda: None)()
+        if not self.notebook_mcp or side is None:
+            return servers
+        if any(isinstance(s, dict) and s.get("name") == "notebook" for s in servers):
+            self.say(Markdown("*The config file has an MCP server named `notebook`: "
+                              "acp-kernel's own notebook server is not offered.*"))
+            return servers
+        from ..notebook_mcp import offer
+        from .notebook import SessionBridge
+
+        bridge = SessionBridge(self, side)
+        self._notebook_entry, self._notebook_tools = offer(bridge), bridge.tools
+        return servers + ([self._notebook_entry] if self._notebook_entry else [])
+
+    def _withdraw_notebook(self) -> None:
+        entry, self._notebook_entry = self._notebook_entry, None
+        if entry is not None:
+            from ..notebook_mcp import withdraw
+
+            withdraw(entry)
 
     async def _failed(self, client: Client, exc: BaseException) -> Unavailable:
         """Show why the agent could not start or give its first session (with
@@ -277,6 +308,7 @@ class Controller:
             self.want_session = session.id
         if client is not None:
             await client.close()
+        self._withdraw_notebook()
         if not quiet:
             self.say(Markdown("*Restarted {}.*").format(self.name))
 
@@ -284,6 +316,7 @@ class Controller:
         client, self.client, self.session = self.client, None, None
         if client is not None:
             await client.close()
+        self._withdraw_notebook()
 
     def kill_now(self) -> None:
         if self.client is not None:
@@ -610,6 +643,9 @@ class Controller:
             self.remember()
             panel.show(self.frontend.sink())
             self.say(ptycell.opened_markdown(panel.terminal))
+            note = self.ptys.note(panel.terminal.name)  # why the notebook MCP server is off, if it is
+            if note is not None:
+                self.say(note)
 
     def status_lines(self) -> list[Markdown]:
         M = Markdown
@@ -635,6 +671,11 @@ class Controller:
         if self.pty_target is not None:
             lines.append(M("- prompts go to the passthrough terminal {}").format(code(self.pty_target)))
         lines.append(M("- permissions: {}").format(text(self.settings.permissions)))
+        if self._notebook_entry is not None:
+            tools = [t for t in ("execute", "variables", "cells") if t in self._notebook_tools]
+            lines.append(M("- notebook MCP server: {}").format(text(", ".join(tools) or "no tools")))
+        elif not self.notebook_mcp:
+            lines.append(M("- notebook MCP server: off"))
         lines.append(M("- working directory: {}").format(code(self.cwd)))
         return lines
 

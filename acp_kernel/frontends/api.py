@@ -118,6 +118,22 @@ class IPythonFrontend:
     def widgets(self) -> bool:
         return self.frontend().widgets
 
+    def notebook_side(self) -> Any:
+        """For the ``notebook`` MCP server: all of its tools, on the user's
+        namespace, inside a Jupyter kernel (None elsewhere: terminal IPython
+        has no kernel channels for the server to reach)."""
+        ip = _ipython()
+        if ip is None or getattr(ip, "kernel", None) is None:
+            return None
+        from ..client.notebook import ALL_TOOLS, NotebookSide
+
+        def history() -> list[str]:  # as typed (``In`` holds IPython's rewrite of magics)
+            hm = getattr(ip, "history_manager", None)
+            raw = getattr(hm, "input_hist_raw", None) or ip.user_ns.get("In") or []
+            return [str(s) for s in raw[1:]]
+
+        return NotebookSide(ALL_TOOLS, namespace=lambda: ip.user_ns, history=history)
+
     def interactive(self) -> bool:
         """Someone can answer: buttons in a notebook, a typed line in a console
         or terminal IPython; not a headless run (nbclient: no ``allow_stdin``)."""
@@ -233,16 +249,20 @@ class Agent:
 
 
 async def connect(agent: str | AgentSpec | None = None, *, command: str | list[str] | None = None,
-                  cwd: str | None = None, permissions: str | None = None, render: bool = True) -> Agent:
+                  cwd: str | None = None, permissions: str | None = None, render: bool = True,
+                  mcp: bool | None = None) -> Agent:
     """Start an agent (a known name, an :class:`AgentSpec`, or ``command``)
     and open a session in ``cwd``. Raises :class:`~acp_kernel.client.controller.Unavailable`
-    (after showing why, in IPython) when it cannot."""
+    (after showing why, in IPython) when it cannot. ``mcp=False``: no
+    ``notebook`` MCP server for this agent (the config's ``mcp`` otherwise)."""
     from ..client.commands import POLICIES
 
     if permissions is not None and permissions not in POLICIES:
         raise ValueError(f"permissions: choose from {', '.join(POLICIES)}")
     guard()
     controller = Controller(IPythonFrontend(render), cwd=cwd, permissions=permissions, terminal_auth=False)
+    if mcp is not None:
+        controller.notebook_mcp = mcp
     if command is not None:
         controller.spec = adhoc_agent(command)
     elif isinstance(agent, AgentSpec):

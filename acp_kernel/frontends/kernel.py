@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import collections
 import os
 import signal
 import traceback
@@ -35,6 +36,8 @@ from ..view.frontend import WidgetClients
 
 #: A whole cell that means "leave", as a console user types it.
 EXIT_WORDS = frozenset({"exit", "quit", "exit()", "quit()"})
+#: Cells kept for the notebook MCP server's ``cells`` (the newest).
+CELL_HISTORY = 200
 
 
 class AcpKernel(Kernel):
@@ -71,8 +74,12 @@ class AcpKernel(Kernel):
         c.spec = c.config.agents.get(os.environ.get("ACP_KERNEL_AGENT", ""), None) or c.spec
         c.default_name = c.spec.name
         c.restore()
+        self.ptys.config = c.config
+        self.ptys.permissions = lambda: self.controller.settings.permissions
         self._loop: asyncio.AbstractEventLoop | None = None
         self._cell: asyncio.Task | None = None  # the running cell: an interrupt elsewhere cancels it
+        #: Sources of the cells run here (the notebook MCP server's ``cells`` when the file is unknown).
+        self.cell_history: collections.deque[str] = collections.deque(maxlen=CELL_HISTORY)
         atexit.register(self._kill_now)
 
     @property
@@ -129,6 +136,8 @@ class AcpKernel(Kernel):
                          user_expressions: Any = None, allow_stdin: bool = False,
                          *, cell_meta: Any = None, cell_id: Any = None) -> dict[str, Any]:
         self._loop = asyncio.get_running_loop()
+        if store_history and not silent:
+            self.cell_history.append(code)
         self._sink = KernelSink(self, self.get_parent("shell"))
         self._allow_stdin = bool(allow_stdin)
         if self._interrupted:

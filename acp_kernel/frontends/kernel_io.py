@@ -67,6 +67,13 @@ class KernelFrontend:
     def widgets(self) -> bool:
         return self.frontend().widgets
 
+    def notebook_side(self) -> Any:
+        """For the ``notebook`` MCP server: no Python namespace here, so
+        ``cells`` only (the notebook file, else the cells this kernel ran)."""
+        from ..client.notebook import NotebookSide
+
+        return NotebookSide(frozenset({"cells"}), history=lambda: list(self.kernel.cell_history))
+
     def asker(self) -> Any:
         """A console's questions go through ``input_request`` (widgets answer in a notebook)."""
         if self.frontend().ask != "stdin":

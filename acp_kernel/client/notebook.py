@@ -1,0 +1,131 @@
+"""The ``notebook`` MCP server's side of a controller: which tools a session
+gets, who allows an ``execute``, and where its run is shown.
+
+A front-end says what it can serve (:class:`NotebookSide`: the ACP kernel has
+no Python namespace, so only ``cells``; a python3 kernel with the magics has
+all three); :class:`SessionBridge` answers the server
+(:mod:`acp_kernel.notebook_mcp`) for the controller's *current* session: the
+permission question goes through the same broker and turn view as the
+agent's own tool calls, and the run is a tool call of the running turn.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..safe import block
+
+#: The title of the tool call an ``execute`` shows in the turn (ours, not the agent's).
+EXECUTE_TITLE = "Run Python in this notebook's kernel"
+ALL_TOOLS = frozenset({"execute", "variables", "cells"})
+_ids = itertools.count(1)
+
+
+def _no_namespace() -> dict[str, Any] | None:
+    return None
+
+
+@dataclass
+class NotebookSide:
+    """What a front-end can give the server: its tools and where their data is."""
+
+    tools: frozenset[str]
+    namespace: Callable[[], dict[str, Any] | None] = _no_namespace
+    history: Callable[[], list[str]] = field(default=list)
+
+
+def known_notebook(namespace: dict[str, Any] | None = None) -> str | None:
+    """The .ipynb this kernel runs, when the frontend said: VS Code puts
+    ``__vsc_ipynb_file__`` in the namespace, Jupyter Server sets
+    ``JPY_SESSION_NAME`` (the absolute path, or a path relative to the
+    kernel's directory). None when neither names an existing notebook."""
+    for candidate in ((namespace or {}).get("__vsc_ipynb_file__"), os.environ.get("JPY_SESSION_NAME")):
+        if not isinstance(candidate, str) or not candidate.endswith(".ipynb"):
+            continue
+        for path in (candidate, os.path.join(os.getcwd(), os.path.basename(candidate))):
+            if os.path.isabs(path) and os.path.isfile(path):
+                return path
+    return None
+
+
+def reason_refused(by: str) -> str:
+    """What the agent is told when an ``execute`` was not allowed (``Verdict.by``)."""
+    return {
+        "policy": "refused by the permission policy (deny): the code did not run",
+        "remembered": "the user refused this code for the session: it did not run",
+        "user": "the user refused: the code did not run",
+        "headless": "refused: nobody can answer a permission question here (a headless run); "
+                    "the code did not run",
+        "limit": "refused: too many questions already wait for the user; the code did not run",
+    }.get(by, "the question was cancelled: the code did not run")
+
+
+class _Run:
+    """One ``execute`` as a tool call of the running turn (the session applies
+    our updates as it applies the agent's, so the same view shows them)."""
+
+    def __init__(self, session: Any, code: str) -> None:
+        self.session = session
+        self.id = f"notebook-execute-{next(_ids)}"
+        session.apply({
+            "sessionUpdate": "tool_call", "toolCallId": self.id, "title": EXECUTE_TITLE, "kind": "execute",
+            "status": "in_progress", "rawInput": {"code": code},
+            "content": [{"type": "content", "content": {"type": "text", "text": str(block(code, "python"))}}],
+            "_meta": {"terminal_info": {"terminal_id": self.id}},
+        })
+
+    def write(self, name: str, text: str) -> None:
+        if text:
+            self.session.apply({"sessionUpdate": "tool_call_update", "toolCallId": self.id,
+                                "_meta": {"terminal_output": {"terminal_id": self.id, "data": text}}})
+
+    def done(self, ok: bool, summary: str) -> None:
+        tail = f"{summary}\n" if summary and not summary.endswith("\n") else summary
+        meta: dict[str, Any] = {"terminal_exit": {"terminal_id": self.id, "exit_code": 0 if ok else 1}}
+        if tail:
+            meta["terminal_output"] = {"terminal_id": self.id, "data": tail}
+        self.session.apply({"sessionUpdate": "tool_call_update", "toolCallId": self.id,
+                            "status": "completed" if ok else "failed", "_meta": meta})
+
+
+class SessionBridge:
+    """The server's view of one controller (duck-typed ``NotebookBridge``)."""
+
+    def __init__(self, controller: Any, side: NotebookSide) -> None:
+        self.controller = controller
+        self.side = side
+        self.tools = frozenset(side.tools) & ALL_TOOLS
+
+    def namespace(self) -> dict[str, Any] | None:
+        return self.side.namespace()
+
+    def notebook_path(self) -> str | None:
+        return known_notebook(self.namespace())
+
+    def history(self) -> list[str]:
+        return [str(s) for s in self.side.history() if str(s).strip()]
+
+    def _turn_session(self) -> Any:
+        session = self.controller.session
+        return session if session is not None and session._active is not None else None
+
+    async def authorize(self, code: str) -> tuple[bool, str]:
+        """The same broker, policy and question UI as the agent's tool calls."""
+        session = self._turn_session()
+        if session is None:
+            return False, "refused: no notebook cell is running a prompt of this session, so nobody can see the code"
+        verdict = await session.client.services.permissions.authorize(
+            session, title=EXECUTE_TITLE, kind="execute", command=code, raw_input={"code": code},
+            hint="%permissions allow-all (or --permissions allow-all) lets it run.")
+        return verdict.allowed, "" if verdict.allowed else reason_refused(verdict.by)
+
+    def started(self, code: str) -> _Run:
+        session = self._turn_session() or self.controller.session
+        return _Run(session, code)
+
+    def interrupted(self) -> None:
+        """The user interrupted the code: the turn stops too (one interrupt stops everything)."""
+        self.controller.interrupt()

@@ -1,0 +1,114 @@
+"""The ``notebook`` MCP server end to end: the demo agent (a real MCP client,
+started by the kernel as a real process) gets the server in ``mcpServers``,
+starts it, and calls its tools, through the magics in a stock python3 kernel
+and through the ACP kernel."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from tests.kernel.conftest import wait_until
+from tests.magics.conftest import button_clicker, cmdline
+
+SERVER = "acp_kernel.notebook_mcp"
+
+
+def servers(harness) -> set[int]:
+    """The notebook MCP server processes under the kernel (the agent starts them)."""
+    return {p for p in harness.descendants() if SERVER in cmdline(p)}
+
+
+def tool_text(res) -> str:
+    """Everything the cell showed, widget state included (the turn is one widget)."""
+    parts = [res.text()]
+    for msg in res.outputs + res.stray_comms:
+        if msg["msg_type"] in ("comm_open", "comm_msg"):
+            parts.append(json.dumps(msg["content"].get("data", {})))
+    return "\n".join(parts)
+
+
+async def test_execute_sets_a_variable_the_next_cell_sees_and_the_run_shows_in_the_turn(magics):
+    await magics.ok("%acp connect demo --permissions allow-all")
+    assert "notebook MCP server: execute, variables, cells" in (await magics.ok("%acp status")).text()
+    res = await magics.ok("%%acp\nnotebook run x = 41 + 1\nprint('<img src=x onerror=alert(1)>')", timeout=60)
+    shown = tool_text(res)
+    assert "Run Python in this notebook" in shown, shown[-3000:]
+    assert await magics.value("x") == "42"
+    assert await magics.value("_acp.stop_reason") == "'end_turn'"
+    # The print went to the tool call (and the agent), not into the cell as a stream.
+    assert not [m for m in res.outputs if m["msg_type"] == "stream" and "onerror" in m["content"]["text"]]
+    assert "<img src=x onerror=alert(1)>" in await magics.value("_acp.text + str([c.output for c in _acp.tool_calls.values()])")
+    # The agent sees the variable through `variables`, and a second execute sees it too.
+    res = await magics.ok("%%acp\nnotebook vars x", timeout=60)
+    assert "42" in await magics.value("str([c.text for c in _acp.tool_calls.values()])")
+    await magics.ok("%%acp\nnotebook run y = x * 2", timeout=60)
+    assert await magics.value("y") == "84"
+
+
+async def test_execute_asks_and_a_refusal_is_respected(magics):
+    await magics.ok("%acp connect demo --permissions ask")
+    clicked, on_output = button_clicker(magics, "Reject")
+    res = await magics.ok("%%acp\nnotebook run refused = 1", on_output=on_output, timeout=60)
+    assert clicked.done(), tool_text(res)[-3000:]
+    assert await magics.value("'refused' in globals()") == "False"
+    assert "refused" in (await magics.value("_acp.text")).lower()
+    # Allowed once: it runs.
+    clicked, on_output = button_clicker(magics, "Allow once")
+    await magics.ok("%%acp\nnotebook run allowed = 1", on_output=on_output, timeout=60)
+    assert clicked.done()
+    assert await magics.value("allowed") == "1"
+    # Headless (nbclient: no stdin): refused with a note, nothing hangs.
+    res = await magics.ok("%%acp\nnotebook run headless = 1", allow_stdin=False, timeout=60)
+    assert await magics.value("'headless' in globals()") == "False"
+    assert "nobody can answer" in tool_text(res)
+
+
+async def test_interrupt_stops_a_running_execute_and_the_turn(magics):
+    await magics.ok("%acp connect demo --permissions allow-all")
+    started = asyncio.get_running_loop().create_future()
+
+    async def on_output(msg):
+        if "Run Python in this notebook" in json.dumps(msg["content"]) and not started.done():
+            started.set_result(None)
+            await magics.km.interrupt_kernel()
+
+    res = await magics.execute("%%acp\nnotebook run import time\nfor i in range(600): time.sleep(0.1)",
+                               on_output=on_output, timeout=60)
+    assert started.done()
+    assert await magics.value("_acp.stop_reason") == "'cancelled'", tool_text(res)[-2000:]
+    assert await magics.value("'i' in globals() and i < 500") == "True"
+    # The kernel and the agent go on.
+    await magics.ok("%%acp\nnotebook run after = 'yes'", timeout=60)
+    assert await magics.value("after") == "'yes'"
+
+
+async def test_the_server_is_gone_after_the_session_ends(magics):
+    await magics.ok("%acp connect demo --permissions allow-all")
+    await magics.ok("%%acp\nnotebook vars", timeout=60)
+    assert servers(magics), "the agent did not start the notebook server"
+    await magics.ok("%acp new")  # a new session: the agent's server for the old one goes
+    await magics.ok("%%acp\nnotebook cells", timeout=60)
+    await magics.ok("%acp disconnect")
+    await wait_until(lambda: not servers(magics), timeout=20)
+
+
+async def test_no_mcp_means_no_server_offered(magics):
+    await magics.ok("%acp connect demo --no-mcp")
+    assert "notebook MCP server: off" in (await magics.ok("%acp status")).text()
+    await magics.ok("%%acp\nnotebook run nope = 1", timeout=60)
+    assert await magics.value("'nope' in globals()") == "False"
+    assert "notebook" in (await magics.value("_acp.text")).lower()
+    assert not servers(magics)
+
+
+async def test_acp_kernel_offers_cells_only(acp_kernel):
+    acp_kernel_h = acp_kernel
+    await acp_kernel_h.execute("hello <b>bold</b> `code\nspan` /tmp/a\nb.txt", timeout=60)
+    res = await acp_kernel_h.execute("notebook cells", timeout=60)
+    shown = tool_text(res)
+    assert "hello <b>bold</b>" in shown or "hello \\u003cb\\u003ebold" in shown or "hello &lt;b&gt;" in shown, shown[-3000:]
+    assert "sources of the cells run in this kernel" in shown
+    res = await acp_kernel_h.execute("notebook run x = 1", timeout=60)
+    assert "does not offer `execute` here; it offers `cells`" in res.text(), res.text()[-2000:]
+    assert "only cells is offered" in res.text()
