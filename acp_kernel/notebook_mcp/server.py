@@ -32,8 +32,6 @@ log = logging.getLogger("acp_kernel.notebook_mcp")
 
 #: How long without a heartbeat before the kernel counts as dead, in seconds.
 HEARTBEAT_GRACE = 10.0
-#: How long to wait for the kernel's iopub welcome (ipykernel >= 7) before going on.
-WELCOME_TIMEOUT = 5.0
 
 DESCRIPTIONS = {
     "execute": ("Run Python code in the user's live Jupyter kernel, in the notebook's own namespace "
@@ -63,11 +61,11 @@ class KernelLink:
         self.token = token
         self.client = AsyncKernelClient()
         self.client.load_connection_file(connection_file)
-        self.comm_id = uuid.uuid4().hex
+        self.comm_id: str | None = None  # the accepted comm
+        self.asked: list[str] = []  # every comm id we opened (see connect)
         self.ids = itertools.count(1)
         self.pending: dict[int, asyncio.Future[Reply]] = {}
         self.ready: asyncio.Future[Ready] | None = None
-        self.welcomed = asyncio.Event()
         self.gone = asyncio.Event()
         self.why = ""
         self._tasks: list[asyncio.Task] = []
@@ -75,18 +73,31 @@ class KernelLink:
     # -- life cycle -----------------------------------------------------------------
 
     async def connect(self) -> Ready:
+        """Open the comm. A new iopub subscriber may miss what the kernel publishes in
+        its first moments (and a kernel that already has subscribers sends no welcome),
+        so the open is repeated, further apart each time, until one answer arrives; the
+        comms opened in vain are closed. No probe on the control channel: its busy/idle
+        status would tell the notebook that a running turn's cell is idle."""
         self.client.start_channels(shell=True, iopub=True, stdin=False, hb=True, control=False)
-        self.ready = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        self.ready = loop.create_future()
         self._tasks.append(asyncio.create_task(self._read_iopub()))
-        with suppress(asyncio.TimeoutError):  # an older kernel sends no welcome: go on
-            await asyncio.wait_for(self.welcomed.wait(), WELCOME_TIMEOUT)
-        self._send("comm_open", {"comm_id": self.comm_id, "target_name": COMM_TARGET,
-                                 "data": Open(token=self.token).model_dump()})
-        try:
-            ready = await asyncio.wait_for(asyncio.shield(self.ready), CONNECT_TIMEOUT)
-        except asyncio.TimeoutError:
-            raise KernelGone(f"the kernel did not answer in {CONNECT_TIMEOUT} s: is it busy running "
-                             "a cell that does not await?") from None
+        deadline = loop.time() + CONNECT_TIMEOUT
+        delay = 0.25
+        while True:
+            comm_id = uuid.uuid4().hex
+            self.asked.append(comm_id)
+            self._send("comm_open", {"comm_id": comm_id, "target_name": COMM_TARGET,
+                                     "data": Open(token=self.token).model_dump()})
+            remaining = deadline - loop.time()
+            try:
+                ready = await asyncio.wait_for(asyncio.shield(self.ready), max(0.0, min(delay, remaining)))
+                break
+            except asyncio.TimeoutError:
+                if loop.time() >= deadline:
+                    raise KernelGone(f"the kernel did not answer in {CONNECT_TIMEOUT} s: is it busy "
+                                     "running a cell that does not await?") from None
+                delay = min(delay * 2, 5.0)
         self._tasks.append(asyncio.create_task(self._watch_heartbeat()))
         return ready
 
@@ -94,11 +105,14 @@ class KernelLink:
         msg = self.client.session.msg(msg_type, content)
         self.client.shell_channel.send(msg)
 
+    def _close_comm(self, comm_id: str) -> None:
+        with suppress(Exception):
+            self._send("comm_close", {"comm_id": comm_id, "data": {}})
+
     def close(self) -> None:
         """Tell the kernel (if still there) and stop the channels."""
-        if not self.gone.is_set():
-            with suppress(Exception):
-                self._send("comm_close", {"comm_id": self.comm_id, "data": {}})
+        if not self.gone.is_set() and self.comm_id is not None:
+            self._close_comm(self.comm_id)
         for task in self._tasks:
             task.cancel()
         with suppress(Exception):
@@ -131,22 +145,34 @@ class KernelLink:
     def _handle(self, msg: dict) -> None:
         kind = msg.get("msg_type") or msg.get("header", {}).get("msg_type")
         content = msg.get("content") or {}
-        if kind == "iopub_welcome":
-            self.welcomed.set()
-        elif kind == "status" and content.get("execution_state") == "starting":
+        comm_id = content.get("comm_id")
+        if kind == "status" and content.get("execution_state") == "starting":
             self._end("the kernel restarted: the session that offered this server has ended")
-        elif kind == "comm_close" and content.get("comm_id") == self.comm_id:
+        elif kind == "comm_close" and comm_id is not None and comm_id == self.comm_id:
             self._end("the notebook withdrew this server (its session ended)")
-        elif kind == "comm_msg" and content.get("comm_id") == self.comm_id:
-            self._on_data(content.get("data") or {})
+        elif kind == "comm_msg" and comm_id is not None:
+            if comm_id == self.comm_id:
+                self._on_reply(content.get("data") or {})
+            elif comm_id in self.asked:
+                self._on_first(comm_id, content.get("data") or {})
 
-    def _on_data(self, data: dict) -> None:
-        if self.ready is not None and not self.ready.done():
-            if "error" in data:
-                self.ready.set_exception(KernelGone(f"the kernel refused: {Refused.model_validate(data).error}"))
-            else:
-                self.ready.set_result(Ready.model_validate(data))
+    def _on_first(self, comm_id: str, data: dict) -> None:
+        """The first message on one of the comms we opened: accepted or refused."""
+        if self.comm_id is not None:  # a late answer to a repeated open
+            self._close_comm(comm_id)
             return
+        if self.ready is None or self.ready.done():
+            return
+        if "error" in data:
+            self.ready.set_exception(KernelGone(f"the kernel refused: {Refused.model_validate(data).error}"))
+            return
+        self.comm_id = comm_id
+        self.ready.set_result(Ready.model_validate(data))
+        for other in self.asked:
+            if other != comm_id:
+                self._close_comm(other)
+
+    def _on_reply(self, data: dict) -> None:
         try:
             reply = Reply.model_validate(data)
         except ValidationError:

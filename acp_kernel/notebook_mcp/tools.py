@@ -302,7 +302,7 @@ def cells_from_notebook(path: str) -> str:
     except Exception as exc:  # noqa: BLE001 - a missing, unreadable or invalid file
         return (f"The notebook could not be read ({type(exc).__name__}: {one_line(str(exc), 300)}). "
                 f"Its path:\n{fence(path, 'text')}")
-    parts = [f"The notebook as last saved (unsaved edits are not included): {len(nb.cells)} cells, "
+    parts = [f"The notebook as last saved (unsaved edits are not included): {_count(len(nb.cells), 'cell')}, "
              f"numbered from 1. Its path:\n{fence(path, 'text')}"]
     for number, cell in enumerate(nb.cells, 1):
         kind = cell.get("cell_type", "?")
@@ -317,10 +317,14 @@ def cells_from_notebook(path: str) -> str:
     return cut("\n\n".join(parts))
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def cells_from_history(history: list[str]) -> str:
     """The sources run in this kernel, when the notebook file is not known."""
     intro = ("This kernel does not know its notebook file, so these are the sources of the cells "
-             f"run in this kernel, oldest first ({len(history)} runs, no outputs).")
+             f"run in this kernel, oldest first ({_count(len(history), 'run')}, no outputs).")
     parts = [intro] + [f"## Run {n}\n{fence(source, 'python')}" for n, source in enumerate(history, 1)]
     return cut("\n\n".join(parts))
 

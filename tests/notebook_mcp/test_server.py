@@ -78,7 +78,7 @@ async def test_tools_listed_with_schemas_and_cells_from_the_file(kernel, tmp_pat
         assert "name" in tools["variables"].input_schema["properties"]
         assert "live" in session.instructions or "kernel" in session.instructions
         cells = await session.call_tool("cells", {})
-        assert "1 cells" in text(cells) and "df = load()" in text(cells) and str(notebook) in text(cells)
+        assert "1 cell," in text(cells) and "df = load()" in text(cells) and str(notebook) in text(cells)
 
 
 async def test_execute_then_variables_then_execute_again(kernel):
@@ -174,6 +174,11 @@ async def test_answered_while_a_cell_awaits(kernel):
     async with mcp_session(entry) as session:
         listed = await session.call_tool("variables", {})
         assert "gate: asyncio.locks.Event" in text(listed)
+        # the %%acp case: an interrupt during an execute stops the code, not the awaiting cell
+        sleeping = asyncio.create_task(session.call_tool("execute", {"code": "import time\ntime.sleep(60)"}))
+        await kernel.wait_recorded("started")
+        await kernel.km.interrupt_kernel()
+        assert "interrupted by the user" in text(await asyncio.wait_for(sleeping, 30))
         opened = await session.call_tool("execute", {"code": "gate.set()"})
         assert not opened.is_error, text(opened)
     content, out = await kernel.finish(cell)
@@ -268,3 +273,48 @@ async def test_the_server_ends_when_the_kernel_dies(kernel):
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
+
+
+async def test_connecting_while_a_cell_blocks_keeps_one_comm(kernel, tmp_path):
+    """A cell that does not await holds the kernel while the server connects: its
+    repeated opens queue up, one is kept and the others are closed."""
+    entry = await kernel.offer()
+    token = entry["args"][-1]
+    flag = tmp_path / "go"
+    cell = kernel.send(f"import os, time\nfor _ in range(600):\n    if os.path.exists({str(flag)!r}): break\n"
+                       "    time.sleep(0.05)")
+    open_comms = ("from acp_kernel.notebook_mcp import host\n"
+                  f"print(len(host._comms.get({token!r}, [])))")
+
+    async def comms_become(n: str) -> None:
+        deadline = time.monotonic() + 20
+        while (count := (await kernel.run(open_comms)).strip()) != n:
+            assert time.monotonic() < deadline, f"{count} comms open, not {n}"
+            await asyncio.sleep(0.1)
+
+    answered, release = asyncio.Event(), asyncio.Event()
+
+    async def use() -> str:
+        async with mcp_session(entry) as session:
+            result = text(await session.call_tool("execute", {"code": "40 + 2"}))
+            answered.set()
+            await release.wait()
+            return result
+
+    session_task = asyncio.create_task(use())
+    await wait_until(lambda: server_pids(token))
+    await asyncio.sleep(4)  # let the server start and repeat its open (any number >= 1 will do)
+    flag.write_text("")
+    assert (await kernel.finish(cell))[0]["status"] == "ok"
+    await asyncio.wait_for(answered.wait(), 60)
+    await comms_become("1")  # the repeated opens were closed
+    release.set()
+    assert "42" in await asyncio.wait_for(session_task, 60)
+    await comms_become("0")  # the session ended: the server closed its comm
+
+
+async def wait_until(predicate, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not met in time"
+        await asyncio.sleep(0.05)
