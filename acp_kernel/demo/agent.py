@@ -857,7 +857,9 @@ NOTEBOOK_KINDS = {"execute": "execute", "variables": "search", "cells": "read"}
 #: seconds per call: execute may wait for the user to answer a permission prompt
 NOTEBOOK_TIMEOUTS = {"execute": 600.0}
 NOTEBOOK_TIMEOUT = 60.0
-_FENCE_RE = re.compile(r"```[ \t]*(?:python3?|py|ipython)?[ \t]*\n(.*?)(?:\n)?```", re.DOTALL | re.IGNORECASE)
+# A fence of three or more backticks, closed by the same run on a line of its own
+# (CommonMark's rule), so code holding ``` can travel in a longer fence.
+_FENCE_RE = re.compile(r"(`{3,})[ \t]*(?:python3?|py|ipython)?[ \t]*\n(.*?)\n?^\1[ \t]*$", re.DOTALL | re.IGNORECASE | re.MULTILINE)
 
 
 def notebook_request(rest: str) -> tuple[str, dict[str, Any]] | None:
@@ -873,7 +875,7 @@ def notebook_request(rest: str) -> tuple[str, dict[str, Any]] | None:
     if sub == "cells":
         return "cells", {}
     if sub in ("run", "execute", "exec") or rest.lstrip().startswith("```"):
-        code = fenced.group(1) if fenced else tail
+        code = fenced.group(2) if fenced else tail
         return ("execute", {"code": code}) if code.strip() else None
     return None
 

@@ -112,3 +112,29 @@ async def test_acp_kernel_offers_cells_only(acp_kernel):
     res = await acp_kernel_h.execute("notebook run x = 1", timeout=60)
     assert "does not offer `execute` here; it offers `cells`" in res.text(), res.text()[-2000:]
     assert "only cells is offered" in res.text()
+
+
+HOSTILE_CODE = (
+    "# `a\n# b` <img src=x onerror=alert(1)> [x](javascript:alert(3))\n"
+    "print('<script>alert(2)</script> ```')\n"
+    "print('/tmp/evil\\n# heading\\n<img src=x onerror=alert(6)>.py')\n"
+    "'<details open ontoggle=alert(4)>'\n"
+)
+
+
+async def test_hostile_code_and_output_stay_text_in_the_question_and_the_run(magics):
+    """The code (the agent's) is shown in the permission question and the run's
+    tool call; its output (anything the code printed) streams there too: every
+    markdown the cell shows is inert under a CommonMark parser with raw HTML on."""
+    from tests.hostile.test_kernel_outputs import assert_inert
+
+    await magics.ok("%acp connect demo --permissions ask")
+    clicked, on_output = button_clicker(magics, "Allow once")
+    res = await magics.ok("%%acp --no-interpolate\nnotebook run\n````python\n" + HOSTILE_CODE + "````", on_output=on_output,
+                          timeout=60)
+    assert clicked.done(), tool_text(res)[-3000:]
+    assert_inert(res)
+    shown = tool_text(res)
+    assert "onerror=alert(6)" in shown and "ontoggle=alert(4)" in shown  # shown as text, not dropped
+    outputs = await magics.value("[c.output for c in _acp.tool_calls.values() if c.kind == 'execute']")
+    assert "/tmp/evil\\n# heading" in outputs
