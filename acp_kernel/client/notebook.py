@@ -16,8 +16,6 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..safe import block
-
 #: The title of the tool call an ``execute`` shows in the turn (ours, not the agent's).
 EXECUTE_TITLE = "Run Python in this notebook's kernel"
 ALL_TOOLS = frozenset({"execute", "variables", "cells"})
@@ -73,7 +71,8 @@ class _Run:
         session.apply({
             "sessionUpdate": "tool_call", "toolCallId": self.id, "title": EXECUTE_TITLE, "kind": "execute",
             "status": "in_progress", "rawInput": {"code": code},
-            "content": [{"type": "content", "content": {"type": "text", "text": str(block(code, "python"))}}],
+            # The code as text: the view shows tool text verbatim, the transcript fences it.
+            "content": [{"type": "content", "content": {"type": "text", "text": code}}],
             "_meta": {"terminal_info": {"terminal_id": self.id}},
         })
 
@@ -83,6 +82,12 @@ class _Run:
                                 "_meta": {"terminal_output": {"terminal_id": self.id, "data": text}}})
 
     def done(self, ok: bool, summary: str) -> None:
+        """The end: the value's repr as ``Out:``, or the error's line (status and
+        exit code say the rest; a run with nothing to show adds no line)."""
+        if ok and summary == "done":
+            summary = ""
+        elif ok and summary:
+            summary = f"Out: {summary}"
         tail = f"{summary}\n" if summary and not summary.endswith("\n") else summary
         meta: dict[str, Any] = {"terminal_exit": {"terminal_id": self.id, "exit_code": 0 if ok else 1}}
         if tail:

@@ -134,13 +134,14 @@ class Lab:
         sep = "&" if "?" in path else "?"
         return f"{self.base}{path}{sep}token={self.token}"
 
-    def new_notebook(self, name: str, cells: list[str] | None = None) -> str:
+    def new_notebook(self, name: str, cells: list[str] | None = None, kernel: str = "acp") -> str:
+        spec, language = KERNELS[kernel]
         nb = {
             "nbformat": 4,
             "nbformat_minor": 5,
             "metadata": {
-                "kernelspec": {"name": "acp", "display_name": "ACP Agent", "language": "markdown"},
-                "language_info": {"name": "markdown"},
+                "kernelspec": {"name": kernel, "display_name": spec, "language": language},
+                "language_info": {"name": language},
             },
             "cells": [
                 {"cell_type": "code", "id": uuid.uuid4().hex[:8], "metadata": {}, "source": src,
@@ -295,6 +296,10 @@ def _artifacts_dir() -> Path:
     return ARTIFACTS
 
 
+#: Kernels a test notebook can use: name -> (display name, language).
+KERNELS = {"acp": ("ACP Agent", "markdown"), "python3": ("Python 3 (ipykernel)", "python")}
+
+
 class Notebook:
     """One open notebook page with helpers for cells and outputs."""
 
@@ -375,11 +380,20 @@ def nb7(notebook7: Lab, browser_context: Any, request) -> Any:
     yield from _open_notebook(notebook7, browser_context, request, "/notebooks/{name}")
 
 
-def _open_notebook(lab: Lab, browser_context: Any, request: Any, path: str) -> Any:
+@pytest.fixture
+def pynb(lab: Lab, browser_context: Any, request) -> Any:
+    """A new notebook with a stock python3 kernel (for the magics) and six empty cells, open and idle in JupyterLab."""
+    workspace = uuid.uuid4().hex[:12]
+    yield from _open_notebook(lab, browser_context, request, f"/lab/workspaces/{workspace}/tree/{{name}}",
+                              kernel="python3", cells=[""] * 6)
+
+
+def _open_notebook(lab: Lab, browser_context: Any, request: Any, path: str, kernel: str = "acp",
+                   cells: list[str] | None = None) -> Any:
     from playwright.sync_api import expect
 
     name = re.sub(r"[^A-Za-z0-9_]+", "_", request.node.name)[:60] + ".ipynb"
-    lab.new_notebook(name)
+    lab.new_notebook(name, cells, kernel)
     page = browser_context.new_page()
     errors: list[str] = []
     console: list[str] = []
@@ -394,8 +408,8 @@ def _open_notebook(lab: Lab, browser_context: Any, request: Any, path: str) -> A
     page.goto(lab.url(path.format(name=name)))
     notebook = Notebook(lab, page, name)
     notebook.console_errors = errors  # type: ignore[attr-defined]
-    # The kernel is up when the toolbar shows "ACP Agent" and the indicator is idle.
-    expect(notebook.panel.locator(".jp-KernelName")).to_have_text("ACP Agent", timeout=START)
+    # The kernel is up when the toolbar shows its name and the indicator is idle.
+    expect(notebook.panel.locator(".jp-KernelName")).to_have_text(KERNELS[kernel][0], timeout=START)
     expect(notebook.panel.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_have_count(1, timeout=START)
     try:
         yield notebook
