@@ -35,6 +35,19 @@ class NotebookSide:
     history: Callable[[], list[str]] = field(default=list)
 
 
+def typed_history(ip: Any) -> list[str]:
+    """The cells an IPython shell ran, as typed (``In`` holds IPython's rewrite
+    of magics: ``get_ipython().run_line_magic(...)``)."""
+    hm = getattr(ip, "history_manager", None)
+    raw = getattr(hm, "input_hist_raw", None) or ip.user_ns.get("In") or []
+    return [str(s) for s in raw[1:]]
+
+
+def ipython_side(ip: Any) -> NotebookSide:
+    """All of the server's tools, on this IPython kernel's namespace."""
+    return NotebookSide(ALL_TOOLS, namespace=lambda: ip.user_ns, history=lambda: typed_history(ip))
+
+
 def known_notebook(namespace: dict[str, Any] | None = None) -> str | None:
     """The .ipynb this kernel runs, when the frontend said: VS Code puts
     ``__vsc_ipynb_file__`` in the namespace, Jupyter Server sets

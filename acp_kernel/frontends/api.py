@@ -125,14 +125,9 @@ class IPythonFrontend:
         ip = _ipython()
         if ip is None or getattr(ip, "kernel", None) is None:
             return None
-        from ..client.notebook import ALL_TOOLS, NotebookSide
+        from ..client.notebook import ipython_side
 
-        def history() -> list[str]:  # as typed (``In`` holds IPython's rewrite of magics)
-            hm = getattr(ip, "history_manager", None)
-            raw = getattr(hm, "input_hist_raw", None) or ip.user_ns.get("In") or []
-            return [str(s) for s in raw[1:]]
-
-        return NotebookSide(ALL_TOOLS, namespace=lambda: ip.user_ns, history=history)
+        return ipython_side(ip)
 
     def interactive(self) -> bool:
         """Someone can answer: buttons in a notebook, a typed line in a console

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..safe import Markdown, block, bundle, code, text
+from ..client.notebook import known_notebook, typed_history
 from ..client.registry import Passthrough
 
 #: What the server is called in the generated file (and what the CLI's tools are prefixed with).
@@ -110,18 +111,15 @@ class PassthroughBridge:
 
     def notebook_path(self) -> str | None:
         """The notebook this kernel runs, as the ACP sessions' bridge finds it."""
-        try:
-            from ..client.notebook import known_notebook
-        except ImportError:  # pragma: no cover - the ACP side's finder; Jupyter Server's name will do
-            path = os.environ.get("JPY_SESSION_NAME", "")
-            return path if path.endswith(".ipynb") and os.path.isfile(path) else None
         return known_notebook(self._ns)
 
     def history(self) -> list[str]:
-        """IPython's ``In``; in the ACP kernel its cell history; else the prompts typed here."""
-        inputs = (self._ns or {}).get("In")
-        if isinstance(inputs, list) and len(inputs) > 1:
-            return [str(s) for s in inputs[1:] if str(s).strip()]
+        """IPython's cells as typed; in the ACP kernel its cell history; else the prompts typed here."""
+        ip = _ipython()
+        if ip is not None and self._ns is not None:
+            typed = [s for s in typed_history(ip) if s.strip()]
+            if typed:
+                return typed
         kept = getattr(_kernel(), "cell_history", None)
         if kept:
             return [str(s) for s in kept if str(s).strip()]
@@ -169,14 +167,20 @@ def _kernel() -> Any:
         return None
 
 
-def _user_ns() -> dict | None:
+def _ipython() -> Any:
+    """IPython's shell inside a Jupyter kernel (None in the ACP kernel or outside Jupyter)."""
     try:
         from IPython import get_ipython
 
         ip = get_ipython()
     except ImportError:  # pragma: no cover
         return None
-    return ip.user_ns if ip is not None and getattr(ip, "kernel", None) is not None else None
+    return ip if ip is not None and getattr(ip, "kernel", None) is not None else None
+
+
+def _user_ns() -> dict | None:
+    ip = _ipython()
+    return ip.user_ns if ip is not None else None
 
 
 def _show(sink: Any, data: dict, display_id: str | None = None, *, update: bool = False) -> None:
