@@ -14,7 +14,13 @@ Replies are scripted from the last user text of the request:
 
 - default: ``stub reply to: <last user text>`` streamed in a few chunks;
 - the prompt contains ``SLOW``: about 20 s of chunks (for interrupt tests);
-- the prompt contains ``THINK``: silent about 8 s, then the reply (a long "thinking" phase).
+- the prompt contains ``THINK``: silent about 8 s, then the reply (a long "thinking" phase);
+- the prompt contains ``TOOL:<name> <json-args>`` (e.g. ``TOOL:variables {}``) and the request
+  offers a tool whose name is ``<name>`` or ends with it (``mcp__notebook__variables``,
+  ``notebook_variables``...): a call of that tool, in the API's own shape (Anthropic ``tool_use``,
+  OpenAI chat ``tool_calls``, Responses ``function_call``, Gemini ``functionCall``);
+- the request's last message is a tool result: ``tool result: <its first 200 characters>``
+  (whitespace runs made one space), so the CLI shows what the tool returned.
 
 Every request is logged as one JSON line (method, path, headers without secrets,
 body size, the prompt it answered, the mode) to the log file, for diagnosis.
@@ -54,20 +60,143 @@ class Script:
     """What to send for one request: the text, its chunks, and the pacing."""
 
     prompt: str
-    mode: str  # "echo", "slow", "think", "json"
+    mode: str  # "echo", "slow", "think", "json", "tool_call", "tool_result", "no_tool"
     chunks: tuple[str, ...]
     first_delay: float
     chunk_delay: float
+    call: Optional["ToolCall"] = None  # mode "tool_call": what to call instead of the text
 
     @property
     def text(self) -> str:
         return "".join(self.chunks)
 
 
+@dataclass(frozen=True)
+class ToolCall:
+    """A tool call the stub makes: the tool's name as the CLI offered it, and its arguments."""
+
+    id: str
+    name: str
+    args: dict[str, Any]
+
+    @property
+    def arguments(self) -> str:
+        return json.dumps(self.args)
+
+
+_TOOL_MARKER = re.compile(r"TOOL:([A-Za-z0-9_.:/-]+)")
+RESULT_QUOTE = 200
+_SEPARATORS = ("", "_", "-", ".", "/", ":")  # what may precede a matched suffix (a whole name part)
+
+
+def tool_marker(prompt: str) -> Optional[tuple[str, dict[str, Any]]]:
+    """``TOOL:<name> <json-args>`` in a prompt: (name, args); args ``{}`` when absent or not JSON."""
+    m = _TOOL_MARKER.search(prompt)
+    if m is None:
+        return None
+    rest = prompt[m.end():].lstrip()
+    args: Any = {}
+    if rest.startswith("{"):
+        try:
+            args, _ = json.JSONDecoder().raw_decode(rest)
+        except ValueError:
+            args = {}
+    return m.group(1), args if isinstance(args, dict) else {}
+
+
+def match_tool(wanted: str, offered: list[str]) -> Optional[str]:
+    """The offered tool ``wanted`` means: the same name, else one ending with it, else one ending
+    with its last part (``mcp__notebook__variables`` finds ``notebook_variables``); the shortest wins."""
+    if wanted in offered:
+        return wanted
+    tail = re.split(r"__|[._/:-]", wanted)[-1]
+    for suffix in (wanted, tail):
+        found = sorted((n for n in offered if n.endswith(suffix) and n[:len(n) - len(suffix)][-1:] in _SEPARATORS),
+                       key=len)
+        if found:
+            return found[0]
+    return None
+
+
+def tool_names(body: dict[str, Any]) -> list[str]:
+    """The names of the tools a request offers, in any of the shapes served here."""
+    names: list[str] = []
+    tools = body.get("tools")
+    if not isinstance(tools, list):
+        return names
+    for tool in tools:
+        if not isinstance(tool, dict):
+            continue
+        fn = tool.get("function")
+        if isinstance(fn, dict) and isinstance(fn.get("name"), str):  # OpenAI chat
+            names.append(fn["name"])
+        elif isinstance(tool.get("name"), str):  # Anthropic, Responses
+            names.append(tool["name"])
+        for decl in tool.get("functionDeclarations") or tool.get("function_declarations") or []:  # Gemini
+            if isinstance(decl, dict) and isinstance(decl.get("name"), str):
+                names.append(decl["name"])
+    return names
+
+
+def _result_text(value: Any) -> str:
+    """The readable text of a tool result in any shape (a string, content blocks, a Gemini response)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "\n".join(t for t in (_result_text(v) for v in value) if t)
+    if isinstance(value, dict):
+        if isinstance(value.get("text"), str):
+            return value["text"]
+        for key in ("output", "content", "response", "llmContent", "result", "error"):
+            if key in value:
+                return _result_text(value[key])
+        return json.dumps(value)
+    return "" if value is None else json.dumps(value)
+
+
+def tool_result(body: dict[str, Any]) -> Optional[str]:
+    """The text of the tool result when the request's LAST message is one (the turn goes on after
+    the stub's tool call), else None."""
+    messages = body.get("messages")
+    if isinstance(messages, list) and messages and isinstance(messages[-1], dict):
+        last = messages[-1]
+        if last.get("role") == "tool":  # OpenAI chat
+            return _result_text(last.get("content"))
+        content = last.get("content")
+        if last.get("role") == "user" and isinstance(content, list):  # Anthropic
+            results = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"]
+            if results:
+                return _result_text([b.get("content") for b in results])
+    items = body.get("input")
+    if isinstance(items, list) and items and isinstance(items[-1], dict):  # Responses
+        if items[-1].get("type") == "function_call_output":
+            return _result_text(items[-1].get("output"))
+    contents = body.get("contents")
+    if isinstance(contents, list) and contents and isinstance(contents[-1], dict):  # Gemini
+        parts = [p.get("functionResponse") for p in contents[-1].get("parts") or []
+                 if isinstance(p, dict) and isinstance(p.get("functionResponse"), dict)]
+        if parts:
+            return _result_text([p.get("response") for p in parts])
+    return None
+
+
 def plan(prompt: str, *, want_json: bool = False, slow_seconds: float = SLOW_SECONDS,
-         think_seconds: float = THINK_SECONDS) -> Script:
-    """The scripted answer for a prompt (see the module docstring)."""
+         think_seconds: float = THINK_SECONDS, tools: Optional[list[str]] = None,
+         result: Optional[str] = None) -> Script:
+    """The scripted answer for a prompt (see the module docstring). ``tools``: the names the
+    request offers; ``result``: the tool result the request ends with, if it does."""
     short = " ".join(prompt.split())[:120]
+    if result is not None and not want_json:
+        text = "tool result: " + " ".join(result.split())[:RESULT_QUOTE]
+        return Script(short, "tool_result", (text,), 0.0, 0.0)
+    marker = tool_marker(prompt) if tools and not want_json else None
+    if marker is not None:
+        name = match_tool(marker[0], tools or [])
+        if name is None:
+            text = f"stub: no tool matching {marker[0]} among {len(tools or [])}: {', '.join(tools or [])}"[:2000]
+            return Script(short, "no_tool", (text,), 0.0, 0.0)
+        call = ToolCall("call_" + uuid.uuid4().hex[:16], name, marker[1])
+        return Script(short, "tool_call", (), 0.0, 0.0, call)
     if want_json:  # Gemini CLI's side calls (next speaker, routing) ask for a JSON object
         body = json.dumps({"reasoning": "stub", "next_speaker": "user", "model_choice": "flash",
                            "complexity_reasoning": "stub", "complexity_score": 1})
@@ -148,6 +277,17 @@ def anthropic_stream(s: Script, model: str) -> Iterator[bytes | float]:
         "id": mid, "type": "message", "role": "assistant", "model": model, "content": [],
         "stop_reason": None, "stop_sequence": None, "usage": usage}})
     yield s.first_delay
+    if s.call is not None:
+        yield _sse("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {
+            "type": "tool_use", "id": "toolu_" + s.call.id[5:], "name": s.call.name, "input": {}}})
+        yield _sse("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                           "delta": {"type": "input_json_delta", "partial_json": s.call.arguments}})
+        yield _sse("content_block_stop", {"type": "content_block_stop", "index": 0})
+        yield _sse("message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use",
+                                                                        "stop_sequence": None},
+                                     "usage": {"output_tokens": 5}})
+        yield _sse("message_stop", {"type": "message_stop"})
+        return
     yield _sse("content_block_start", {"type": "content_block_start", "index": 0,
                                        "content_block": {"type": "text", "text": ""}})
     yield _sse("ping", {"type": "ping"})
@@ -162,8 +302,11 @@ def anthropic_stream(s: Script, model: str) -> Iterator[bytes | float]:
 
 
 def anthropic_message(s: Script, model: str) -> dict[str, Any]:
+    content: list[dict[str, Any]] = [{"type": "text", "text": s.text}]
+    if s.call is not None:
+        content = [{"type": "tool_use", "id": "toolu_" + s.call.id[5:], "name": s.call.name, "input": s.call.args}]
     return {"id": "msg_" + uuid.uuid4().hex[:20], "type": "message", "role": "assistant", "model": model,
-            "content": [{"type": "text", "text": s.text}], "stop_reason": "end_turn", "stop_sequence": None,
+            "content": content, "stop_reason": "tool_use" if s.call else "end_turn", "stop_sequence": None,
             "usage": {"input_tokens": 10, "output_tokens": len(s.chunks)}}
 
 
@@ -176,10 +319,14 @@ def chat_stream(s: Script, model: str, usage: bool) -> Iterator[bytes | float]:
 
     yield chunk({"role": "assistant", "content": ""})
     yield s.first_delay
+    if s.call is not None:
+        yield chunk({"tool_calls": [{"index": 0, "id": s.call.id, "type": "function",
+                                     "function": {"name": s.call.name, "arguments": ""}}]})
+        yield chunk({"tool_calls": [{"index": 0, "function": {"arguments": s.call.arguments}}]})
     for piece in s.chunks:
         yield chunk({"content": piece})
         yield s.chunk_delay
-    yield chunk({}, "stop")
+    yield chunk({}, "tool_calls" if s.call else "stop")
     if usage:
         yield _sse(None, {"id": cid, "object": "chat.completion.chunk", "created": now, "model": model, "choices": [],
                           "usage": {"prompt_tokens": 10, "completion_tokens": len(s.chunks),
@@ -187,10 +334,17 @@ def chat_stream(s: Script, model: str, usage: bool) -> Iterator[bytes | float]:
     yield _sse(None, "[DONE]")
 
 
+def _chat_message(s: Script) -> dict[str, Any]:
+    if s.call is None:
+        return {"role": "assistant", "content": s.text}
+    return {"role": "assistant", "content": None, "tool_calls": [
+        {"id": s.call.id, "type": "function", "function": {"name": s.call.name, "arguments": s.call.arguments}}]}
+
+
 def chat_completion(s: Script, model: str) -> dict[str, Any]:
     return {"id": "chatcmpl-" + uuid.uuid4().hex[:20], "object": "chat.completion", "created": int(time.time()),
-            "model": model, "choices": [{"index": 0, "message": {"role": "assistant", "content": s.text},
-                                         "finish_reason": "stop"}],
+            "model": model, "choices": [{"index": 0, "message": _chat_message(s),
+                                         "finish_reason": "tool_calls" if s.call else "stop"}],
             "usage": {"prompt_tokens": 10, "completion_tokens": len(s.chunks), "total_tokens": 10 + len(s.chunks)}}
 
 
@@ -205,6 +359,24 @@ def responses_stream(s: Script, model: str) -> Iterator[bytes | float]:
     yield _sse("response.created", {"type": "response.created", "response": {**base, "status": "in_progress"}})
     yield _sse("response.in_progress", {"type": "response.in_progress", "response": {**base, "status": "in_progress"}})
     yield s.first_delay
+    if s.call is not None:
+        fid = "fc_" + uuid.uuid4().hex[:20]
+        item = {"id": fid, "type": "function_call", "status": "in_progress", "call_id": s.call.id,
+                "name": s.call.name, "arguments": ""}
+        yield _sse("response.output_item.added", {"type": "response.output_item.added", "output_index": 0,
+                                                  "item": item})
+        yield _sse("response.function_call_arguments.delta", {
+            "type": "response.function_call_arguments.delta", "item_id": fid, "output_index": 0,
+            "delta": s.call.arguments})
+        yield _sse("response.function_call_arguments.done", {
+            "type": "response.function_call_arguments.done", "item_id": fid, "output_index": 0,
+            "arguments": s.call.arguments})
+        done = {**item, "status": "completed", "arguments": s.call.arguments}
+        yield _sse("response.output_item.done", {"type": "response.output_item.done", "output_index": 0,
+                                                 "item": done})
+        yield _sse("response.completed", {"type": "response.completed", "response": {
+            **base, "status": "completed", "output": [done], "usage": _responses_usage(5)}})
+        return
     item = {"id": iid, "type": "message", "role": "assistant", "status": "in_progress", "content": []}
     yield _sse("response.output_item.added", {"type": "response.output_item.added", "output_index": 0, "item": item})
     yield _sse("response.content_part.added", {"type": "response.content_part.added", "item_id": iid,
@@ -234,8 +406,23 @@ def gemini_chunk(text: str, finish: bool, n: int) -> dict[str, Any]:
     return out
 
 
+def gemini_call(call: ToolCall) -> dict[str, Any]:
+    return {"candidates": [{"content": {"role": "model", "parts": [
+        {"functionCall": {"name": call.name, "args": call.args}}]}, "index": 0, "finishReason": "STOP"}],
+        "modelVersion": "gemini-2.5-pro",
+        "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15}}
+
+
+def gemini_reply(s: Script) -> dict[str, Any]:
+    """A whole (not streamed) Gemini answer."""
+    return gemini_call(s.call) if s.call else gemini_chunk(s.text, True, len(s.chunks))
+
+
 def gemini_stream(s: Script) -> Iterator[bytes | float]:
     yield s.first_delay
+    if s.call is not None:
+        yield _sse(None, gemini_call(s.call))
+        return
     for i, piece in enumerate(s.chunks):
         yield _sse(None, gemini_chunk(piece, i == len(s.chunks) - 1, len(s.chunks)))
         yield s.chunk_delay
@@ -347,9 +534,15 @@ class _Handler(BaseHTTPRequestHandler):
         prompt = last_user_text(body)
         gen = body.get("generationConfig") if isinstance(body.get("generationConfig"), dict) else {}
         want_json = gen.get("responseMimeType") == "application/json" or "responseJsonSchema" in gen
+        tools = tool_names(body)
         script = plan(prompt, want_json=want_json, slow_seconds=self.server.slow_seconds,
-                      think_seconds=self.server.think_seconds)
-        self._log(raw, prompt=script.prompt, mode=script.mode, stream=bool(body.get("stream")))
+                      think_seconds=self.server.think_seconds, tools=tools, result=tool_result(body))
+        extra: dict[str, Any] = {"tools": tools} if tools else {}
+        if script.call is not None:
+            extra["call"] = {"name": script.call.name, "args": script.call.args}
+        if script.mode in ("tool_result", "no_tool"):
+            extra["reply"] = script.text
+        self._log(raw, prompt=script.prompt, mode=script.mode, stream=bool(body.get("stream")), **extra)
         route: Optional[Callable[[], None]] = None
         if path.endswith("/messages/count_tokens"):
             route = lambda: self._json(200, {"input_tokens": max(1, len(raw) // 4)})  # noqa: E731
@@ -365,7 +558,7 @@ class _Handler(BaseHTTPRequestHandler):
         elif path.endswith(":streamGenerateContent"):
             route = lambda: self._stream(gemini_stream(script), script.prompt)  # noqa: E731
         elif path.endswith(":generateContent"):
-            route = lambda: self._json(200, gemini_chunk(script.text, True, len(script.chunks)))  # noqa: E731
+            route = lambda: self._json(200, gemini_reply(script))  # noqa: E731
         elif path.endswith(":countTokens"):
             route = lambda: self._json(200, {"totalTokens": max(1, len(raw) // 4)})  # noqa: E731
         if route is None:

@@ -9,7 +9,8 @@ import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from stub_model_server import StubServer, last_user_text, plan  # noqa: E402
+from stub_model_server import (StubServer, last_user_text, match_tool, plan, tool_marker,  # noqa: E402
+                               tool_names, tool_result)
 
 
 def _post(url: str, body: dict) -> str:
@@ -63,3 +64,90 @@ def test_slow_and_think_prompts_are_paced():
     assert echo.first_delay == 0 and echo.text == "stub reply to: hi"
     assert last_user_text({"contents": [{"role": "user", "parts": [{"text": "a"}]},
                                         {"role": "model", "parts": [{"text": "b"}]}]}) == "a"
+
+
+def _events(raw: str) -> list[dict]:
+    return [json.loads(line[6:]) for line in raw.splitlines() if line.startswith("data: ") and line != "data: [DONE]"]
+
+
+MARKER = 'please TOOL:mcp__notebook__variables {"name": "x"}'
+RESULT = "1 user variables (name: type = preview)\n  x: int = 5   " + "y" * 300
+
+
+def test_a_tool_marker_is_a_tool_call_in_each_api_and_its_result_is_quoted(tmp_path):
+    log = tmp_path / "log.jsonl"
+    with StubServer(0, log) as stub:
+        anth = _events(_post(stub.url + "/v1/messages", {"model": "m", "stream": True, "tools": [
+            {"name": "Bash", "input_schema": {}}, {"name": "mcp__notebook__variables", "input_schema": {}}],
+            "messages": [{"role": "user", "content": MARKER}]}))
+        anth_whole = json.loads(_post(stub.url + "/v1/messages", {"model": "m", "tools": [
+            {"name": "mcp__notebook__variables", "input_schema": {}}], "messages": [{"role": "user", "content": MARKER}]}))
+        anth_back = _events(_post(stub.url + "/v1/messages", {"model": "m", "stream": True, "messages": [
+            {"role": "user", "content": MARKER},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "x", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                          "content": [{"type": "text", "text": RESULT}]}]}]}))
+        chat = _events(_post(stub.url + "/v1/chat/completions", {"model": "m", "stream": True, "tools": [
+            {"type": "function", "function": {"name": "notebook_variables"}},
+            {"type": "function", "function": {"name": "read"}}], "messages": [{"role": "user", "content": MARKER}]}))
+        chat_back = _events(_post(stub.url + "/v1/chat/completions", {"model": "m", "stream": True, "messages": [
+            {"role": "user", "content": MARKER}, {"role": "assistant", "content": None, "tool_calls": []},
+            {"role": "tool", "tool_call_id": "c", "content": RESULT}]}))
+        resp = _events(_post(stub.url + "/v1/responses", {"model": "m", "tools": [
+            {"type": "function", "name": "notebook__variables"}], "input": [
+            {"role": "user", "content": [{"type": "input_text", "text": MARKER}]}]}))
+        resp_back = _events(_post(stub.url + "/v1/responses", {"model": "m", "input": [
+            {"role": "user", "content": [{"type": "input_text", "text": MARKER}]},
+            {"type": "function_call", "call_id": "c", "name": "notebook__variables", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "c", "output": RESULT}]}))
+        gem = _events(_post(stub.url + "/v1beta/models/g:streamGenerateContent?alt=sse", {
+            "tools": [{"functionDeclarations": [{"name": "variables"}, {"name": "run_shell_command"}]}],
+            "contents": [{"role": "user", "parts": [{"text": MARKER}]}]}))
+        gem_back = _events(_post(stub.url + "/v1beta/models/g:streamGenerateContent?alt=sse", {"contents": [
+            {"role": "user", "parts": [{"text": MARKER}]},
+            {"role": "model", "parts": [{"functionCall": {"name": "variables", "args": {}}}]},
+            {"role": "user", "parts": [{"functionResponse": {"name": "variables", "response": {"output": RESULT}}}]}]}))
+    quoted = "tool result: " + " ".join(RESULT.split())[:200]
+    # Anthropic: a tool_use block whose input streams as JSON, stop_reason tool_use; the result quoted
+    start = next(e for e in anth if e["type"] == "content_block_start")["content_block"]
+    assert start["type"] == "tool_use" and start["name"] == "mcp__notebook__variables"
+    assert json.loads(next(e for e in anth if e["type"] == "content_block_delta")["delta"]["partial_json"]) == {"name": "x"}
+    assert next(e for e in anth if e["type"] == "message_delta")["delta"]["stop_reason"] == "tool_use"
+    assert anth_whole["content"][0]["input"] == {"name": "x"} and anth_whole["stop_reason"] == "tool_use"
+    assert "".join(e.get("delta", {}).get("text", "") for e in anth_back) == quoted
+    assert len(quoted) == len("tool result: ") + 200
+    # OpenAI chat: tool_calls deltas, finish_reason tool_calls
+    calls = [c for e in chat for c in (e["choices"] or [{}])[0].get("delta", {}).get("tool_calls", [])]
+    assert calls[0]["function"]["name"] == "notebook_variables"
+    assert json.loads("".join(c["function"]["arguments"] for c in calls)) == {"name": "x"}
+    assert chat[-1]["choices"][0]["finish_reason"] == "tool_calls"
+    assert "".join((e["choices"] or [{}])[0].get("delta", {}).get("content") or "" for e in chat_back) == quoted
+    # Responses: a function_call item
+    done = next(e for e in resp if e["type"] == "response.output_item.done")["item"]
+    assert done["type"] == "function_call" and done["name"] == "notebook__variables"
+    assert json.loads(done["arguments"]) == {"name": "x"}
+    assert "".join(e.get("delta", "") for e in resp_back if e["type"] == "response.output_text.delta") == quoted
+    # Gemini: a functionCall part
+    assert gem[0]["candidates"][0]["content"]["parts"][0]["functionCall"] == {"name": "variables", "args": {"name": "x"}}
+    assert "".join(e["candidates"][0]["content"]["parts"][0].get("text", "") for e in gem_back) == quoted
+    entries = [json.loads(line) for line in log.read_text().splitlines() if '"method"' in line]
+    assert [e["mode"] for e in entries] == ["tool_call", "tool_call", "tool_result", "tool_call", "tool_result",
+                                            "tool_call", "tool_result", "tool_call", "tool_result"]
+    assert entries[0]["tools"] == ["Bash", "mcp__notebook__variables"]
+    assert entries[0]["call"] == {"name": "mcp__notebook__variables", "args": {"name": "x"}}
+
+
+def test_tool_names_match_by_suffix_and_a_missing_tool_or_no_tools_is_text():
+    assert match_tool("variables", ["mcp__notebook__variables", "notebook_variables"]) == "notebook_variables"
+    assert match_tool("mcp__notebook__execute", ["notebook_execute", "execute_x"]) == "notebook_execute"
+    assert match_tool("execute", ["nonexecute"]) is None  # a whole name part, not any suffix
+    assert tool_marker("TOOL:execute {\"code\": \"x = 41 + 1\"} and more") == ("execute", {"code": "x = 41 + 1"})
+    assert tool_marker("TOOL:cells") == ("cells", {}) and tool_marker("TOOL:cells {broken") == ("cells", {})
+    missing = plan("TOOL:variables {}", tools=["Bash", "Read"])
+    assert missing.mode == "no_tool" and "Bash, Read" in missing.text and missing.call is None
+    # a request without tools (a CLI's title request quoting the prompt) gets the plain echo
+    assert plan("TOOL:variables {}").mode == "echo" and plan("TOOL:variables {}", tools=[]).mode == "echo"
+    assert plan("hi", tools=["variables"]).mode == "echo"
+    assert plan("x", want_json=True, tools=["variables"], result="r").mode == "json"
+    assert tool_result({"messages": [{"role": "user", "content": "TOOL:x"}]}) is None
+    assert tool_names({"tools": [{"function_declarations": [{"name": "a"}]}, {"name": "b"}]}) == ["a", "b"]
