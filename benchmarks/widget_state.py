@@ -28,6 +28,11 @@ STATE_MIME = "application/vnd.jupyter.widget-state+json"
 CODE_KEYS = ("_esm", "_css")
 
 
+def _size(value: Any) -> int:
+    """Bytes of ``value`` as JSON in a notebook file (nbformat writes UTF-8, not ASCII escapes)."""
+    return len(json.dumps(value, ensure_ascii=False).encode())
+
+
 def measure(nb: Any, size: int) -> dict[str, Any]:
     """Sizes of a saved notebook's widget state (``nb`` as nbformat read it, ``size`` its file's bytes)."""
     widgets = nb.get("metadata", {}).get("widgets", {})
@@ -37,12 +42,12 @@ def measure(nb: Any, size: int) -> dict[str, Any]:
         state = model.get("state", {})
         name = state.get("_anywidget_id") or model.get("model_name") or "?"
         row = by_class.setdefault(name, {"models": 0, "code_bytes": 0, "other_bytes": 0, "max_code_bytes": 0})
-        code = sum(len(json.dumps(state.get(k, ""))) for k in CODE_KEYS if k in state)
+        code = sum(_size(state[k]) for k in CODE_KEYS if k in state)
         row["models"] += 1
         row["code_bytes"] += code
         row["max_code_bytes"] = max(row["max_code_bytes"], code)
-        row["other_bytes"] += len(json.dumps(state)) - code
-    return {"file_bytes": size, "widget_state_bytes": len(json.dumps(widgets)), "models": len(models),
+        row["other_bytes"] += _size(state) - code
+    return {"file_bytes": size, "widget_state_bytes": _size(widgets), "models": len(models),
             "classes": by_class}
 
 

@@ -24,14 +24,15 @@ from acp_kernel.view import turnwidget
 from .helpers import Frontend, text, tool_call, tool_update
 
 TURN_WIDGET = "acp_kernel.view.turnwidget.TurnWidget"
-#: The most code one saved turn may carry (``_esm`` + ``_css``, UTF-8 bytes).
+#: The most code one saved turn may carry (``_esm`` + ``_css`` as a notebook file holds them:
+#: JSON strings, UTF-8).
 CODE_BOUND = 3 * 1024
 #: Names only the real module defines: none may be in what a notebook saves.
 MODULE_ONLY = ("function toolRow", "function appendAnsi", "function formBlock", ".acp-tc-head")
 
 
 def code_bytes(state: dict) -> int:
-    return sum(len(state.get(k, "").encode()) for k in ("_esm", "_css"))
+    return sum(len(json.dumps(state.get(k, ""), ensure_ascii=False).encode()) for k in ("_esm", "_css"))
 
 
 def _turn(frontend: Frontend) -> tuple[object, str]:

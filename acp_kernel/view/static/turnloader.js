@@ -10,17 +10,16 @@
 // Comment lines and indentation are removed before this is synced (turnwidget.loader_source).
 
 const V = "__VERSION__";
-const G = (globalThis.__acpKernelTurn ||= {});
-const S = (G[V] ||= { views: new Set(), asked: 0, loading: false, mod: null });
-const MARK = { completed: "☑", in_progress: "◐" };
+const S = ((globalThis.__acpKernelTurn ||= {})[V] ||= { views: new Set(), asked: 0 });
+const LEAD = { thought: "Thinking: ", user: "You: " };
 
 function arrived(msg) {
-  if (!msg || msg.type !== "module" || msg.version !== V || S.mod || S.loading) return;
+  if (msg?.type !== "module" || msg.version !== V || S.mod || S.loading) return;
   S.loading = true;
   const url = URL.createObjectURL(new Blob([msg.esm], { type: "text/javascript" }));
   import(url).then((m) => {
     const style = document.createElement("style");
-    style.textContent = msg.css || "";
+    style.textContent = msg.css;
     document.head.append(style);
     S.mod = m.default;
     for (const up of [...S.views]) up();
@@ -41,9 +40,8 @@ const htmlText = (html) => (html ? new DOMParser().parseFromString(html, "text/h
 function blockText(st) {
   const t = st.type;
   if (t === "text") return htmlText(st.html);
-  if (t === "thought") return "Thinking: " + st.text;
-  if (t === "user") return "You: " + st.text;
-  if (t === "plan") return "Plan" + (st.entries || []).map((e) => `\n${MARK[e.status] || "☐"} ${e.content}`).join("");
+  if (LEAD[t]) return LEAD[t] + st.text;
+  if (t === "plan") return "Plan" + (st.entries || []).map((e) => `\n${e.status === "completed" ? "☑" : "☐"} ${e.content}`).join("");
   if (t === "permission") return `🔐 Permission requested: ${st.title} → ${st.chosen || st.state}`;
   if (t === "form") return `📝 The agent asks: ${htmlText(st.html)} → ${st.state}`;
   if (t !== "tool") return st.text;
@@ -54,9 +52,9 @@ function blockText(st) {
 }
 
 function render({ model, el }) {
-  let inner = null;
+  let inner;
   let frame = 0;
-  const box = document.createElement("div");
+  const box = el.appendChild(document.createElement("div"));
   box.className = "acp-turn-plain";
   const draw = () => {
     frame = 0;
@@ -69,7 +67,7 @@ function render({ model, el }) {
     }));
   };
   const changed = () => { frame ||= requestAnimationFrame(draw); };
-  const onMsg = (msg) => arrived(msg);
+  const onMsg = (m) => arrived(m);
   const quiet = () => {
     S.views.delete(up);
     model.off("change", changed);
@@ -83,7 +81,6 @@ function render({ model, el }) {
   };
   if (S.mod) up();
   else {
-    el.append(box);
     draw();
     model.on("change", changed);
     model.on("msg:custom", onMsg);
