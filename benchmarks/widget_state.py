@@ -1,6 +1,6 @@
 """Saved widget state of the tour notebook: how many bytes each widget class leaves in the file.
 
-``python benchmarks/widget_state.py [--notebook PATH] [--save OUT.ipynb]`` runs the notebook
+``python benchmarks/widget_state.py [run] [--notebook PATH] [--save OUT.ipynb]`` runs the notebook
 (default ``notebooks/01-acp-kernel-tour.ipynb``) through nbclient with
 ``store_widget_state=True`` on a real ``acp`` kernel (a private kernelspec and temp state,
 as ``tests/kernel/conftest.py`` sets up; the built-in demo agent), writes it with nbformat
@@ -77,8 +77,42 @@ def run(path: str, save: str | None) -> dict[str, Any]:
     return {"notebook": os.path.relpath(path, ROOT), **measure(saved, os.path.getsize(out))}
 
 
+#: The same measure of the tour saved at f8842c1, before the turn's code became a loader
+#: (each turn widget carried common.js + turn.js + toolcall.css + turn.css).
+BEFORE = {"file_bytes": 282_590, "widget_state_bytes": 240_523, "turn_models": 7, "turn_code_bytes": 201_782,
+          "turn_max_code_bytes": 28_826, "turn_other_bytes": 14_518}
+
+
+def widget_state(ctx: Any) -> Any:
+    """The benchmark section for ``benchmarks/run.py`` (``--only widget-state``)."""
+    from benchmarks.run import Failed, Section, kernel_env, worker
+
+    sec = Section("Saved widget state of notebooks/01-acp-kernel-tour.ipynb (nbclient, store_widget_state=True)",
+                  ["widget class", "models", "code bytes (_esm + _css)", "largest per model", "other state bytes"])
+    print("  [widget-state] the tour through nbclient", file=sys.stderr)
+    try:
+        r = worker(ctx, "run", script=os.path.abspath(__file__), env=kernel_env(ctx), timeout=600,
+                   cwd=os.path.join(ctx.tmp, "work"))
+    except (Failed, OSError, ValueError, KeyError) as exc:
+        sec.notes.append(f"failed: {exc}")
+        return sec
+    b = BEFORE
+    sec.rows.append(["TurnWidget before (f8842c1)", str(b["turn_models"]), f"{b['turn_code_bytes']:,}",
+                     f"{b['turn_max_code_bytes']:,}", f"{b['turn_other_bytes']:,}"])
+    for name, row in sorted(r["classes"].items()):
+        sec.rows.append([name.rsplit(".", 1)[-1], str(row["models"]), f"{row['code_bytes']:,}",
+                         f"{row['max_code_bytes']:,}", f"{row['other_bytes']:,}"])
+    sec.notes.append(f"the saved notebook: {r['file_bytes']:,} bytes, {r['widget_state_bytes']:,} of them widget state "
+                     f"(before: {b['file_bytes']:,} and {b['widget_state_bytes']:,}); bytes as the file holds them "
+                     "(JSON strings, UTF-8)")
+    sec.notes.append("the turn's module (common.js + turn.js, toolcall.css + turn.css) is sent to a page on request "
+                     "(a custom message, never saved); each turn saves static/turnloader.js + turnplain.css")
+    return sec
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="widget_state.py")
+    p.add_argument("mode", nargs="?", choices=["run"], default="run")
     p.add_argument("--notebook", default=TOUR)
     p.add_argument("--save", help="keep the executed notebook here")
     args = p.parse_args(argv)

@@ -1,0 +1,243 @@
+"""A 1,000-step turn in JupyterLab: from the agent's last update to the end on screen.
+
+``python benchmarks/long_turn_browser.py browser [--steps 1000] [--rate 200] [--rounds 1]``
+prints one JSON object on its last stdout line (like ``workers.py``). JupyterLab runs on
+127.0.0.1 with Debian's chromium through Playwright, started as
+``tests/browser/conftest.py`` does (temp root, private kernelspec prefix, temp state),
+as ``shell_flood.py`` drives it.
+
+The agent is this file's ``agent`` mode: a stdlib ACP agent (``synthetic_agent.py``'s
+wire and lines) whose prompt streams ``--steps`` steps (a paragraph and a tool call
+pair each) at ``--rate`` steps a second (0: as fast as it can write), then a final
+paragraph, and writes the wall time (``time.time()``) just after that last update to
+a stamp file, then ends the turn. The page stamps, on its own wall clock
+(``performance.timeOrigin + performance.now()``, checked once a frame): the final
+paragraph in the turn's view, and the status line ("Done ...") after it. It records
+every long animation frame (> 50 ms of script, style, layout and paint: the page frozen)
+from the key press to the status line.
+
+Figures per round: final text and status line after the last update (s), the longest
+frame while it streamed, long frames and their sum, blocks on the page.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+for p in (ROOT, HERE):
+    if p not in sys.path:
+        sys.path.insert(0, p)
+
+FINAL = "FINAL ANSWER after the long turn"
+
+#: Installed in the page before the prompt runs: long frames, and a per-frame check
+#: for the final paragraph and the status line in cell ``cellIndex``'s output.
+OBSERVE_JS = """
+(args) => {
+  const [cellIndex, finalText] = args;
+  const lt = window.__lt = {t0: performance.now(), long: [], final: 0, status: 0, blocks: 0};
+  new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) lt.long.push([e.startTime, e.duration]);
+  }).observe({type: 'long-animation-frame', buffered: false});
+  const cell = document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell')[cellIndex];
+  const wall = () => performance.timeOrigin + performance.now();
+  const check = () => {
+    const area = cell.querySelector('.jp-OutputArea');
+    if (area) {
+      if (!lt.final) {
+        const texts = area.querySelectorAll('.acp-text');
+        const last = texts[texts.length - 1];
+        if (last && last.textContent.includes(finalText)) lt.final = wall();
+      }
+      if (!lt.status) {
+        const st = area.querySelector('.acp-status');
+        if (st && /^Done\\b/.test(st.textContent)) { lt.status = wall(); lt.statusPerf = performance.now(); }
+      }
+    }
+    if (!(lt.final && lt.status)) requestAnimationFrame(check);
+    else lt.blocks = cell.querySelectorAll('.acp-block').length;
+  };
+  requestAnimationFrame(check);
+  return true;
+}
+"""
+
+
+# -- the agent ------------------------------------------------------------------------------
+
+
+def agent(args: argparse.Namespace) -> int:
+    from synthetic_agent import SESSION_ID, Wire, _line, _update, tool_call_lines
+
+    wire = Wire()
+    while True:
+        msg = wire.read()
+        if msg is None:
+            return 0
+        method, rid, params = msg.get("method"), msg.get("id"), msg.get("params") or {}
+        if method is None or rid is None:
+            continue
+        if method == "initialize":
+            wire.send({"jsonrpc": "2.0", "id": rid, "result": {
+                "protocolVersion": 1, "agentCapabilities": {"loadSession": False},
+                "agentInfo": {"name": "long-turn-agent", "version": "1"}, "authMethods": []}})
+        elif method == "session/new":
+            wire.send({"jsonrpc": "2.0", "id": rid, "result": {"sessionId": SESSION_ID}})
+        elif method == "session/prompt":
+            sid = params.get("sessionId", SESSION_ID)
+            calls = tool_call_lines(sid, args.steps)
+            start = time.perf_counter()
+            for i in range(args.steps):
+                if args.rate:
+                    delay = start + i / args.rate - time.perf_counter()
+                    if delay > 0:
+                        time.sleep(delay)
+                wire.write(_line(_update(sid, {"sessionUpdate": "agent_message_chunk", "content": {
+                    "type": "text", "text": f"Step {i}: reading module {i % 97} to see what it does.\n\n"}}))
+                    + calls[2 * i] + calls[2 * i + 1])
+            wire.write(_line(_update(sid, {"sessionUpdate": "agent_message_chunk", "content": {
+                "type": "text", "text": f"{FINAL} ({args.steps} steps).\n"}})))
+            last = time.time()
+            Path(args.stamp).write_text(repr(last))
+            wire.send({"jsonrpc": "2.0", "id": rid, "result": {"stopReason": "end_turn"}})
+        else:
+            wire.send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": f"no {method}"}})
+
+
+# -- the browser ----------------------------------------------------------------------------
+
+
+def browser(args: argparse.Namespace) -> dict[str, Any]:
+    from playwright.sync_api import expect, sync_playwright
+
+    from tests.browser import conftest as bc
+
+    if bc.SKIP_REASON:
+        raise RuntimeError(bc.SKIP_REASON)
+    base = tempfile.mkdtemp(prefix="acp-long-turn-")
+    gen = bc._serve(Path(base), "jupyterlab", [
+        "--LabApp.news_url=", "--LabServerApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"])
+    lab = next(gen)
+    rounds: list[dict[str, Any]] = []
+    try:
+        with sync_playwright() as pw:
+            context = pw.chromium.launch_persistent_context(
+                os.path.join(base, "profile"), executable_path=bc.CHROMIUM, headless=True,
+                args=bc.CHROMIUM_ARGS, viewport={"width": 1280, "height": 900})
+            context.set_default_timeout(bc.WAIT)
+            expect.set_options(timeout=bc.WAIT)
+            try:
+                for i in range(args.rounds):
+                    rounds.append(_round(lab, context, f"long{i}.ipynb", Path(base) / f"stamp{i}", args))
+            finally:
+                context.close()
+            for sess in lab.api("GET", "/api/sessions"):
+                lab.api("DELETE", f"/api/sessions/{sess['id']}", timeout=bc.TURN / 1000)
+    finally:
+        gen.close()  # stops JupyterLab's process group
+    return {"rounds": rounds}
+
+
+def _round(lab: Any, context: Any, name: str, stamp: Path, args: argparse.Namespace) -> dict[str, Any]:
+    import shlex
+
+    from playwright.sync_api import expect
+
+    from tests.browser import conftest as bc
+
+    lab.new_notebook(name, ["", ""])
+    page = context.new_page()
+    try:
+        page.goto(lab.url(f"/lab/workspaces/{name.split('.')[0]}/tree/{name}"))
+        nb = bc.Notebook(lab, page, name)
+        expect(nb.panel.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_have_count(1, timeout=bc.START)
+        command = shlex.join([sys.executable, os.path.abspath(__file__), "agent", "--steps", str(args.steps),
+                              "--rate", str(args.rate), "--stamp", str(stamp)])
+        expect(nb.run(0, f"%agent --command {command}")).to_contain_text("it starts with the next prompt",
+                                                                         timeout=bc.TURN)
+        page.evaluate(OBSERVE_JS, [1, FINAL])
+        nb.run(1, "go")
+        deadline = time.monotonic() + args.timeout
+        while not page.evaluate("() => !!(window.__lt.final && window.__lt.status)"):
+            if time.monotonic() > deadline:
+                raise TimeoutError("the final text and status line never showed")
+            time.sleep(0.1)
+        last = float(stamp.read_text())
+        lt = page.evaluate("() => window.__lt")
+        longs = [(s, d) for s, d in lt["long"] if lt["t0"] <= s <= lt["statusPerf"]]
+        if args.screenshot:
+            page.screenshot(path=args.screenshot, full_page=False)
+        return {
+            "final_after_last_s": (lt["final"] / 1000) - last,
+            "status_after_last_s": (lt["status"] / 1000) - last,
+            "long_frames": len(longs),
+            "longest_frame_s": max((d for _, d in longs), default=0.0) / 1000,
+            "blocked_s": sum(d for _, d in longs) / 1000,
+            "blocks_on_page": lt["blocks"],
+        }
+    finally:
+        try:
+            for sess in lab.api("GET", "/api/sessions"):
+                lab.api("DELETE", f"/api/sessions/{sess['id']}", timeout=60)
+        finally:
+            page.close()
+
+
+# -- the section ----------------------------------------------------------------------------
+
+
+def long_turn_browser(ctx: Any) -> Any:
+    """The benchmark section for ``benchmarks/run.py`` (``--only longturn-browser``)."""
+    from benchmarks.run import Failed, Section, kernel_env, worker
+
+    a = ctx.args
+    steps = a.long_turn_steps
+    sec = Section(f"A {steps:,}-step turn in JupyterLab (chromium): the agent's last update -> the end on screen",
+                  ["round", "steps/s", "final text s", "status line s", "long frames", "longest s", "blocked s",
+                   "blocks on page"])
+    env = kernel_env(ctx)
+    print(f"  [longturn-browser] {a.repeat} round(s) of each pace", file=sys.stderr)
+    for r in range(a.repeat):
+        for rate in (200, 0):
+            try:
+                b = worker(ctx, "browser", "--steps", str(steps), "--rate", str(rate), "--rounds", "1", timeout=900,
+                           script=os.path.abspath(__file__), env=env, cwd=os.path.join(ctx.tmp, "work"))["rounds"][0]
+                sec.rows.append([str(r + 1), str(rate) if rate else "unpaced", f"{b['final_after_last_s']:.2f}",
+                                 f"{b['status_after_last_s']:.2f}", str(b["long_frames"]),
+                                 f"{b['longest_frame_s']:.2f}", f"{b['blocked_s']:.2f}", str(b["blocks_on_page"])])
+            except (Failed, OSError, ValueError, KeyError) as exc:
+                sec.notes.append(f"round {r + 1} at {rate or 'unpaced'} failed: {exc}")
+    sec.notes.append("each step is a paragraph and a tool call pair (synthetic_agent's lines); final text / status "
+                     "line = when the page first showed the last paragraph / the 'Done' status line (checked once a "
+                     "frame, page wall clock) minus the agent's wall time just after writing its last update; long "
+                     "frames = long animation frames (> 50 ms) from the key press to the status line")
+    return sec
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="long_turn_browser.py")
+    p.add_argument("mode", choices=["agent", "browser"])
+    p.add_argument("--steps", type=int, default=1000)
+    p.add_argument("--rate", type=float, default=200.0, help="steps per second (0: unpaced)")
+    p.add_argument("--stamp", help="agent: the file for the wall time after the last update")
+    p.add_argument("--rounds", type=int, default=1)
+    p.add_argument("--timeout", type=float, default=300.0)
+    p.add_argument("--screenshot", help="save a screenshot of the page at the end here")
+    args = p.parse_args(argv)
+    if args.mode == "agent":
+        return agent(args)
+    sys.stdout.write(json.dumps(browser(args)) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
