@@ -86,8 +86,8 @@ class Cell:
 class Notebook:
     """A kernel and a client; cells are sent in order and their outputs collected by msg_id."""
 
-    def __init__(self, env: dict[str, str], cwd: Path) -> None:
-        self.km = KernelManager(kernel_name="acp")
+    def __init__(self, env: dict[str, str], cwd: Path, kernel_name: str = "acp") -> None:
+        self.km = KernelManager(kernel_name=kernel_name)
         self.km.start_kernel(env=env, cwd=str(cwd))
         self.kc = self.km.client()
         self.kc.start_channels()
