@@ -71,7 +71,7 @@ def offer(bridge: NotebookBridge) -> dict | None:
         return None
     if manager.targets.get(COMM_TARGET) is not _on_open:
         manager.register_target(COMM_TARGET, _on_open)
-    token = secrets.token_urlsafe(24)
+    token = secrets.token_hex(24)  # never starts with '-', which argparse would read as an option
     _bridges[token] = bridge
     return {"name": "notebook", "command": sys.executable,
             "args": ["-m", "acp_kernel.notebook_mcp", "--connection-file", str(connection_file),

@@ -214,3 +214,22 @@ def test_cells_from_history():
     text = tools.cells_from_history(["x = 1", f"s = {HOSTILE_HTML!r}\n```"])
     assert "does not know its notebook file" in text and "2 runs" in text
     assert "## Run 2" in text and live(text) == []
+
+
+def test_offered_tokens_never_look_like_options(monkeypatch):
+    """A token starting with '-' would make argparse reject `--token -x` (a real flake)."""
+    from acp_kernel.notebook_mcp import host
+
+    assert host.offer(type("B", (), {"tools": frozenset({"cells"})})()) is None  # not in a kernel
+    monkeypatch.setattr("ipykernel.connect.get_connection_file", lambda: "/tmp/kernel-x.json")
+    tokens = []
+    try:
+        for _ in range(200):
+            entry = host.offer(type("B", (), {"tools": frozenset({"cells"})})())
+            assert entry is not None
+            tokens.append(host.token_of(entry))
+    finally:
+        for token in tokens:
+            host.withdraw(token)
+    assert all(t and t[0].isalnum() for t in tokens)
+    assert len(set(tokens)) == len(tokens)
