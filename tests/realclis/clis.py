@@ -70,7 +70,10 @@ def claude(url: str, home: Path, cwd: Path) -> Setup:
         "projects": {str(cwd): {"hasTrustDialogAccepted": True, "hasCompletedProjectOnboarding": True,
                                 "allowedTools": [], "projectOnboardingSeenCount": 5}},
     }
-    settings = {"env": {}, "includeCoAuthoredBy": False, "spinnerTipsEnabled": False}
+    # "mcp__notebook": every tool of the notebook MCP server (issue 16) without the TUI's
+    # "Do you want to proceed?" question; acp-kernel asks for execute itself, by its own policy.
+    settings = {"env": {}, "includeCoAuthoredBy": False, "spinnerTipsEnabled": False,
+                "permissions": {"allow": ["mcp__notebook"]}}
     env = {
         "ANTHROPIC_BASE_URL": url,
         "ANTHROPIC_API_KEY": STUB_KEY,

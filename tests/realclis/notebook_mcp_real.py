@@ -291,6 +291,57 @@ def run_acp_kernel(name: str, base: Path, timeout: float = 120.0) -> McpRow:
     return row
 
 
+def run_passthrough(name: str, base: Path, timeout: float = 120.0) -> McpRow:
+    """``%acp passthrough NAME`` (a CLI with ``mcp_args``: claude) in a python3 kernel: the prompts
+    are typed into its terminal; the reply on its screen is the cell's ``_acp.text``."""
+    row = McpRow(name, "python3 passthrough")
+    work = base / f"{name}-passthrough"
+    work.mkdir(parents=True, exist_ok=True)
+    log = work / "stub.jsonl"
+    server = StubServer(0, log).start()
+    nb: Optional[Notebook] = None
+    try:
+        setup = prepare(name, server.url, work / "home", work / "cwd")
+        config = {"permissions": "allow-all",
+                  "agents": {name: {"env": setup.env, "passthrough": {"command": setup.argv}}}}
+        nb = Notebook(_environment(work, base, setup.env, config), work / "cwd", kernel_name="python3")
+        nb.run("%load_ext acp_kernel", 60)
+        nb.run("x = 5", 30)
+        t0 = time.monotonic()
+        opened = nb.run(f"%acp passthrough {name}", timeout)
+        row.seconds["open"] = round(time.monotonic() - t0, 2)
+        row.connected = opened.done and "UsageError" not in opened.text()
+        cli = [p for p in descendants(nb.pid) if "--mcp-config" in cmdline(p)]
+        row.notes.append("argv: " + (" ".join(cmdline(cli[0]).split()[1:])[:90] if cli else "no --mcp-config"))
+        if not row.connected:
+            row.notes.append("open: " + _short(opened.text(), 300))
+            return row
+        t0 = time.monotonic()
+        nb.run(f"%%acp\nTOOL:mcp__notebook__variables {{}}", timeout)
+        row.seconds["variables prompt"] = round(time.monotonic() - t0, 2)
+        row.servers_started = len(servers_under(nb.pid))
+        row.notes.append("servers started by: " + ", ".join(server_parents(nb.pid)))
+        row.variables_reply = cell_value(nb, "_acp.text")
+        row.variables_ok = "x: int = 5" in row.variables_reply
+        if not row.variables_ok:
+            row.notes.append("variables reply: " + _short(row.variables_reply, 300))
+        t0 = time.monotonic()
+        nb.run(f"%%acp\n{EXECUTE.replace('TOOL:execute', 'TOOL:mcp__notebook__execute')}", timeout)
+        row.seconds["execute prompt"] = round(time.monotonic() - t0, 2)
+        row.execute_ok = cell_value(nb, "x") == "42"
+        if not row.execute_ok:
+            row.notes.append("execute reply: " + _short(cell_value(nb, "_acp.text"), 300))
+        family = servers_under(nb.pid)
+        nb.run(f"%acp disconnect {name}-cli", 60)
+        wait_for(lambda: not any(alive(p) for p in family), 15)
+        row.servers_left = sorted(p for p in family if alive(p))
+    except Exception as exc:
+        row.notes.append(f"harness: {type(exc).__name__}: {exc}"[:300])
+    finally:
+        _finish(row, nb, work, log, server)
+    return row
+
+
 def table(rows: list[McpRow]) -> str:
     def yn(v: bool) -> str:
         return "yes" if v else "NO"
@@ -299,8 +350,8 @@ def table(rows: list[McpRow]) -> str:
              "tool result back | next cell | servers left | seconds | notes |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        back = yn(r.variables_ok) if r.kernel == "python3" else yn(r.cells_ok)
-        nxt = yn(r.execute_ok) if r.kernel == "python3" else "-"
+        back = yn(r.cells_ok) if r.kernel == "acp" else yn(r.variables_ok)
+        nxt = "-" if r.kernel == "acp" else yn(r.execute_ok)
         calls = ", ".join(f"{c['name']}({json.dumps(c['args'])})" for c in r.calls)
         secs = ", ".join(f"{k} {v}" for k, v in r.seconds.items())
         lines.append(f"| {r.agent} | {r.kernel} | {yn(r.connected)} | {', '.join(r.tools_seen) or '-'} | "
@@ -314,7 +365,6 @@ def run(spec: str, base: Path, timeout: float) -> McpRow:
     if where == "acp":
         return run_acp_kernel(name, base, timeout)
     if where == "passthrough":
-        from notebook_mcp_passthrough import run_passthrough
         return run_passthrough(name, base, timeout)
     return run_python3(name, base, timeout)
 
