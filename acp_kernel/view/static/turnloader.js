@@ -4,9 +4,10 @@
 // kernel for it ({type: "module", version}), once per page and version (kept on
 // globalThis), and the answer ({type: "module", version, esm, css}) upgrades every
 // view of that version on the page. Until then, and for good with no kernel (a
-// saved notebook reopened, an HTML export), the blocks show as plain text:
-// textContent only; a text block's html (made by acp_kernel.safe) is parsed in an
-// inert document and only its text is kept.
+// saved notebook reopened, an HTML export), the blocks show plainly: a text
+// block's html (made by acp_kernel.safe.markdown_html only, as turn.js shows it),
+// everything else as textContent; a form's html is parsed in an inert document
+// and only its text is kept.
 // Comment lines and indentation are removed before this is synced (turnwidget.loader_source).
 
 const V = "__VERSION__";
@@ -39,7 +40,6 @@ const htmlText = (html) => (html ? new DOMParser().parseFromString(html, "text/h
 
 function blockText(st) {
   const t = st.type;
-  if (t === "text") return htmlText(st.html);
   if (LEAD[t]) return LEAD[t] + st.text;
   if (t === "plan") return "Plan" + (st.entries || []).map((e) => `\n${e.status === "completed" ? "☑" : "☐"} ${e.content}`).join("");
   if (t === "permission") return `🔐 Permission requested: ${st.title} → ${st.chosen || st.state}`;
@@ -62,7 +62,8 @@ function render({ model, el }) {
       const st = model.get("b:" + i) || {};
       const div = document.createElement("div");
       div.className = "acp-plain-" + st.type;
-      div.textContent = blockText(st);
+      if (st.type === "text") div.innerHTML = st.html || "";
+      else div.textContent = blockText(st);
       return div;
     }));
   };
