@@ -306,7 +306,11 @@ async def test_connecting_while_a_cell_blocks_keeps_one_comm(kernel, tmp_path):
     await asyncio.sleep(4)  # let the server start and repeat its open (any number >= 1 will do)
     flag.write_text("")
     assert (await kernel.finish(cell))[0]["status"] == "ok"
-    await asyncio.wait_for(answered.wait(), 60)
+    answer = asyncio.create_task(answered.wait())
+    await asyncio.wait([answer, session_task], timeout=60, return_when=asyncio.FIRST_COMPLETED)
+    if session_task.done():  # it failed before answering: show why
+        session_task.result()
+    assert answer.done(), "no answer in time"
     await comms_become("1")  # the repeated opens were closed
     release.set()
     assert "42" in await asyncio.wait_for(session_task, 60)
