@@ -69,12 +69,15 @@ async def test_interrupt_stops_a_running_execute_and_the_turn(magics):
     started = asyncio.get_running_loop().create_future()
 
     async def on_output(msg):
-        if "Run Python in this notebook" in json.dumps(msg["content"]) and not started.done():
+        # Interrupt once the run's output is on the page while the code still runs
+        # (the kernel's loop is busy with it: the view flushes from the writes).
+        if "tick 3" in json.dumps(msg["content"]) and not started.done():
             started.set_result(None)
             await magics.km.interrupt_kernel()
 
-    res = await magics.execute("%%acp\nnotebook run import time\nfor i in range(600): time.sleep(0.1)",
-                               on_output=on_output, timeout=60)
+    res = await magics.execute(
+        "%%acp\nnotebook run import time\nfor i in range(600): print('tick', i, flush=True); time.sleep(0.1)",
+        on_output=on_output, timeout=60)
     assert started.done()
     assert await magics.value("_acp.stop_reason") == "'cancelled'", tool_text(res)[-2000:]
     assert await magics.value("'i' in globals() and i < 500") == "True"
