@@ -258,6 +258,8 @@ def _sigint_raises() -> Iterator[None]:
 class _Tee(io.TextIOBase):
     """A sys.stdout/stderr stand-in: live to the view, bounded to the reply."""
 
+    encoding = "utf-8"  # libraries that look before they print
+
     def __init__(self, name: str, view: RunView, sink: tools.Stream) -> None:
         self.name, self.view, self.sink = name, view, sink
 
