@@ -81,6 +81,7 @@ class _Run:
     def __init__(self, session: Any, code: str) -> None:
         self.session = session
         self.id = f"notebook-execute-{next(_ids)}"
+        self._tail = ""  # the end of what was written (a failed run's last line is there already)
         session.apply({
             "sessionUpdate": "tool_call", "toolCallId": self.id, "title": EXECUTE_TITLE, "kind": "execute",
             "status": "in_progress", "rawInput": {"code": code},
@@ -91,13 +92,14 @@ class _Run:
 
     def write(self, name: str, text: str) -> None:
         if text:
+            self._tail = (self._tail + text)[-500:]
             self.session.apply({"sessionUpdate": "tool_call_update", "toolCallId": self.id,
                                 "_meta": {"terminal_output": {"terminal_id": self.id, "data": text}}})
 
     def done(self, ok: bool, summary: str) -> None:
         """The end: the value's repr as ``Out:``, or the error's line (status and
         exit code say the rest; a run with nothing to show adds no line)."""
-        if ok and summary == "done":
+        if (ok and summary == "done") or (not ok and summary and summary.strip() in self._tail):
             summary = ""
         elif ok and summary:
             summary = f"Out: {summary}"

@@ -198,9 +198,19 @@ def variables(bridge: NotebookBridge, rid: int, args: VariablesArgs) -> Reply:
     if ns is None:
         return error_reply(rid, "this kernel has no Python namespace")
     if args.name is None:
-        return Reply(id=rid, content=[Text(text=tools.list_variables(ns))])
-    found, text = tools.describe(ns, args.name)
+        return Reply(id=rid, content=[Text(text=tools.list_variables(ns, _shell_hidden()))])
+    found, text = tools.describe(ns, args.name, _shell_hidden())
     return Reply(id=rid, isError=not found, content=[Text(text=text)])
+
+
+def _shell_hidden() -> dict:
+    """What IPython put in the user's namespace itself (``user_ns_hidden``), if IPython runs here."""
+    try:
+        from IPython import get_ipython
+
+        return dict(getattr(get_ipython(), "user_ns_hidden", None) or {})
+    except ImportError:  # pragma: no cover - IPython is a dependency
+        return {}
 
 
 def cells(bridge: NotebookBridge, rid: int) -> Reply:
@@ -237,6 +247,9 @@ async def execute(bridge: NotebookBridge, rid: int, code: str) -> Reply:
         bridge.interrupted()
         return Reply(id=rid, isError=True,
                      content=tools.execute_content(tools.Outcome(ok=False, error=INTERRUPTED), captured))
+    if not outcome.ok and outcome.error:  # the traceback, where the user watches the run
+        with contextlib.suppress(Exception):
+            view.write("stderr", tools.cut(outcome.error, 4_000).rstrip("\n") + "\n")
     view.done(outcome.ok, outcome.summary())
     return Reply(id=rid, isError=not outcome.ok, content=tools.execute_content(outcome, captured))
 

@@ -207,20 +207,26 @@ def frame_preview(value: Any, rows: int) -> str:
             f"head({rows}):\n{cut(_as_text(head), 6_000)}")
 
 
-def user_variables(namespace: dict) -> list[tuple[str, Any]]:
-    """The user's variables: not ``_``-names, modules or IPython's own names."""
+def user_variables(namespace: dict, hidden: dict | None = None) -> list[tuple[str, Any]]:
+    """The user's variables: not ``_``-names, modules or IPython's own names.
+    ``hidden``: what the shell itself put in the namespace (IPython's
+    ``user_ns_hidden``: ``In``, ``exit``, ipykernel's ``open``...), skipped
+    while a name still holds the shell's object (a user's own ``open`` shows)."""
+    hidden = hidden or {}
     return sorted(
         ((name, value) for name, value in namespace.items()
          if isinstance(name, str) and not name.startswith("_") and name not in HIDDEN
+         and not (name in hidden and hidden[name] is value)
          and not isinstance(value, types.ModuleType)),
         key=lambda item: item[0])
 
 
-def list_variables(namespace: dict) -> str:
-    found = user_variables(namespace)
+def list_variables(namespace: dict, hidden: dict | None = None) -> str:
+    found = user_variables(namespace, hidden)
     if not found:
         return "No user variables yet (names starting with _, modules and IPython's own are not listed)."
-    lines = [f"{len(found)} user variables (name: type = preview); ask for one by name for more detail."]
+    lines = [f"{len(found)} user variable{'' if len(found) == 1 else 's'} (name: type = preview); "
+             "ask for one by name for more detail."]
     for name, value in found:
         if is_frame(value):
             lines.append(f"{name}: {type_name(value)}\n" + _indent(frame_preview(value, 3)))
@@ -229,9 +235,9 @@ def list_variables(namespace: dict) -> str:
     return cut("\n".join(lines))
 
 
-def describe(namespace: dict, name: str) -> tuple[bool, str]:
+def describe(namespace: dict, name: str, hidden: dict | None = None) -> tuple[bool, str]:
     """One variable in detail: (found, text)."""
-    found = dict(user_variables(namespace))
+    found = dict(user_variables(namespace, hidden))
     if name not in namespace or name not in found:
         known = ", ".join(found) or "none"
         return False, cut(f"No user variable named {json.dumps(name)}. User variables: {known}.")

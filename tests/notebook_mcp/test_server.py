@@ -322,3 +322,27 @@ async def wait_until(predicate, timeout: float = 20) -> None:
     while not predicate():
         assert time.monotonic() < deadline, "condition not met in time"
         await asyncio.sleep(0.05)
+
+
+async def test_a_real_dataframe_and_a_matplotlib_figure(kernel):
+    """pandas and matplotlib as a data notebook has them (the inline backend):
+    a DataFrame's shape, dtypes and head; a figure the code drew comes back as
+    a PNG and does not pop up in a later cell."""
+    pytest.importorskip("pandas")
+    pytest.importorskip("matplotlib")
+    await kernel.run("%matplotlib inline\nimport pandas as pd\n"
+                     "df = pd.DataFrame({'city': ['Oslo', '<b>Rome</b>'], 'temp': [3.5, 14.0]})")
+    entry = await kernel.offer()
+    async with mcp_session(entry) as session:
+        listed = text(await session.call_tool("variables", {}))
+        assert "1 user variable " in listed and "df: pandas.DataFrame" in listed and "(2, 2)" in listed, listed
+        assert "open:" not in listed  # ipykernel's own open() is not the user's
+        one = text(await session.call_tool("variables", {"name": "df"}))
+        assert "city" in one and "temp" in one and "float64" in one and "Oslo" in one, one
+        drawn = await session.call_tool("execute", {"code": "import matplotlib.pyplot as plt\n"
+                                                             "plt.plot(df.temp)\nplt.title('temps')"})
+        assert not drawn.is_error, text(drawn)
+        images = [c for c in drawn.content if c.type == "image"]
+        assert len(images) == 1 and images[0].mime_type == "image/png", text(drawn)
+        assert images[0].data.startswith("iVBORw0KGgo")
+    assert (await kernel.run("import matplotlib.pyplot as plt; print(plt.get_fignums())")).strip() == "[]"
