@@ -160,7 +160,12 @@ api_key = "{STUB_KEY}"
     # no arguments pipes a remote installer into bash. The original Typer app is still
     # reachable as `python -m kimi_cli.cli` (see FINDINGS.md).
     env = {"KIMI_CLI_NO_AUTO_UPDATE": "1", "KIMI_SHARE_DIR": str(home / ".kimi")}
-    return Setup([str(KIMI_BIN / "python"), "-m", "kimi_cli.cli"], env, {".kimi/config.toml": toml})
+    # `kimi acp` refuses session/new (auth_required) without a Kimi Code OAuth token file, even
+    # when the model's provider has its own key: a stub token, never sent (the provider is the stub).
+    token = {"access_token": "stub-token", "refresh_token": "stub-refresh", "expires_at": 4_102_444_800.0,
+             "scope": "stub", "token_type": "Bearer", "expires_in": 3600}
+    return Setup([str(KIMI_BIN / "python"), "-m", "kimi_cli.cli"], env,
+                 {".kimi/config.toml": toml, ".kimi/credentials/kimi-code.json": json.dumps(token)})
 
 
 def opencode(url: str, home: Path, cwd: Path) -> Setup:

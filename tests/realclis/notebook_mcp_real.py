@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from clis import NPM_BIN, PROFILES, prepare  # noqa: E402
+from clis import KIMI_BIN, NPM_BIN, PROFILES, prepare  # noqa: E402
 from run_matrix import Notebook, alive, cmdline, descendants, kernelspec_dir, under, wait_for  # noqa: E402
 from stub_model_server import StubServer  # noqa: E402
 
@@ -76,6 +76,8 @@ class AcpAgent:
 ACP_AGENTS: dict[str, AcpAgent] = {a.name: a for a in [
     AcpAgent("gemini", "gemini", NPM_BIN / "gemini", ("--acp",), "@google/gemini-cli (npm)"),
     AcpAgent("opencode", "opencode", NPM_BIN / "opencode", ("acp",), "opencode-ai (npm)"),
+    # kimi-cli's console scripts are deprecation gates (FINDINGS.md): the Typer app, `acp` subcommand
+    AcpAgent("kimi", "kimi", KIMI_BIN / "python", ("-m", "kimi_cli.cli", "acp"), "kimi-cli (PyPI, a venv)"),
     # As root the adapter passes --allow-dangerously-skip-permissions when IS_SANDBOX is set at
     # all, and its Claude Code (2.1.185) exits 1 on that flag unless IS_SANDBOX is exactly "1".
     AcpAgent("claude-agent-acp", "claude", NPM_BIN / "claude-agent-acp", (),
