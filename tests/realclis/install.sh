@@ -6,9 +6,9 @@
 set -euo pipefail
 ROOT="${REALCLIS_HOME:-/tmp/realclis}"
 mkdir -p "$ROOT/npm"
-# @agentclientprotocol/claude-agent-acp: the Claude Agent ACP adapter (test_notebook_mcp_real.py)
+# the ACP adapters of Claude Code and Codex (test_notebook_mcp_real.py)
 NPM_PKGS=(@anthropic-ai/claude-code @openai/codex @google/gemini-cli @earendil-works/pi-coding-agent opencode-ai
-          @agentclientprotocol/claude-agent-acp)
+          @agentclientprotocol/claude-agent-acp @zed-industries/codex-acp)
 missing=()
 for p in "${NPM_PKGS[@]}"; do
   [ -f "$ROOT/npm/node_modules/$p/package.json" ] || missing+=("$p")
@@ -32,4 +32,4 @@ if [ "$want" != "$have" ] || ! "$ROOT/kimi/bin/python" -m kimi_cli.cli --help >/
   "$ROOT/kimi/bin/pip" install -q kimi-cli
 fi
 echo "bin: $ROOT/npm/node_modules/.bin and $ROOT/kimi/bin"
-ls "$ROOT/npm/node_modules/.bin" "$ROOT/kimi/bin" | grep -E '^(claude|codex|gemini|pi|opencode|kimi|claude-agent-acp)$' || true
+ls "$ROOT/npm/node_modules/.bin" "$ROOT/kimi/bin" | grep -E '^(claude|codex|gemini|pi|opencode|kimi|claude-agent-acp|codex-acp)$' || true

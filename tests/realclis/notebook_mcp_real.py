@@ -76,6 +76,7 @@ class AcpAgent:
 ACP_AGENTS: dict[str, AcpAgent] = {a.name: a for a in [
     AcpAgent("gemini", "gemini", NPM_BIN / "gemini", ("--acp",), "@google/gemini-cli (npm)"),
     AcpAgent("opencode", "opencode", NPM_BIN / "opencode", ("acp",), "opencode-ai (npm)"),
+    AcpAgent("codex-acp", "codex", NPM_BIN / "codex-acp", (), "@zed-industries/codex-acp (npm, into REALCLIS_HOME/npm)"),
     # kimi-cli's console scripts are deprecation gates (FINDINGS.md): the Typer app, `acp` subcommand
     AcpAgent("kimi", "kimi", KIMI_BIN / "python", ("-m", "kimi_cli.cli", "acp"), "kimi-cli (PyPI, a venv)"),
     # As root the adapter passes --allow-dangerously-skip-permissions when IS_SANDBOX is set at
@@ -354,7 +355,8 @@ def table(rows: list[McpRow]) -> str:
     for r in rows:
         back = yn(r.cells_ok) if r.kernel == "acp" else yn(r.variables_ok)
         nxt = "-" if r.kernel == "acp" else yn(r.execute_ok)
-        calls = ", ".join(f"{c['name']}({json.dumps(c['args'])})" for c in r.calls)
+        calls = ", ".join(f"{c['namespace'] + ' ' if c.get('namespace') else ''}{c['name']}({json.dumps(c['args'])})"
+                          for c in r.calls)
         secs = ", ".join(f"{k} {v}" for k, v in r.seconds.items())
         lines.append(f"| {r.agent} | {r.kernel} | {yn(r.connected)} | {', '.join(r.tools_seen) or '-'} | "
                      f"{calls or '-'} | {r.servers_started} | {back} | {nxt} | {len(r.servers_left)} | {secs} | "

@@ -18,7 +18,8 @@ Replies are scripted from the last user text of the request:
 - the prompt contains ``TOOL:<name> <json-args>`` (e.g. ``TOOL:variables {}``) and the request
   offers a tool whose name is ``<name>`` or ends with it (``mcp__notebook__variables``,
   ``notebook_variables``...): a call of that tool, in the API's own shape (Anthropic ``tool_use``,
-  OpenAI chat ``tool_calls``, Responses ``function_call``, Gemini ``functionCall``);
+  OpenAI chat ``tool_calls``, Responses ``function_call`` (with ``namespace`` for a tool of a
+  Responses ``namespace`` entry), Gemini ``functionCall``);
 - the request's last message is a tool result: ``tool result: <its first 200 characters>``
   (whitespace runs made one space), so the CLI shows what the tool returned.
 
@@ -78,6 +79,7 @@ class ToolCall:
     id: str
     name: str
     args: dict[str, Any]
+    namespace: Optional[str] = None  # Responses "namespace" tools (Codex groups an MCP server's tools)
 
     @property
     def arguments(self) -> str:
@@ -118,14 +120,23 @@ def match_tool(wanted: str, offered: list[str]) -> Optional[str]:
     return None
 
 
+NAMESPACE_SEP = "."  # a Responses namespace tool is listed as "<namespace>.<name>"
+
+
 def tool_names(body: dict[str, Any]) -> list[str]:
-    """The names of the tools a request offers, in any of the shapes served here."""
+    """The names of the tools a request offers, in any of the shapes served here. A Responses
+    ``{"type": "namespace", "name": NS, "tools": [...]}`` entry (Codex puts each MCP server's tools
+    in one) gives ``NS.<tool>`` for each of its tools."""
     names: list[str] = []
     tools = body.get("tools")
     if not isinstance(tools, list):
         return names
     for tool in tools:
         if not isinstance(tool, dict):
+            continue
+        if tool.get("type") == "namespace" and isinstance(tool.get("tools"), list):
+            names += [f"{tool.get('name')}{NAMESPACE_SEP}{t['name']}" for t in tool["tools"]
+                      if isinstance(t, dict) and isinstance(t.get("name"), str)]
             continue
         fn = tool.get("function")
         if isinstance(fn, dict) and isinstance(fn.get("name"), str):  # OpenAI chat
@@ -195,7 +206,8 @@ def plan(prompt: str, *, want_json: bool = False, slow_seconds: float = SLOW_SEC
         if name is None:
             text = f"stub: no tool matching {marker[0]} among {len(tools or [])}: {', '.join(tools or [])}"[:2000]
             return Script(short, "no_tool", (text,), 0.0, 0.0)
-        call = ToolCall("call_" + uuid.uuid4().hex[:16], name, marker[1])
+        namespace, dot, short_name = name.rpartition(NAMESPACE_SEP) if NAMESPACE_SEP in name else ("", "", name)
+        call = ToolCall("call_" + uuid.uuid4().hex[:16], short_name if dot else name, marker[1], namespace or None)
         return Script(short, "tool_call", (), 0.0, 0.0, call)
     if want_json:  # Gemini CLI's side calls (next speaker, routing) ask for a JSON object
         body = json.dumps({"reasoning": "stub", "next_speaker": "user", "model_choice": "flash",
@@ -362,7 +374,7 @@ def responses_stream(s: Script, model: str) -> Iterator[bytes | float]:
     if s.call is not None:
         fid = "fc_" + uuid.uuid4().hex[:20]
         item = {"id": fid, "type": "function_call", "status": "in_progress", "call_id": s.call.id,
-                "name": s.call.name, "arguments": ""}
+                "name": s.call.name, "arguments": "", **({"namespace": s.call.namespace} if s.call.namespace else {})}
         yield _sse("response.output_item.added", {"type": "response.output_item.added", "output_index": 0,
                                                   "item": item})
         yield _sse("response.function_call_arguments.delta", {
@@ -539,7 +551,8 @@ class _Handler(BaseHTTPRequestHandler):
                       think_seconds=self.server.think_seconds, tools=tools, result=tool_result(body))
         extra: dict[str, Any] = {"tools": tools} if tools else {}
         if script.call is not None:
-            extra["call"] = {"name": script.call.name, "args": script.call.args}
+            extra["call"] = {"name": script.call.name, "args": script.call.args,
+                             **({"namespace": script.call.namespace} if script.call.namespace else {})}
         if script.mode in ("tool_result", "no_tool"):
             extra["reply"] = script.text
         self._log(raw, prompt=script.prompt, mode=script.mode, stream=bool(body.get("stream")), **extra)

@@ -151,3 +151,17 @@ def test_tool_names_match_by_suffix_and_a_missing_tool_or_no_tools_is_text():
     assert plan("x", want_json=True, tools=["variables"], result="r").mode == "json"
     assert tool_result({"messages": [{"role": "user", "content": "TOOL:x"}]}) is None
     assert tool_names({"tools": [{"function_declarations": [{"name": "a"}]}, {"name": "b"}]}) == ["a", "b"]
+
+
+def test_a_tool_of_a_responses_namespace_is_called_with_its_namespace():
+    """Codex puts an MCP server's tools in one Responses ``namespace`` entry."""
+    body = {"model": "m", "tools": [{"type": "function", "name": "exec_command"}, {
+        "type": "namespace", "name": "mcp__notebook", "tools": [{"type": "function", "name": "variables"},
+                                                                {"type": "function", "name": "execute"}]}],
+            "input": [{"role": "user", "content": [{"type": "input_text", "text": "TOOL:execute {}"}]}]}
+    assert tool_names(body) == ["exec_command", "mcp__notebook.variables", "mcp__notebook.execute"]
+    with StubServer(0) as stub:
+        events = _events(_post(stub.url + "/v1/responses", body))
+    item = next(e for e in events if e["type"] == "response.output_item.done")["item"]
+    assert item["type"] == "function_call" and (item["namespace"], item["name"]) == ("mcp__notebook", "execute")
+    assert plan("TOOL:variables {}", tools=["variables_x", "ns.variables"]).call.namespace == "ns"
