@@ -76,7 +76,8 @@ class AcpAgent:
 ACP_AGENTS: dict[str, AcpAgent] = {a.name: a for a in [
     AcpAgent("gemini", "gemini", NPM_BIN / "gemini", ("--acp",), "@google/gemini-cli (npm)"),
     AcpAgent("opencode", "opencode", NPM_BIN / "opencode", ("acp",), "opencode-ai (npm)"),
-    AcpAgent("codex-acp", "codex", NPM_BIN / "codex-acp", (), "@zed-industries/codex-acp (npm, into REALCLIS_HOME/npm)"),
+    AcpAgent("codex-acp", "codex", NPM_BIN / "codex-acp", (),
+             "@zed-industries/codex-acp (npm, into REALCLIS_HOME/npm)"),
     # kimi-cli's console scripts are deprecation gates (FINDINGS.md): the Typer app, `acp` subcommand
     AcpAgent("kimi", "kimi", KIMI_BIN / "python", ("-m", "kimi_cli.cli", "acp"), "kimi-cli (PyPI, a venv)"),
     # As root the adapter passes --allow-dangerously-skip-permissions when IS_SANDBOX is set at

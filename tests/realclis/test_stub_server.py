@@ -81,7 +81,8 @@ def test_a_tool_marker_is_a_tool_call_in_each_api_and_its_result_is_quoted(tmp_p
             {"name": "Bash", "input_schema": {}}, {"name": "mcp__notebook__variables", "input_schema": {}}],
             "messages": [{"role": "user", "content": MARKER}]}))
         anth_whole = json.loads(_post(stub.url + "/v1/messages", {"model": "m", "tools": [
-            {"name": "mcp__notebook__variables", "input_schema": {}}], "messages": [{"role": "user", "content": MARKER}]}))
+            {"name": "mcp__notebook__variables", "input_schema": {}}],
+            "messages": [{"role": "user", "content": MARKER}]}))
         anth_back = _events(_post(stub.url + "/v1/messages", {"model": "m", "stream": True, "messages": [
             {"role": "user", "content": MARKER},
             {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "x", "input": {}}]},
@@ -111,7 +112,8 @@ def test_a_tool_marker_is_a_tool_call_in_each_api_and_its_result_is_quoted(tmp_p
     # Anthropic: a tool_use block whose input streams as JSON, stop_reason tool_use; the result quoted
     start = next(e for e in anth if e["type"] == "content_block_start")["content_block"]
     assert start["type"] == "tool_use" and start["name"] == "mcp__notebook__variables"
-    assert json.loads(next(e for e in anth if e["type"] == "content_block_delta")["delta"]["partial_json"]) == {"name": "x"}
+    delta = next(e for e in anth if e["type"] == "content_block_delta")["delta"]
+    assert json.loads(delta["partial_json"]) == {"name": "x"}
     assert next(e for e in anth if e["type"] == "message_delta")["delta"]["stop_reason"] == "tool_use"
     assert anth_whole["content"][0]["input"] == {"name": "x"} and anth_whole["stop_reason"] == "tool_use"
     assert "".join(e.get("delta", {}).get("text", "") for e in anth_back) == quoted
@@ -128,7 +130,8 @@ def test_a_tool_marker_is_a_tool_call_in_each_api_and_its_result_is_quoted(tmp_p
     assert json.loads(done["arguments"]) == {"name": "x"}
     assert "".join(e.get("delta", "") for e in resp_back if e["type"] == "response.output_text.delta") == quoted
     # Gemini: a functionCall part
-    assert gem[0]["candidates"][0]["content"]["parts"][0]["functionCall"] == {"name": "variables", "args": {"name": "x"}}
+    call = gem[0]["candidates"][0]["content"]["parts"][0]["functionCall"]
+    assert call == {"name": "variables", "args": {"name": "x"}}
     assert "".join(e["candidates"][0]["content"]["parts"][0].get("text", "") for e in gem_back) == quoted
     entries = [json.loads(line) for line in log.read_text().splitlines() if '"method"' in line]
     assert [e["mode"] for e in entries] == ["tool_call", "tool_call", "tool_result", "tool_call", "tool_result",
