@@ -48,8 +48,10 @@ The first word of a prompt selects a behaviour (case-insensitive; a leading
   (the rest of the prompt, or a fenced ```python block in it) calls
   ``execute``. Each call is an ACP tool call ("notebook: execute", rawInput
   the arguments, content the tool's text and images); a tool error (e.g.
-  refused by the user) fails the tool call. No ``notebook`` server offered:
-  the reply says so.
+  refused by the user) fails the tool call. ``notebook ask ...`` first asks
+  ``session/request_permission`` for its own tool call (rawInput the
+  arguments), as real agents do for MCP tools. No ``notebook`` server
+  offered: the reply says so.
 
 Anything else gets an echo that says this is a script and lists the words.
 Embedded resources and resource links in a prompt are acknowledged by name.
@@ -850,7 +852,8 @@ async def do_tour(t: Turn, rest: str) -> str | None:
 NOTEBOOK_SERVER = "notebook"
 NOTEBOOK_USAGE = (
     "Use `notebook` alone (cells and variables), `notebook vars [NAME]`, `notebook cells`, "
-    "or `notebook run CODE` (or a fenced python block after `notebook run`).\n"
+    "or `notebook run CODE` (or a fenced python block after `notebook run`); "
+    "`notebook ask ...` asks permission for its tool call first, as real agents do.\n"
 )
 #: ACP tool kind per notebook tool (variables with a name is a read)
 NOTEBOOK_KINDS = {"execute": "execute", "variables": "search", "cells": "read"}
@@ -945,7 +948,32 @@ def _counts(result: ToolResult) -> str:
     return out
 
 
+async def _ask_for_tool(t: Turn, tool: str, args: dict[str, Any]) -> bool:
+    """Ask the client before calling ``tool``, as Gemini CLI, Claude Code and Codex do
+    for every MCP tool call; True when allowed."""
+    tid = t.new_tool_id()
+    call = {"toolCallId": tid, "title": f"notebook: {tool} (asking first)", "kind": NOTEBOOK_KINDS.get(tool, "other"),
+            "status": "pending", "rawInput": args}
+    t.tool_call(tid, call["title"], call["kind"], rawInput=args)
+    try:
+        answer = await t.call("session/request_permission", {"toolCall": call, "options": PERMISSION_OPTIONS},
+                              timeout=None)
+    except RpcError as exc:
+        answer = {"outcome": {"outcome": "cancelled"}, "error": str(exc)}
+    outcome = (answer or {}).get("outcome") or {}
+    kinds = {o["optionId"]: o["kind"] for o in PERMISSION_OPTIONS}
+    allowed = outcome.get("outcome") == "selected" and kinds.get(outcome.get("optionId"), "").startswith("allow")
+    t.tool_update(tid, status="completed" if allowed else "failed",
+                  content=[{"type": "content", "content": _text("Allowed." if allowed else "Not allowed.")}])
+    if not allowed:
+        t.say_now(f"You did not allow the `{tool}` call; I did not make it.\n")
+    return allowed
+
+
 async def do_notebook(t: Turn, rest: str) -> None:
+    ask_first = rest.split(None, 1)[:1] == ["ask"]
+    if ask_first:
+        rest = rest.split(None, 1)[1] if len(rest.split(None, 1)) > 1 else ""
     request = notebook_request(rest)
     if request is None:
         t.say_now("I did not understand that. " + NOTEBOOK_USAGE)
@@ -975,6 +1003,8 @@ async def do_notebook(t: Turn, rest: str) -> None:
     if tool not in client.tools:
         said = f" It says:\n\n{_fence(client.instructions.strip())}" if (client.instructions or "").strip() else "\n"
         t.say_now(f"The `notebook` server does not offer `{tool}` here; it offers {offered}.{said}")
+        return
+    if ask_first and not await _ask_for_tool(t, tool, args):
         return
     result = await _notebook_call(t, client, tool, args)
     if result is None or result.is_error:

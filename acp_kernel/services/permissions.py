@@ -28,6 +28,10 @@ very next ``terminal/create`` of exactly that command line (same session) run
 without a second question: one approval, one run (:meth:`PermissionBroker.authorize`).
 A policy "allow" grants nothing of the kind: the agent chooses the kind, and
 ``allow-reads`` must not turn a "read" that names ``curl ... | sh`` into a run.
+In the same way a person's allow of an agent request whose ``rawInput`` holds
+``code`` (the ``notebook`` MCP server's ``execute``, which agents ask about
+themselves) answers the server's own question about exactly that code, and
+"allow always" there answers it for the session (:meth:`PermissionBroker.take_code_grant`).
 
 Questions waiting at once are capped per session (``limits.pending_prompts``,
 shared with forms); one past the cap is answered ``cancelled`` at once, with
@@ -112,6 +116,18 @@ def command_line(raw_input: Any) -> str:
         if isinstance(args, list) and args and all(isinstance(a, str) for a in args):
             return shlex.join([cmd, *args])
         return cmd
+    return ""
+
+
+def code_of(raw_input: Any) -> str:
+    """The Python a tool call would run in the notebook: the ``code`` argument of the
+    ``notebook`` MCP server's ``execute``, at the top of ``rawInput`` or one level
+    down (agents wrap an MCP call's arguments as ``arguments`` or ``input``); ""."""
+    if not isinstance(raw_input, dict):
+        return ""
+    for where in (raw_input, raw_input.get("arguments"), raw_input.get("input"), raw_input.get("args")):
+        if isinstance(where, dict) and isinstance(where.get("code"), str) and where["code"].strip():
+            return where["code"]
     return ""
 
 
@@ -200,6 +216,10 @@ class PermissionBroker:
         self._memory: dict[str, dict[tuple[str, str, tuple[str, ...]], str]] = {}
         self._grants: dict[str, deque[str]] = {}
         self._synthetic = itertools.count(1)
+        #: Code a person allowed in the agent's own question (an MCP ``execute``), per
+        #: session, for the notebook server's question about the same run.
+        self._codes: dict[str, deque[str]] = {}
+        self._code_always: set[str] = set()
 
     # The ACP handler.
     async def request_permission(self, params: Any) -> dict[str, Any]:
@@ -222,10 +242,18 @@ class PermissionBroker:
         raw = raw_tool_call if isinstance(raw_tool_call, dict) else {}
         command = command_line(raw.get("rawInput"))
         paths = touched_paths(raw.get("rawInput"), raw.get("locations"))
-        answer, _ = await self.decide(
+        answer, by = await self.decide(
             ctx, request, options, kind, tool_call.tool_call_id, tool_call.title,
             command=command, paths=paths, grant=True,
         )
+        code = code_of(raw.get("rawInput"))
+        outcome = answer["outcome"]
+        if code and by == "user" and outcome.get("outcome") == "selected":
+            opt = next((o for o in options if o["optionId"] == outcome.get("optionId")), None)
+            if opt is not None and opt["kind"] in ("allow_once", "allow_always"):
+                self._codes.setdefault(ctx.id, deque(maxlen=GRANTS_KEPT)).append(code)
+                if opt["kind"] == "allow_always":
+                    self._code_always.add(ctx.id)
         return answer
 
     async def decide(
@@ -330,6 +358,18 @@ class PermissionBroker:
         grants.remove(command)
         return True
 
+    def take_code_grant(self, session_id: str, code: str) -> bool:
+        """The person already allowed running exactly ``code`` when the agent asked
+        for its tool call (once; every time after "allow always" for the session):
+        the notebook server's ``execute`` asks no second question."""
+        if session_id in self._code_always:
+            return True
+        codes = self._codes.get(session_id)
+        if not codes or code not in codes:
+            return False
+        codes.remove(code)
+        return True
+
     async def authorize(
         self,
         ctx: Any,
@@ -402,13 +442,16 @@ class PermissionBroker:
         return self.prompts.cancel_all(session_id, PermissionPrompt)
 
     def drop_grants(self, session_id: str) -> None:
-        """A cancelled turn: allows given in it no longer let a terminal run unasked."""
+        """A cancelled turn: allows given in it no longer let a terminal (or code) run unasked."""
         self._grants.pop(session_id, None)
+        self._codes.pop(session_id, None)
 
     def forget(self, session_id: str) -> None:
         """Drop the session's remembered answers and grants (session closed)."""
         self._memory.pop(session_id, None)
         self._grants.pop(session_id, None)
+        self._codes.pop(session_id, None)
+        self._code_always.discard(session_id)
 
     def register(self, conn: Any) -> None:
         conn.on_request("session/request_permission", self.request_permission)

@@ -12,6 +12,8 @@ from tests.kernel.conftest import wait_until
 from tests.magics.conftest import button_clicker, cmdline
 
 SERVER = "acp_kernel.notebook_mcp"
+#: The server's own question about an execute, as the turn's fallback text shows it.
+OUR_QUESTION = "Permission requested:** 💻 Run Python in this notebook"
 
 
 def servers(harness) -> set[int]:
@@ -51,6 +53,7 @@ async def test_execute_asks_and_a_refusal_is_respected(magics):
     clicked, on_output = button_clicker(magics, "Reject")
     res = await magics.ok("%%acp\nnotebook run refused = 1", on_output=on_output, timeout=60)
     assert clicked.done(), tool_text(res)[-3000:]
+    assert OUR_QUESTION in tool_text(res)
     assert await magics.value("'refused' in globals()") == "False"
     assert "refused" in (await magics.value("_acp.text")).lower()
     # Allowed once: it runs.
@@ -141,3 +144,20 @@ async def test_hostile_code_and_output_stay_text_in_the_question_and_the_run(mag
     assert "onerror=alert(6)" in shown and "ontoggle=alert(4)" in shown  # shown as text, not dropped
     outputs = await magics.value("[c.output for c in _acp.tool_calls.values() if c.kind == 'execute']")
     assert "/tmp/evil\\n# heading" in outputs
+
+
+async def test_one_question_when_the_agent_asks_for_its_own_execute(magics):
+    """Real agents (Gemini CLI, Claude Code, Codex, Kimi) ask for every MCP tool
+    call themselves; the person's allow of that question (rawInput holds the
+    code) answers the server's own question about the same code: one click."""
+    await magics.ok("%acp connect demo --permissions ask")
+    clicked, on_output = button_clicker(magics, "Allow once")  # answers the first question only
+    res = await magics.ok("%%acp\nnotebook ask run z = 7", on_output=on_output, timeout=60)
+    assert clicked.done()
+    assert await magics.value("z") == "7", tool_text(res)[-3000:]
+    assert OUR_QUESTION not in tool_text(res)
+    # The allow was for that code, once: other code asks again (and a refusal holds).
+    clicked, on_output = button_clicker(magics, "Reject")
+    await magics.ok("%%acp\nnotebook run w = 8", on_output=on_output, timeout=60)
+    assert clicked.done()
+    assert await magics.value("'w' in globals()") == "False"

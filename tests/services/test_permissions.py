@@ -171,3 +171,39 @@ async def test_bad_requests(wire, ctx: FakeContext) -> None:
     assert (await w.error("notool"))["code"] == -32602
     # An option of unknown kind is never picked automatically: cancelled, not a crash.
     assert await w.result("weird") == {"outcome": {"outcome": "cancelled"}}
+
+
+def test_code_of_finds_the_execute_argument_where_agents_put_it() -> None:
+    from acp_kernel.services.permissions import code_of
+
+    assert code_of({"code": "x = 1"}) == "x = 1"
+    assert code_of({"server": "notebook", "tool": "execute", "arguments": {"code": "y"}}) == "y"
+    assert code_of({"input": {"code": "z"}}) == "z"
+    assert code_of({"code": "   "}) == "" and code_of({"code": 3}) == "" and code_of("code") == ""
+    assert code_of({"command": "ls"}) == ""
+
+
+async def test_a_persons_allow_of_the_agents_question_answers_the_servers_once(host: FakeHost, ctx: FakeContext) -> None:
+    broker = PermissionBroker(host)
+    options = OPTION_SETS[0][3]
+
+    async def answered(option_id: str, raw: dict) -> None:
+        prompt_f = ctx.next_event(PermissionPrompt)
+        task = asyncio.ensure_future(broker.request_permission(request(options, "execute", raw_input=raw)))
+        (await asyncio.wait_for(prompt_f, 5)).answer(option_id)
+        await task
+
+    await answered("allow", {"code": "x = 1"})
+    assert not broker.take_code_grant("s1", "x = 2")  # other code: not this allow
+    assert broker.take_code_grant("s1", "x = 1")
+    assert not broker.take_code_grant("s1", "x = 1")  # once
+    await answered("reject", {"code": "x = 3"})
+    assert not broker.take_code_grant("s1", "x = 3")  # a refusal grants nothing
+    ctx.settings.permissions = "allow-all"  # a policy allow is no person's answer: nothing granted
+    await broker.request_permission(request(options, "execute", raw_input={"code": "x = 4"}))
+    assert not broker.take_code_grant("s1", "x = 4")
+    ctx.settings.permissions = "ask"
+    await answered("allow_always", {"arguments": {"code": "x = 5"}})
+    assert broker.take_code_grant("s1", "anything") and broker.take_code_grant("s1", "else")  # for the session
+    broker.forget("s1")
+    assert not broker.take_code_grant("s1", "anything")
