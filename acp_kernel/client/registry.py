@@ -264,7 +264,10 @@ PASSTHROUGH: dict[str, Passthrough] = {
         ("claude",), clear_input=CTRL_U, cancel_keys=((ESC, 0.0),),
         ready_pattern=r"\? for shortcuts|❯", busy_pattern=r"esc to interrupt",
         chrome_pattern=_INK_CHROME + r"|Ctrl\+Y to paste|^\s*[✻✽✶✳✢·]\s+\w+(ing…|ed for \d)",
-        resume_args=("--continue",), mcp_args=("--mcp-config", "{config}"),
+        resume_args=("--continue",),
+        # --allowedTools: the notebook server's tools without Claude Code's own "Do you want to
+        # proceed?" (the server asks for execute itself); both flags take several values, so last.
+        mcp_args=("--mcp-config", "{config}", "--allowedTools", "mcp__notebook"),
         install="npm install -g @anthropic-ai/claude-code"),
     "codex": Passthrough(
         ("codex",), clear_input=CTRL_U, cancel_keys=((ESC, 0.0),),  # Ctrl-C opens a dialog

@@ -215,7 +215,8 @@ def _shell_hidden() -> dict:
 
 def cells(bridge: NotebookBridge, rid: int) -> Reply:
     path = bridge.notebook_path()
-    text = tools.cells_from_notebook(path) if path else tools.cells_from_history(bridge.history())
+    text = (tools.cells_from_notebook(path) if path else
+            tools.cells_from_history(bridge.history(), "python" if bridge.namespace() is not None else ""))
     return Reply(id=rid, content=[Text(text=text)])
 
 

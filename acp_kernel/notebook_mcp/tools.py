@@ -327,11 +327,12 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
-def cells_from_history(history: list[str]) -> str:
-    """The sources run in this kernel, when the notebook file is not known."""
+def cells_from_history(history: list[str], language: str = "python") -> str:
+    """The sources run in this kernel, when the notebook file is not known
+    (``language`` "": the ACP kernel's cells are prompts, not code)."""
     intro = ("This kernel does not know its notebook file, so these are the sources of the cells "
              f"run in this kernel, oldest first ({_count(len(history), 'run')}, no outputs).")
-    parts = [intro] + [f"## Run {n}\n{fence(source, 'python')}" for n, source in enumerate(history, 1)]
+    parts = [intro] + [f"## Run {n}\n{fence(source, language)}" for n, source in enumerate(history, 1)]
     return cut("\n\n".join(parts))
 
 

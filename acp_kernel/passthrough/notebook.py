@@ -251,7 +251,8 @@ class CellRun:
             _show(self.sink, self.bundle(), self.display_id, update=True)
 
     def done(self, ok: bool, summary: str) -> None:
-        self.state = ("done" if ok else "failed") + (f": {summary}" if summary else "")
+        shown = "" if summary == "done" else summary  # "done": a run with no value
+        self.state = ("done" if ok else "failed") + (f": {shown}" if shown else "")
         _show(self.sink, self.bundle(), self.display_id, update=True)
 
     def markdown(self) -> Markdown:

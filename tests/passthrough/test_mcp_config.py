@@ -33,11 +33,11 @@ HOSTILE_CODE = f's = "{HTML}"\nt = """`span\nend`"""\np = "/tmp/dir\\nname.txt"\
 
 
 def test_registry_mcp_args():
-    assert PASSTHROUGH["claude"].mcp_args == ("--mcp-config", "{config}")
+    assert PASSTHROUGH["claude"].mcp_args == ("--mcp-config", "{config}", "--allowedTools", "mcp__notebook")
     assert PASSTHROUGH["kimi"].mcp_args == ("--mcp-config-file", "{config}")
     for name in ("codex", "gemini", "pi", "opencode"):  # no file flag (see the registry's notes)
         assert PASSTHROUGH[name].mcp_args == ()
-    assert BUILTIN["claude"].passthrough.mcp_args == ("--mcp-config", "{config}")
+    assert BUILTIN["claude"].passthrough.mcp_args[:2] == ("--mcp-config", "{config}")
     over = PassthroughConfig(mcp_args=["--extra-mcp", "{config}"]).apply(PASSTHROUGH["pi"])
     assert over.mcp_args == ("--extra-mcp", "{config}") and over.command == PASSTHROUGH["pi"].command
     assert PassthroughConfig(mcp_args=[]).apply(PASSTHROUGH["claude"]).mcp_args == ()  # turned off
