@@ -26,7 +26,6 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -117,34 +116,10 @@ def agent(args: argparse.Namespace) -> int:
 
 
 def browser(args: argparse.Namespace) -> dict[str, Any]:
-    from playwright.sync_api import expect, sync_playwright
+    from benchmarks.browser import lab_rounds
 
-    from tests.browser import conftest as bc
-
-    if bc.SKIP_REASON:
-        raise RuntimeError(bc.SKIP_REASON)
-    base = tempfile.mkdtemp(prefix="acp-long-turn-")
-    gen = bc._serve(Path(base), "jupyterlab", [
-        "--LabApp.news_url=", "--LabServerApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"])
-    lab = next(gen)
-    rounds: list[dict[str, Any]] = []
-    try:
-        with sync_playwright() as pw:
-            context = pw.chromium.launch_persistent_context(
-                os.path.join(base, "profile"), executable_path=bc.CHROMIUM, headless=True,
-                args=bc.CHROMIUM_ARGS, viewport={"width": 1280, "height": 900})
-            context.set_default_timeout(bc.WAIT)
-            expect.set_options(timeout=bc.WAIT)
-            try:
-                for i in range(args.rounds):
-                    rounds.append(_round(lab, context, f"long{i}.ipynb", Path(base) / f"stamp{i}", args))
-            finally:
-                context.close()
-            for sess in lab.api("GET", "/api/sessions"):
-                lab.api("DELETE", f"/api/sessions/{sess['id']}", timeout=bc.TURN / 1000)
-    finally:
-        gen.close()  # stops JupyterLab's process group
-    return {"rounds": rounds}
+    return lab_rounds("acp-long-turn-", args.rounds,
+                      lambda lab, context, i, base: _round(lab, context, f"long{i}.ipynb", base / f"stamp{i}", args))
 
 
 def _round(lab: Any, context: Any, name: str, stamp: Path, args: argparse.Namespace) -> dict[str, Any]:

@@ -28,7 +28,6 @@ import os
 import sys
 import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -106,34 +105,9 @@ def kernel(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def browser(args: argparse.Namespace) -> dict[str, Any]:
-    from playwright.sync_api import expect, sync_playwright
+    from benchmarks.browser import lab_rounds
 
-    from tests.browser import conftest as bc
-
-    if bc.SKIP_REASON:
-        raise RuntimeError(bc.SKIP_REASON)
-    base = tempfile.mkdtemp(prefix="acp-shell-flood-")
-    gen = bc._serve(Path(base), "jupyterlab", [
-        "--LabApp.news_url=", "--LabServerApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"])
-    lab = next(gen)
-    rounds: list[dict[str, Any]] = []
-    try:
-        with sync_playwright() as pw:
-            context = pw.chromium.launch_persistent_context(
-                os.path.join(base, "profile"), executable_path=bc.CHROMIUM, headless=True,
-                args=bc.CHROMIUM_ARGS, viewport={"width": 1280, "height": 900})
-            context.set_default_timeout(bc.WAIT)
-            expect.set_options(timeout=bc.WAIT)
-            try:
-                for i in range(args.rounds):
-                    rounds.append(_browser_round(lab, context, f"flood{i}.ipynb", args))
-            finally:
-                context.close()
-            for sess in lab.api("GET", "/api/sessions"):
-                lab.api("DELETE", f"/api/sessions/{sess['id']}", timeout=bc.TURN / 1000)
-    finally:
-        gen.close()  # stops JupyterLab's process group
-    return {"rounds": rounds}
+    return lab_rounds("acp-shell-flood-", args.rounds, lambda lab, context, i, base: _browser_round(lab, context, f"flood{i}.ipynb", args))
 
 
 def _browser_round(lab: Any, context: Any, name: str, args: argparse.Namespace) -> dict[str, Any]:
