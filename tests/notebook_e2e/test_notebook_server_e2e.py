@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 
+from acp_kernel.protocol import proctree
 from tests.kernel.conftest import wait_until
 from tests.magics.conftest import button_clicker, cmdline
 
@@ -118,6 +119,11 @@ async def test_acp_kernel_offers_cells_only(acp_kernel):
     res = await acp_kernel_h.execute("notebook run x = 1", timeout=60)
     assert "does not offer `execute` here; it offers `cells`" in res.text(), res.text()[-2000:]
     assert "only cells is offered" in res.text()
+    # The session ends with the agent (a restart): its server goes with it.
+    started = {p for p in proctree.tree(acp_kernel_h.km.provisioner.pid) if SERVER in cmdline(p)}
+    assert started, "the agent did not start the notebook server"
+    assert (await acp_kernel_h.execute("%restart", timeout=60)).status == "ok"
+    await wait_until(lambda: not any(proctree.alive(p) for p in started), timeout=20)
 
 
 HOSTILE_CODE = (
