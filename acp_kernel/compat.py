@@ -15,6 +15,7 @@ passthrough manager uses directly, and the ``comm`` package's
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable
 from importlib import metadata
@@ -138,6 +139,18 @@ def install_comms(kernel: Any) -> None:
     for msg_type in ("comm_open", "comm_msg", "comm_close"):
         kernel.shell_handlers[msg_type] = getattr(manager, msg_type)
     kernel.comm_manager = manager
+
+
+def short_flushes() -> None:
+    """At shutdown: the control thread flushes ``sys.stdout``/``stderr`` after the
+    ``shutdown_request`` handler, while the main thread may already have stopped
+    the IOPub thread (``IPKernelApp.close``); ``OutStream.flush`` then waits its
+    ``flush_timeout`` (10 s) for a thread that is gone, the main thread waits for
+    the control thread, and jupyter_client ends the kernel with SIGTERM after
+    2.5 s. A short timeout lets it exit by itself."""
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "flush_timeout"):
+            stream.flush_timeout = 0.2
 
 
 def iopub_topic(kernel: Any, msg_type: str) -> bytes:

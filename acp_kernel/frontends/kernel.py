@@ -287,6 +287,7 @@ class AcpKernel(Kernel):
         self.controller.kill_now()
         await kernel_io.on_loop(self._loop, self.ptys.close_all(), self.log, "the passthrough terminals")
         self.ptys.kill_now()
+        compat.short_flushes()
         return {"status": "ok", "restart": restart}
 
 

@@ -152,3 +152,19 @@ async def test_completion_and_inspection(acp_kernel):
     slash = reply["content"]["matches"][0]
     reply = await acp_kernel.kc.inspect(slash, len(slash), reply=True)
     assert reply["content"]["found"]
+
+
+async def test_a_shutdown_request_ends_the_kernel_by_itself(kernel_env, tmp_path):
+    """After a turn (an agent running), ``shutdown_request`` lets the kernel exit on
+    its own: exit status 0, not jupyter_client's SIGTERM 2.5 s later (the control
+    thread's last flush used to wait for an IOPub thread already stopped)."""
+    from .conftest import running_kernel
+
+    async with running_kernel(kernel_env, tmp_path / "work") as (km, kc):
+        msg_id = kc.execute("hello")
+        reply = await kc.get_shell_msg(timeout=30)
+        while reply["parent_header"].get("msg_id") != msg_id:
+            reply = await kc.get_shell_msg(timeout=30)
+        assert reply["content"]["status"] == "ok"
+        process = km.provisioner.process
+    assert process.returncode == 0, process.returncode
