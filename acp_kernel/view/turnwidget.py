@@ -13,7 +13,8 @@ turn's module: a notebook saves a widget's code with every model, and the
 real module (common.js + turn.js, toolcall.css + turn.css: about 25 KB)
 would be saved once per turn. A view asks the kernel for it with a custom
 message, the widget answers with :func:`module_message`, and the page keeps
-it per version; without a kernel the loader shows the blocks as plain text.
+it per version; without a kernel the loader shows the blocks plainly (text
+blocks as the HTML safe.markdown_html made, the rest as text).
 
 Defined on first use, so importing the view imports no widget library.
 """
