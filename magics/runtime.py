@@ -44,7 +44,7 @@ class Runtime(LoopHome):
         self.default: str | None = None
         self.config, self.config_error = load_settings()
         # Passthrough terminals, by alias (the same namespace as conns).
-        self.ptys = Terminals(config=self.config)
+        self.ptys = Terminals(config=self.config, side=self.frontend.notebook_side)
         LoopHome.__init__(self)
 
     def busy(self) -> bool:

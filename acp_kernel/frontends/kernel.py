@@ -76,6 +76,7 @@ class AcpKernel(Kernel):
         c.restore()
         self.ptys.config = c.config
         self.ptys.permissions = lambda: self.controller.settings.permissions
+        self.ptys.side = c.frontend.notebook_side
         self._loop: asyncio.AbstractEventLoop | None = None
         self._cell: asyncio.Task | None = None  # the running cell: an interrupt elsewhere cancels it
         #: Sources of the cells run here (the notebook MCP server's ``cells`` when the file is unknown).

@@ -11,9 +11,10 @@ terminal: :func:`offer_terminal` offers a :class:`PassthroughBridge`
 when the terminal ends. Whatever goes wrong here opens the terminal without
 the server, with a note saying why.
 
-The bridge runs code in IPython's user namespace (a python3 kernel with the
-magics); in the ACP kernel there is no Python namespace and it offers
-``cells`` only. ``execute`` asks first, by the connection's permission
+The bridge serves what the front-end serves its ACP sessions (its
+:class:`~acp_kernel.client.notebook.NotebookSide`): IPython's user namespace
+in a python3 kernel with the magics; in the ACP kernel there is no Python
+namespace and it offers ``cells`` only. ``execute`` asks first, by the connection's permission
 policy: ``allow-all`` runs, ``deny`` refuses, ``ask`` (and ``allow-reads``:
 running code is no read) puts the permission buttons in the cell typing into
 the terminal; where nobody can answer (a headless run, a console) it refuses
@@ -34,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..safe import Markdown, block, bundle, code, text
-from ..client.notebook import known_notebook, typed_history
+from ..client.notebook import ALL_TOOLS, NotebookSide, known_notebook
 from ..client.registry import Passthrough
 
 #: What the server is called in the generated file (and what the CLI's tools are prefixed with).
@@ -91,39 +92,33 @@ def here(sink: Any) -> Cell:
 
 
 class PassthroughBridge:
-    """A :class:`acp_kernel.notebook_mcp.NotebookBridge` for one passthrough terminal."""
+    """A :class:`acp_kernel.notebook_mcp.NotebookBridge` for one passthrough terminal.
 
-    def __init__(self, name: str, policy: Callable[[], str], *, on_interrupt: Callable[[], Any] | None = None,
-                 namespace: dict | None = None) -> None:
-        from ..notebook_mcp import TOOLS
+    ``side`` is what the front-end serves (:class:`~acp_kernel.client.notebook.NotebookSide`,
+    the same as its ACP sessions get): the tools, the namespace, the cells run so far.
+    None: no namespace, ``cells`` only, from the prompts typed here."""
 
+    def __init__(self, name: str, policy: Callable[[], str], *, side: NotebookSide | None = None,
+                 on_interrupt: Callable[[], Any] | None = None) -> None:
         self.name = name
         self.policy = policy
         self._on_interrupt = on_interrupt
-        self._ns = namespace if namespace is not None else _user_ns()
-        self.tools: frozenset[str] = frozenset(TOOLS) if self._ns is not None else frozenset({"cells"})
+        self.side = side if side is not None else NotebookSide(frozenset({"cells"}))
+        self.tools: frozenset[str] = self.side.tools & ALL_TOOLS
         self.cell: Cell | None = None
-        #: Prompts typed into the terminal (the newest): the history where the kernel keeps none.
+        #: Prompts typed into the terminal (the newest): the history where the front-end has none.
         self.prompts: deque[str] = deque(maxlen=PROMPTS_KEPT)
 
     def namespace(self) -> dict | None:
-        return self._ns
+        return self.side.namespace()
 
     def notebook_path(self) -> str | None:
         """The notebook this kernel runs, as the ACP sessions' bridge finds it."""
-        return known_notebook(self._ns)
+        return known_notebook(self.namespace())
 
     def history(self) -> list[str]:
-        """IPython's cells as typed; in the ACP kernel its cell history; else the prompts typed here."""
-        ip = _ipython()
-        if ip is not None and self._ns is not None:
-            typed = [s for s in typed_history(ip) if s.strip()]
-            if typed:
-                return typed
-        kept = getattr(_kernel(), "cell_history", None)
-        if kept:
-            return [str(s) for s in kept if str(s).strip()]
-        return list(self.prompts)
+        """The front-end's cells as typed; else the prompts typed here."""
+        return [str(s) for s in self.side.history() if str(s).strip()] or list(self.prompts)
 
     async def authorize(self, code_: str) -> tuple[bool, str]:
         policy = self.policy()
@@ -155,32 +150,6 @@ class PassthroughBridge:
     def _say(self, md: Markdown) -> None:
         if self.cell is not None:
             _show(self.cell.sink, bundle(md))
-
-
-def _kernel() -> Any:
-    """The Jupyter kernel object of this process, if there is one."""
-    try:
-        from ipykernel.kernelapp import IPKernelApp
-
-        return IPKernelApp.instance().kernel if IPKernelApp.initialized() else None
-    except Exception:  # noqa: BLE001 - not a kernel process
-        return None
-
-
-def _ipython() -> Any:
-    """IPython's shell inside a Jupyter kernel (None in the ACP kernel or outside Jupyter)."""
-    try:
-        from IPython import get_ipython
-
-        ip = get_ipython()
-    except ImportError:  # pragma: no cover
-        return None
-    return ip if ip is not None and getattr(ip, "kernel", None) is not None else None
-
-
-def _user_ns() -> dict | None:
-    ip = _ipython()
-    return ip.user_ns if ip is not None else None
 
 
 def _show(sink: Any, data: dict, display_id: str | None = None, *, update: bool = False) -> None:
@@ -331,7 +300,7 @@ class Offered:
 
 
 def offer_terminal(name: str, settings: Passthrough, *, enabled: bool, policy: Callable[[], str],
-                   on_interrupt: Callable[[], Any] | None = None) -> Offered:
+                   side: NotebookSide | None = None, on_interrupt: Callable[[], Any] | None = None) -> Offered:
     """Offer the server to a CLI about to start, when it can take a config file
     (``mcp_args``), the config allows it and this process is a Jupyter kernel."""
     if not enabled or not settings.mcp_args:
@@ -342,7 +311,7 @@ def offer_terminal(name: str, settings: Passthrough, *, enabled: bool, policy: C
     except ImportError as exc:
         return Offered(settings, note=off.format(code(name), text(f"it cannot load ({exc})")))
     try:
-        bridge = PassthroughBridge(name, policy, on_interrupt=on_interrupt)
+        bridge = PassthroughBridge(name, policy, side=side, on_interrupt=on_interrupt)
         entry = offer(bridge)
     except Exception as exc:  # noqa: BLE001 - the terminal opens anyway
         return Offered(settings, note=off.format(code(name), text(f"it could not be offered ({exc})")))

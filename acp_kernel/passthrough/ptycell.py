@@ -16,7 +16,7 @@ import os
 import shlex
 from dataclasses import dataclass, field
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..client.commands import KERNEL, VERBS
 from ..errors import PassthroughError
@@ -113,14 +113,18 @@ class Terminals:
     with the ``notebook`` MCP server in a generated config file
     (:mod:`acp_kernel.passthrough.notebook`), unless ``config.notebook_mcp`` is
     off; ``permissions`` (a callable: the connection's policy now) decides its
-    ``execute`` runs, else the config file's policy (default ``ask``).
+    ``execute`` runs, else the config file's policy (default ``ask``); ``side``
+    (a callable: the front-end's ``notebook_side``) says which tools it serves
+    and on what (none: ``cells`` from the prompts typed).
     """
 
-    def __init__(self, *, config: Config | None = None, permissions: Callable[[], str] | None = None) -> None:
+    def __init__(self, *, config: Config | None = None, permissions: Callable[[], str] | None = None,
+                 side: Callable[[], Any] | None = None) -> None:
         self._manager: PassthroughManager | None = None
         self.panels: dict[str, TerminalPanel] = {}
         self.config = config
         self.permissions = permissions
+        self.side = side
         self._asked: dict[str, Passthrough] = {}  # the settings each was opened with, before the MCP flag
         self._links: dict[str, NotebookLink] = {}
         self._notes: dict[str, Markdown] = {}
@@ -154,7 +158,8 @@ class Terminals:
             self._manager = PassthroughManager()
         started: list[PassthroughTerminal] = []
         offered = offer_terminal(target.name, target.settings, enabled=self._config().notebook_mcp,
-                                 policy=self._policy, on_interrupt=lambda: started and started[0].interrupt())
+                                 policy=self._policy, side=self.side() if self.side is not None else None,
+                                 on_interrupt=lambda: started and started[0].interrupt())
         try:
             terminal = self._manager.open(target.name, offered.settings, cwd=cwd, env=target.env)
         except CommandNotFound as exc:

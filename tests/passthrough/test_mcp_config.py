@@ -14,6 +14,7 @@ import sys
 import pytest
 
 from acp_kernel.client.registry import BUILTIN, PASSTHROUGH, ConfigError, Passthrough, PassthroughConfig, load_config
+from acp_kernel.client.notebook import ALL_TOOLS, NotebookSide
 from acp_kernel.passthrough import notebook
 from acp_kernel.protocol import proctree
 from acp_kernel.view.sink import RecordingSink
@@ -135,7 +136,8 @@ def test_a_file_that_cannot_be_written_opens_the_terminal_with_a_note(fake_kerne
 async def test_bridge_policies():
     sink = RecordingSink()
     policy = ["allow-all"]
-    bridge = notebook.PassthroughBridge("cli", lambda: policy[0], namespace={"x": 1})
+    bridge = notebook.PassthroughBridge("cli", lambda: policy[0],
+                                        side=NotebookSide(ALL_TOOLS, namespace=lambda: {"x": 1}))
     assert bridge.tools == {"execute", "variables", "cells"}
     assert await bridge.authorize("x = 2") == (True, "")
     policy[0] = "deny"
@@ -153,9 +155,8 @@ async def test_bridge_policies():
     assert live(sink.markdown()) == []
 
 
-def test_acp_kernel_offers_cells_only(monkeypatch):
-    monkeypatch.setattr(notebook, "_user_ns", lambda: None)
-    bridge = notebook.PassthroughBridge("cli", lambda: "allow-all")
+def test_acp_kernel_offers_cells_only():
+    bridge = notebook.PassthroughBridge("cli", lambda: "allow-all", side=NotebookSide(frozenset({"cells"})))
     assert bridge.tools == {"cells"} and bridge.namespace() is None
     bridge.prompts.append("hello")
     assert bridge.history() == ["hello"]
@@ -381,7 +382,7 @@ async def test_a_question_is_cancelled_when_its_cell_ends():
     import asyncio
 
     sink = RecordingSink()
-    bridge = notebook.PassthroughBridge("cli", lambda: "ask", namespace={})
+    bridge = notebook.PassthroughBridge("cli", lambda: "ask", side=NotebookSide(ALL_TOOLS, namespace=dict))
     cell = bridge.cell = notebook.Cell(sink, interactive=True, widgets=True, live=True)
     asked = asyncio.ensure_future(bridge.authorize(HOSTILE_CODE))
     await wait_until(lambda: bool(cell.pending))
