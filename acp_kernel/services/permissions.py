@@ -199,6 +199,14 @@ def parse_options(raw: Any) -> list[dict[str, Any]]:
 # -- the broker ---------------------------------------------------------------
 
 
+def _take(kept: deque[str] | None, item: str) -> bool:
+    """Use up one ``item`` of a session's grants, if it is there."""
+    if not kept or item not in kept:
+        return False
+    kept.remove(item)
+    return True
+
+
 class Verdict(NamedTuple):
     """How a question the client asked for itself was settled."""
 
@@ -242,18 +250,10 @@ class PermissionBroker:
         raw = raw_tool_call if isinstance(raw_tool_call, dict) else {}
         command = command_line(raw.get("rawInput"))
         paths = touched_paths(raw.get("rawInput"), raw.get("locations"))
-        answer, by = await self.decide(
+        answer, _ = await self.decide(
             ctx, request, options, kind, tool_call.tool_call_id, tool_call.title,
-            command=command, paths=paths, grant=True,
+            command=command, paths=paths, grant=True, code=code_of(raw.get("rawInput")),
         )
-        code = code_of(raw.get("rawInput"))
-        outcome = answer["outcome"]
-        if code and by == "user" and outcome.get("outcome") == "selected":
-            opt = next((o for o in options if o["optionId"] == outcome.get("optionId")), None)
-            if opt is not None and opt["kind"] in ("allow_once", "allow_always"):
-                self._codes.setdefault(ctx.id, deque(maxlen=GRANTS_KEPT)).append(code)
-                if opt["kind"] == "allow_always":
-                    self._code_always.add(ctx.id)
         return answer
 
     async def decide(
@@ -270,13 +270,15 @@ class PermissionBroker:
         paths: tuple[str, ...] = (),
         cwd: str | None = None,
         grant: bool = False,
+        code: str = "",
         hint: str | None = None,
     ) -> tuple[dict[str, Any], str]:
         """Policy "deny", remembered answers, policy "allow", then ask.
 
         Returns (the ACP answer, how it was decided). ``grant``: a person's
-        allow of this request lets the next terminal of ``command`` run.
-        ``hint``: what would let it run, for the notice when nobody can answer.
+        allow of this request lets the next terminal of ``command`` run;
+        ``code`` (the Python its ``rawInput`` names), the notebook server's run
+        of it (:meth:`take_code_grant`). ``hint``: what would let it run, for the notice when nobody can answer.
         """
         sid = ctx.id
         if not options:
@@ -346,29 +348,24 @@ class PermissionBroker:
             return done(None, "cancelled")
         if opt["kind"] in ("allow_always", "reject_always") and key is not None:
             self._memory.setdefault(sid, {})[key] = opt["kind"].split("_")[0]
-        if grant and command and opt["kind"] in ("allow_once", "allow_always"):
-            self._grants.setdefault(sid, deque(maxlen=GRANTS_KEPT)).append(command)
+        if opt["kind"] in ("allow_once", "allow_always"):
+            if grant and command:
+                self._grants.setdefault(sid, deque(maxlen=GRANTS_KEPT)).append(command)
+            if code:  # the notebook server's question about this very code is answered too
+                self._codes.setdefault(sid, deque(maxlen=GRANTS_KEPT)).append(code)
+                if opt["kind"] == "allow_always":
+                    self._code_always.add(sid)
         return done(opt, "user")
 
     def take_grant(self, session_id: str, command: str) -> bool:
         """Use up a person's allow of exactly ``command`` (see the module docstring)."""
-        grants = self._grants.get(session_id)
-        if not grants or command not in grants:
-            return False
-        grants.remove(command)
-        return True
+        return _take(self._grants.get(session_id), command)
 
     def take_code_grant(self, session_id: str, code: str) -> bool:
         """The person already allowed running exactly ``code`` when the agent asked
         for its tool call (once; every time after "allow always" for the session):
         the notebook server's ``execute`` asks no second question."""
-        if session_id in self._code_always:
-            return True
-        codes = self._codes.get(session_id)
-        if not codes or code not in codes:
-            return False
-        codes.remove(code)
-        return True
+        return session_id in self._code_always or _take(self._codes.get(session_id), code)
 
     async def authorize(
         self,
