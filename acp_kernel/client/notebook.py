@@ -137,11 +137,9 @@ class SessionBridge:
         session = self._turn_session()
         if session is None:
             return False, "refused: no notebook cell is running a prompt of this session, so nobody can see the code"
-        broker = session.client.services.permissions
-        if session.settings.permissions != "deny" and broker.take_code_grant(session.id, code):
-            return True, ""  # the person allowed this code in the agent's own question just now
-        verdict = await broker.authorize(
-            session, title=EXECUTE_TITLE, kind="execute", command=code, raw_input={"code": code},
+        # code=: a person who just allowed this code in the agent's own question is not asked again.
+        verdict = await session.client.services.permissions.authorize(
+            session, title=EXECUTE_TITLE, kind="execute", command=code, raw_input={"code": code}, code=code,
             hint="%permissions allow-all (or --permissions allow-all) lets it run.")
         return verdict.allowed, "" if verdict.allowed else reason_refused(verdict.by)
 

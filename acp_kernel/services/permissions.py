@@ -379,6 +379,7 @@ class PermissionBroker:
         raw_input: dict[str, Any] | None = None,
         policy: str | None = None,
         use_grant: bool = False,
+        code: str = "",
         hint: str | None = None,
     ) -> Verdict:
         """A question on the client's own behalf (a terminal, a protected write...).
@@ -388,12 +389,15 @@ class PermissionBroker:
         session's policy, or "ask" when the caller decided a person must
         answer whatever the policy (the agent-facing policy does not apply).
         ``use_grant``: a person's earlier allow of this exact ``command`` in
-        the agent's own request counts (once) as the answer.
+        the agent's own request counts (once) as the answer; ``code``: the
+        Python this runs, which a person's allow of it in the agent's own
+        request answers likewise (:meth:`take_code_grant`).
         """
         from acp.schema import RequestPermissionRequest
 
-        if use_grant and command and policy_decision(policy or ctx.settings.permissions, kind) != "reject":
-            if self.take_grant(ctx.id, command):
+        if policy_decision(policy or ctx.settings.permissions, kind) != "reject":
+            if (use_grant and command and self.take_grant(ctx.id, command)) or \
+                    (code and self.take_code_grant(ctx.id, code)):
                 return Verdict(True, "grant")
         tool_call_id = f"client-{next(self._synthetic)}"
         options = [
