@@ -36,8 +36,13 @@ def lab_rounds(prefix: str, rounds: int, one: Callable[[Any, Any, int, Path], di
                     done.append(one(lab, context, i, Path(base)))
             finally:
                 context.close()
-            for sess in lab.api("GET", "/api/sessions"):
-                lab.api("DELETE", f"/api/sessions/{sess['id']}", timeout=bc.TURN / 1000)
+            end_sessions(lab, bc.TURN / 1000)
     finally:
         gen.close()  # stops JupyterLab's process group
     return {"rounds": done}
+
+
+def end_sessions(lab: Any, timeout: float = 60) -> None:
+    """Shut every notebook session's kernel down (a round's, or the run's)."""
+    for sess in lab.api("GET", "/api/sessions"):
+        lab.api("DELETE", f"/api/sessions/{sess['id']}", timeout=timeout)

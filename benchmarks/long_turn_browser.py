@@ -127,6 +127,7 @@ def _round(lab: Any, context: Any, name: str, stamp: Path, args: argparse.Namesp
 
     from playwright.sync_api import expect
 
+    from benchmarks.browser import end_sessions
     from tests.browser import conftest as bc
 
     lab.new_notebook(name, ["", ""])
@@ -161,8 +162,7 @@ def _round(lab: Any, context: Any, name: str, stamp: Path, args: argparse.Namesp
         }
     finally:
         try:
-            for sess in lab.api("GET", "/api/sessions"):
-                lab.api("DELETE", f"/api/sessions/{sess['id']}", timeout=60)
+            end_sessions(lab)
         finally:
             page.close()
 

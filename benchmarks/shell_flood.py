@@ -113,6 +113,7 @@ def browser(args: argparse.Namespace) -> dict[str, Any]:
 def _browser_round(lab: Any, context: Any, name: str, args: argparse.Namespace) -> dict[str, Any]:
     from playwright.sync_api import expect
 
+    from benchmarks.browser import end_sessions
     from tests.browser import conftest as bc
 
     lab.new_notebook(name)
@@ -164,8 +165,7 @@ def _browser_round(lab: Any, context: Any, name: str, args: argparse.Namespace) 
         }
     finally:
         try:
-            for sess in lab.api("GET", "/api/sessions"):
-                lab.api("DELETE", f"/api/sessions/{sess['id']}", timeout=60)
+            end_sessions(lab)
         finally:
             page.close()
 
