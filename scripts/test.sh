@@ -15,5 +15,8 @@ step "checking the browser tests' dependencies (Chromium, fonts, Playwright, Jup
 PYTHON="$VENV_PYTHON" bash scripts/install-browser-deps.sh
 # The browser deps are installed above, so the browser tests must run, not skip.
 export ACP_REQUIRE_BROWSER=1
-step "running the tests (the whole suite: about 13 min on 2 cores; a line per test file, with a count)"
-exec python -m pytest -o console_output_style=count "$@"
+# Three workers: most tests wait on processes (kernels, agents, PTYs, a browser), not
+# the CPU. The browser tests share one JupyterLab and Chromium, so they stay on one
+# worker (tests/conftest.py groups them); `-n 0` runs everything in this process.
+step "running the tests (the whole suite on three workers)"
+exec python -m pytest -n 3 --dist loadgroup -o console_output_style=count "$@"

@@ -29,6 +29,18 @@ def demo_spec() -> AgentSpec:
     return AgentSpec(name="demo", title="demo", command=(sys.executable, "-m", "acp_kernel.demo.agent"))
 
 
+#: Test folders whose tests share package-scoped servers (JupyterLab, Chromium) or
+#: heavy real CLIs: under pytest-xdist (``--dist loadgroup``) each runs on one worker.
+_ONE_WORKER = ("browser", "realclis")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        parts = Path(str(item.path)).relative_to(Path(__file__).parent).parts
+        if parts and parts[0] in _ONE_WORKER:
+            item.add_marker(pytest.mark.xdist_group(parts[0]))
+
+
 @pytest.fixture
 def scripted():
     return scripted_spec

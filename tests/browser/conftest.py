@@ -389,7 +389,10 @@ def pynb(lab: Lab, browser_context: Any, request) -> Any:
 
 
 def _open_notebook(lab: Lab, browser_context: Any, request: Any, path: str, kernel: str = "acp",
-                   cells: list[str] | None = None) -> Any:
+                   cells: list[str] | None = None, reloads: int = 0) -> Any:
+    """Open a new notebook page and wait until its kernel is idle. With
+    ``reloads``, a page whose kernel is not idle after WAIT is loaded again (a
+    new websocket) up to that many times; the console log says each time."""
     from playwright.sync_api import expect
 
     name = re.sub(r"[^A-Za-z0-9_]+", "_", request.node.name)[:60] + ".ipynb"
@@ -408,15 +411,28 @@ def _open_notebook(lab: Lab, browser_context: Any, request: Any, path: str, kern
     page.goto(lab.url(path.format(name=name)))
     notebook = Notebook(lab, page, name)
     notebook.console_errors = errors  # type: ignore[attr-defined]
-    # The kernel is up when the toolbar shows its name and the indicator is idle.
-    expect(notebook.panel.locator(".jp-KernelName")).to_have_text(KERNELS[kernel][0], timeout=START)
-    expect(notebook.panel.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_have_count(1, timeout=START)
+    ready = False
     try:
+        # The kernel is up when the toolbar shows its name and the indicator is idle.
+        for attempt in range(reloads + 1):
+            last = attempt == reloads
+            try:
+                expect(notebook.panel.locator(".jp-KernelName")).to_have_text(KERNELS[kernel][0], timeout=START)
+                expect(notebook.panel.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_have_count(
+                    1, timeout=START if last else WAIT)
+                break
+            except AssertionError:
+                if last:
+                    raise
+                console.append(f"-- the kernel was not idle after {WAIT // 1000} s: loading the page again")
+                page.reload()
+        ready = True
         yield notebook
     finally:
+        # The page's console (and a screenshot on failure), also when the notebook never got ready.
         (ARTIFACTS / f"{name}.console.log").write_text("\n".join(console) + "\n")
         rep = getattr(request.node, "rep_call", None)
-        if rep is not None and rep.failed:
+        if not ready or (rep is not None and rep.failed):
             try:
                 notebook.screenshot(f"FAILED-{name}.png")
             except Exception as exc:  # noqa: BLE001 - a screenshot must not hide the failure
