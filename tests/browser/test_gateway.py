@@ -109,9 +109,10 @@ def nb_gw(gateway_lab: Any, browser_context: Any, request: Any, gateway: Gateway
     # JupyterLab's first kernel websocket asks for the v1 subprotocol, which the
     # relay refuses; the relay's half-made connection to the gateway for it still
     # opens, under the same session id as the browser's second try. In about one
-    # page load in ten (here: 3 in about 60) the browser's requests then never
-    # reach the kernel, though the gateway had both connections nudged to idle.
-    # A user reloads; so does this fixture, at most twice.
+    # page load in nine (8 of 69 here) the browser's requests then get no answer
+    # (the kernel never sees them), though the gateway nudged both connections to
+    # idle. A user reloads; so does this fixture, at most twice (each of those 8
+    # came up on the first reload).
     yield from _open_notebook(gateway_lab, browser_context, request,
                               f"/lab/workspaces/{uuid.uuid4().hex[:12]}/tree/{{name}}", reloads=2)
     # The kernel ran in the gateway: nothing of it may be left there either.
