@@ -28,6 +28,7 @@ from typing import Any, Sequence, TextIO
 
 # What a permission question shows, and form answers typed on a terminal: shared with stdin questions.
 from .ask import RAW_INPUT_SHOWN, action_details, check_answer, field_question, parse_answer, permission_question  # noqa: F401
+from .._version import VERSION
 from ..termsafe import clean, json_safe, line, scan
 
 EXIT_OK, EXIT_AGENT, EXIT_USAGE, EXIT_AUTH, EXIT_REFUSAL, EXIT_CANCELLED, EXIT_LIMIT = range(7)
@@ -814,21 +815,12 @@ with {"type": "starting", ...} and ending with {"type": "end", ...}.
 """
 
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("acp-kernel")
-    except PackageNotFoundError:  # pragma: no cover - run from a checkout without installing
-        return "unknown (not installed)"
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="acp-kernel", description="Work with ACP coding agents from Jupyter and the shell.",
         epilog="Run `acp-kernel COMMAND --help` for a command's options. With no command, this help "
                "is printed and the exit status is 2 (a usage error).")
-    parser.add_argument("--version", action="version", version=f"acp-kernel {_version()}")
+    parser.add_argument("--version", action="version", version=f"acp-kernel {VERSION}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("prompt", help="send one prompt to an agent and print the turn",

@@ -25,6 +25,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
+from .._version import VERSION
 from .wire import (ARGS, COMM_TARGET, CONNECT_TIMEOUT, EXECUTE_TIMEOUT, REQUEST_TIMEOUT, TOOLS,
                    Image, Open, Ready, Refused, Reply, Request, Text)
 
@@ -252,17 +253,8 @@ def build_server(link: KernelLink, ready: Ready) -> Server:
             return types.CallToolResult(is_error=True, content=[types.TextContent(type="text", text=str(exc))])
         return types.CallToolResult(is_error=reply.isError, content=_content(reply))
 
-    return Server("notebook", version=_version(), instructions=instructions,
+    return Server("notebook", version=VERSION, instructions=instructions,
                   on_list_tools=list_tools, on_call_tool=call_tool)
-
-
-def _version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return version("acp-kernel")
-    except Exception:  # noqa: BLE001
-        return "0"
 
 
 async def serve(connection_file: str, token: str) -> int:
