@@ -400,7 +400,7 @@ class Controller:
         anything else (an agent starting, a login) cancels ``cell``."""
         running = self.running
         if isinstance(running, Session):
-            asyncio.ensure_future(running.cancel(grace=CANCEL_GRACE))
+            running.cancel_soon(grace=CANCEL_GRACE)  # session/cancel is written now, not on a later loop turn
         elif hasattr(running, "interrupt"):
             running.interrupt()
         elif running is not None and hasattr(running, "kill"):

@@ -11,7 +11,7 @@ import asyncio
 import logging
 import os
 from dataclasses import dataclass, field
-from importlib.metadata import PackageNotFoundError, version
+from .._version import VERSION
 from typing import Any, Optional
 
 from . import content
@@ -26,10 +26,7 @@ from .turn import STOP_REASONS, Notice, Turn
 
 log = logging.getLogger(__name__)
 
-try:
-    __version__ = version("acp-kernel")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree
-    __version__ = "0.0.0"
+__version__ = VERSION
 
 #: How long a cancelled turn may take to end before the client stops waiting.
 CANCEL_GRACE = 1.0
@@ -409,15 +406,27 @@ class Session:
         pending permission requests ``cancelled``, keep taking updates. If the
         agent does not end the turn within ``grace`` seconds, end it here and
         mark the client for restart."""
+        waiting = self.cancel_soon(grace)
+        if waiting is not None:
+            await waiting
+
+    def cancel_soon(self, grace: float = CANCEL_GRACE) -> asyncio.Task | None:
+        """:meth:`cancel` for a signal handler: ``session/cancel`` is written
+        before this returns (so it reaches the agent before whatever else the
+        interrupt causes, e.g. a notebook tool's "interrupted" answer); the
+        wait for the turn to end is the returned task (None: no turn runs)."""
         turn, fut = self._active, self._prompt_future
         if turn is None:
-            return
+            return None
         turn.add(Notice("info", "cancelling...", key="cancelling"))
         try:
             self.client.conn.notify("session/cancel", {"sessionId": self.id})
         except ConnectionClosed:
             pass
         self.client.services.cancel_pending(self.id)
+        return asyncio.ensure_future(self._end_cancelled(turn, fut, grace))
+
+    async def _end_cancelled(self, turn: Turn, fut: asyncio.Future | None, grace: float) -> None:
         if fut is not None and not fut.done():
             await asyncio.wait({fut}, timeout=grace)
         if turn.done:
