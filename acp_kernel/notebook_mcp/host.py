@@ -301,29 +301,52 @@ def _streams(view: RunView, captured: tools.Captured) -> Iterator[None]:
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 
 
+class _DisplaySink:
+    """Where display() calls and sys.displayhook results go during a run: straight
+    into the bounded :class:`tools.Captured` (IPython's own capture keeps them all)."""
+
+    def __init__(self, captured: tools.Captured) -> None:
+        self.captured = captured
+
+    def append(self, output: dict) -> None:
+        data = output.get("data") or {}
+        images = [(m, data[m]) for m in IMAGE_TYPES if m in data]
+        if images:
+            self.captured.add_image(*images[0])
+        elif "text/plain" in data:
+            self.captured.add_display(str(data["text/plain"]))
+
+
 @contextlib.contextmanager
 def _displays(captured: tools.Captured) -> Iterator[None]:
     """display() calls go to the reply, not into the cell."""
     try:
         from IPython import get_ipython
-        from IPython.utils.capture import capture_output
+        from IPython.core.displayhook import CapturingDisplayHook
+        from IPython.core.displaypub import DisplayPublisher
     except ImportError:
         yield
         return
-    if get_ipython() is None:
+    shell = get_ipython()
+    if shell is None:
         yield
         return
-    with capture_output(stdout=False, stderr=False, display=True) as cap:
-        try:
-            yield
-        finally:
-            for output in cap.outputs:
-                data = output.data or {}
-                images = [(m, data[m]) for m in IMAGE_TYPES if m in data]
-                if images:
-                    captured.images.append(images[0])
-                elif "text/plain" in data:
-                    captured.displays.append(str(data["text/plain"]))
+    sink = _DisplaySink(captured)
+
+    class Publisher(DisplayPublisher):
+        def publish(self, data, metadata=None, source=None, *, transient=None, update=False, **kwargs):  # noqa: ANN001
+            sink.append({"data": data})
+
+        def clear_output(self, wait: bool = False) -> None:
+            pass
+
+    saved_pub, saved_hook = shell.display_pub, sys.displayhook
+    shell.display_pub = Publisher(shell=shell)
+    sys.displayhook = CapturingDisplayHook(shell=shell, outputs=sink)
+    try:
+        yield
+    finally:
+        shell.display_pub, sys.displayhook = saved_pub, saved_hook
 
 
 @contextlib.contextmanager
@@ -341,9 +364,10 @@ def _figures(captured: tools.Captured) -> Iterator[None]:
                 figure = plt.figure(number)
                 buffer = io.BytesIO()
                 try:
-                    figure.savefig(buffer, format="png", bbox_inches="tight")
-                    captured.images.append(("image/png", buffer.getvalue()))
+                    if captured.room_for_image():  # a figure that would be left out is not drawn
+                        figure.savefig(buffer, format="png", bbox_inches="tight")
+                    captured.add_image("image/png", buffer.getvalue())
                 except Exception as exc:  # noqa: BLE001 - a figure the code broke
-                    captured.notes.append(f"[figure {number} could not be drawn: {type(exc).__name__}]")
+                    captured.note(f"[figure {number} could not be drawn: {type(exc).__name__}]")
                 finally:
                     plt.close(figure)

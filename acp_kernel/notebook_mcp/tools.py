@@ -17,8 +17,9 @@ import re
 import reprlib
 import traceback
 import types
+from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from .wire import MAX_IMAGE_BYTES, MAX_IMAGES, MAX_TEXT, Image, Text
 
@@ -26,6 +27,8 @@ from .wire import MAX_IMAGE_BYTES, MAX_IMAGES, MAX_TEXT, Image, Text
 HIDDEN = frozenset({"In", "Out", "exit", "quit", "get_ipython"})
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _runs = itertools.count(1)
+#: Notes kept per reply (figures that could not be drawn); more are counted.
+MAX_NOTES = 20
 
 
 # -- bounds ---------------------------------------------------------------------------
@@ -52,25 +55,6 @@ def fence(body: str, info: str = "") -> str:
 def plain(text: str) -> str:
     """Terminal colours out of a traceback."""
     return _ANSI.sub("", text)
-
-
-def bound_images(images: Iterable[tuple[str, str | bytes]]) -> tuple[list[Image], list[str]]:
-    """At most :data:`MAX_IMAGES` images of at most :data:`MAX_IMAGE_BYTES` each, as
-    base64; a note for each one left out."""
-    kept: list[Image] = []
-    notes: list[str] = []
-    for mime, data in images:
-        raw = data if isinstance(data, bytes) else _b64decode(data)
-        if raw is None:
-            notes.append(f"[an {mime} output that is not valid base64 was left out]")
-        elif len(raw) > MAX_IMAGE_BYTES:
-            notes.append(f"[an {mime} image of {len(raw)} bytes was left out: images are limited "
-                         f"to {MAX_IMAGE_BYTES} bytes]")
-        elif len(kept) >= MAX_IMAGES:
-            notes.append(f"[an {mime} image was left out: at most {MAX_IMAGES} images per reply]")
-        else:
-            kept.append(Image(data=base64.b64encode(raw).decode("ascii"), mimeType=mime))
-    return kept, notes
 
 
 def _b64decode(data: str) -> bytes | None:
@@ -366,13 +350,45 @@ class Stream:
 
 @dataclass
 class Captured:
-    """What a run printed and displayed, for the reply."""
+    """What a run printed and displayed, bounded as it arrives (code may display
+    thousands of images or print gigabytes): the streams' heads and tails, the
+    first :data:`MAX_IMAGES` images of at most :data:`MAX_IMAGE_BYTES`, and a
+    count of each kind of thing left out."""
 
     stdout: Stream = field(default_factory=Stream)
     stderr: Stream = field(default_factory=Stream)
-    displays: list[str] = field(default_factory=list)  # text/plain of display() calls
-    images: list[tuple[str, str | bytes]] = field(default_factory=list)
+    displays: Stream = field(default_factory=Stream)  # text/plain of display() calls
+    images: list[Image] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # e.g. a figure that could not be drawn
+    left_out: Counter[str] = field(default_factory=Counter)
+
+    def room_for_image(self) -> bool:
+        """Whether another image would be kept (a figure not kept is not drawn)."""
+        return len(self.images) < MAX_IMAGES
+
+    def add_image(self, mime: str, data: str | bytes) -> None:
+        """A displayed image: raw bytes or base64 text, as front-ends get it."""
+        raw = data if isinstance(data, bytes) else _b64decode(data)
+        if raw is None:
+            self.left_out[f"{mime} output that is not valid base64"] += 1
+        elif len(raw) > MAX_IMAGE_BYTES:
+            self.left_out[f"{mime} image over {MAX_IMAGE_BYTES} bytes"] += 1
+        elif not self.room_for_image():
+            self.left_out[f"image past the first {MAX_IMAGES}"] += 1
+        else:
+            self.images.append(Image(data=base64.b64encode(raw).decode("ascii"), mimeType=mime))
+
+    def add_display(self, text: str) -> None:
+        self.displays.add(text.rstrip("\n") + "\n")
+
+    def note(self, text: str) -> None:
+        if len(self.notes) < MAX_NOTES:
+            self.notes.append(text)
+        else:
+            self.left_out["note"] += 1
+
+    def all_notes(self) -> list[str]:
+        return self.notes + [f"[{n} × {what} left out]" for what, n in self.left_out.items()]
 
 
 def execute_content(outcome: Outcome, captured: Captured) -> list[Text | Image]:
@@ -383,15 +399,14 @@ def execute_content(outcome: Outcome, captured: Captured) -> list[Text | Image]:
     if captured.stderr:
         sections.append("stderr:\n" + captured.stderr.text())
     if captured.displays:
-        sections.append("displayed:\n" + "\n".join(captured.displays))
+        sections.append("displayed:\n" + captured.displays.text().rstrip("\n"))
     if not outcome.ok:
         sections.append("error:\n" + plain(outcome.error))
     elif outcome.has_value and outcome.value is not None:
         sections.append("result:\n" + safe_repr(outcome.value, long=True))
-    images, notes = bound_images(captured.images)
-    notes = captured.notes + notes
+    notes = captured.all_notes()
     if notes:
         sections.append("\n".join(notes))
     if not sections:
         sections.append("(no output)")
-    return [Text(text=cut("\n\n".join(sections))), *images]
+    return [Text(text=cut("\n\n".join(sections))), *captured.images]

@@ -16,6 +16,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
+from acp_kernel.notebook_mcp.wire import MAX_IMAGES, MAX_TEXT
 from acp_kernel.protocol import proctree
 
 
@@ -122,6 +123,13 @@ async def test_errors_images_and_bad_calls(kernel):
         assert len(images) == 1 and images[0].mime_type == "image/png"
         assert images[0].data.startswith("iVBORw0KGgo")
         assert "a displayed string" in text(shown) and "to stderr" in text(shown)
+
+        # display() in a loop: the first images and a count come back, nothing else is kept.
+        many = await session.call_tool("execute", {"code": PNG_CODE + "for i in range(500):\n"
+                                                   "    display(Image(data=png, format='png')); display(f'<b>{i}</b>')\n"})
+        assert len([c for c in many.content if c.type == "image"]) == MAX_IMAGES, text(many)
+        assert f"[{501 - MAX_IMAGES} × image past the first {MAX_IMAGES} left out]" in text(many)
+        assert "<b>499</b>" in text(many) and len(text(many)) <= MAX_TEXT + 200
 
         big = await session.call_tool("execute", {"code": "print('y' * 100_000)"})
         assert "characters cut" in text(big) and len(text(big)) < 25_000
@@ -345,4 +353,8 @@ async def test_a_real_dataframe_and_a_matplotlib_figure(kernel):
         images = [c for c in drawn.content if c.type == "image"]
         assert len(images) == 1 and images[0].mime_type == "image/png", text(drawn)
         assert images[0].data.startswith("iVBORw0KGgo")
+        # Many figures: the first ones are drawn, the rest counted and closed undrawn.
+        lots = await session.call_tool("execute", {"code": "for i in range(12):\n    plt.figure(); plt.plot([i, 0])"})
+        assert len([c for c in lots.content if c.type == "image"]) == MAX_IMAGES, text(lots)
+        assert f"[{12 - MAX_IMAGES} × image past the first {MAX_IMAGES} left out]" in text(lots)
     assert (await kernel.run("import matplotlib.pyplot as plt; print(plt.get_fignums())")).strip() == "[]"

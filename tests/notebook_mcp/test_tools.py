@@ -73,21 +73,34 @@ def test_stream_is_bounded_as_it_arrives():
     assert "2980 characters cut" in text
 
 
-def test_images_are_bounded_in_number_and_size():
+def test_images_and_displays_are_bounded_as_they_arrive():
     png = b"\x89PNG fake"
-    kept, notes = tools.bound_images([("image/png", png)] * (MAX_IMAGES + 1)
-                                     + [("image/png", b"x" * (MAX_IMAGE_BYTES + 1))]
-                                     + [("image/png", base64.b64encode(png).decode())])
-    assert len(kept) == MAX_IMAGES
-    assert base64.b64decode(kept[0].data) == png and kept[0].mimeType == "image/png"
-    assert len(notes) == 3
-    assert any("limited to" in n for n in notes) and any("at most" in n for n in notes)
+    captured = tools.Captured()
+    for _ in range(10_000):  # code displaying in a loop: nothing past the bounds is kept
+        captured.add_image("image/png", png)
+        captured.add_display("<b>row</b>\n")
+    captured.add_image("image/png", b"x" * (MAX_IMAGE_BYTES + 1))
+    captured.add_image("image/png", "not base64 \u2603")
+    captured.add_image("image/png", base64.b64encode(png).decode())
+    for n in range(tools.MAX_NOTES + 5):
+        captured.note(f"[figure {n} could not be drawn]")
+    assert len(captured.images) == MAX_IMAGES and not captured.room_for_image()
+    assert base64.b64decode(captured.images[0].data) == png and captured.images[0].mimeType == "image/png"
+    assert len(captured.displays.text()) < 2 * MAX_TEXT + 100
+    notes = captured.all_notes()
+    assert len(notes) == tools.MAX_NOTES + 4
+    assert f"[{10_000 - MAX_IMAGES + 1} × image past the first {MAX_IMAGES} left out]" in notes
+    assert f"[1 × image/png image over {MAX_IMAGE_BYTES} bytes left out]" in notes
+    assert "[1 × image/png output that is not valid base64 left out]" in notes
+    assert "[5 × note left out]" in notes
+    text = tools.execute_content(tools.Outcome(ok=True), captured)[0].text
+    assert text.startswith("displayed:\n<b>row</b>\n") and "characters cut" in text
 
 
 def test_execute_content_sections():
     captured = tools.Captured()
     captured.stdout.add("printed\n")
-    captured.images.append(("image/png", b"\x89PNG"))
+    captured.add_image("image/png", b"\x89PNG")
     content = tools.execute_content(tools.Outcome(ok=True, has_value=True, value=[1, 2]), captured)
     assert content[0].text == "stdout:\nprinted\n\n\nresult:\n[1, 2]"
     assert content[1].type == "image"
