@@ -19,7 +19,7 @@ Flags:
   --think S           S seconds of a static "working (esc to interrupt)" screen
                       (no animation) before each reply
   --idle-redraw       repaint the same screen every 0.3 s forever (kimi)
-  --log FILE          append what happened as JSON lines (start, prompt, chunk, cancel, dialog, quit)
+  --log FILE          append what happened as JSON lines (start, prompt, chunk, cancel, esc-idle, dialog, quit)
   --continue          resume the last conversation (its resume flag)
   --fail-resume       with --continue: say there is none and exit 1
   --mcp-config FILE   start the MCP servers of FILE (``{"mcpServers": {NAME: {command,
@@ -242,6 +242,8 @@ class App:
             self.dialog = False
         elif self.busy and self.args.cancel_key == "esc":
             self.cancel()
+        else:  # an Esc at the idle prompt does nothing, as in the real CLIs; logged for the tests
+            self.log("esc-idle")
 
     def key_ctrl_c(self) -> None:
         if not self.busy:
