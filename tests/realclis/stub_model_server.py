@@ -21,7 +21,10 @@ Replies are scripted from the last user text of the request:
   OpenAI chat ``tool_calls``, Responses ``function_call`` (with ``namespace`` for a tool of a
   Responses ``namespace`` entry), Gemini ``functionCall``);
 - the request's last message is a tool result: ``tool result: <its first 200 characters>``
-  (whitespace runs made one space), so the CLI shows what the tool returned.
+  (whitespace runs made one space), so the CLI shows what the tool returned;
+- the ``TOOL:`` tool is not offered yet but Claude Code's ``WaitForMcpServers`` is (its MCP
+  servers are still connecting): a call of that first, then, on its ``ready: ...`` result, the
+  call of the wanted tool, as a model does.
 
 Every request is logged as one JSON line (method, path, headers without secrets,
 body size, the prompt it answered, the mode) to the log file, for diagnosis.
@@ -120,6 +123,9 @@ def match_tool(wanted: str, offered: list[str]) -> Optional[str]:
     return None
 
 
+#: Claude Code offers this tool while its MCP servers are still connecting (it waits up to
+#: 5 s and answers "ready: ..."); a model asked for an MCP tool not yet offered calls it first.
+WAIT_TOOL = "WaitForMcpServers"
 NAMESPACE_SEP = "."  # a Responses namespace tool is listed as "<namespace>.<name>"
 
 
@@ -197,12 +203,16 @@ def plan(prompt: str, *, want_json: bool = False, slow_seconds: float = SLOW_SEC
     """The scripted answer for a prompt (see the module docstring). ``tools``: the names the
     request offers; ``result``: the tool result the request ends with, if it does."""
     short = " ".join(prompt.split())[:120]
-    if result is not None and not want_json:
-        text = "tool result: " + " ".join(result.split())[:RESULT_QUOTE]
-        return Script(short, "tool_result", (text,), 0.0, 0.0)
     marker = tool_marker(prompt) if tools and not want_json else None
+    if result is not None and not want_json:
+        waited = result.lstrip().startswith("ready:")  # what Claude Code's WAIT_TOOL answers
+        if not (waited and marker is not None and match_tool(marker[0], tools or [])):
+            text = "tool result: " + " ".join(result.split())[:RESULT_QUOTE]
+            return Script(short, "tool_result", (text,), 0.0, 0.0)
     if marker is not None:
         name = match_tool(marker[0], tools or [])
+        if name is None and WAIT_TOOL in (tools or []):  # its MCP servers are still connecting
+            return Script(short, "wait_for_mcp", (), 0.0, 0.0, ToolCall("call_" + uuid.uuid4().hex[:16], WAIT_TOOL, {}))
         if name is None:
             text = f"stub: no tool matching {marker[0]} among {len(tools or [])}: {', '.join(tools or [])}"[:2000]
             return Script(short, "no_tool", (text,), 0.0, 0.0)

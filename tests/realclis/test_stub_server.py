@@ -156,6 +156,23 @@ def test_tool_names_match_by_suffix_and_a_missing_tool_or_no_tools_is_text():
     assert tool_names({"tools": [{"function_declarations": [{"name": "a"}]}, {"name": "b"}]}) == ["a", "b"]
 
 
+def test_while_claude_codes_mcp_servers_connect_the_stub_waits_for_them_first():
+    """A prompt typed before Claude Code's MCP servers are connected: the request offers
+    ``WaitForMcpServers`` instead of the notebook's tools, and a model calls it first."""
+    early = ["Bash", "Read", "WaitForMcpServers"]
+    wait = plan("TOOL:mcp__notebook__variables {}", tools=early)
+    assert wait.mode == "wait_for_mcp" and (wait.call.name, wait.call.args) == ("WaitForMcpServers", {})
+    ready = "ready: true\nConnected (their tools are now available \u2014 call them directly): notebook"
+    then = plan("TOOL:mcp__notebook__variables {}", tools=["Bash", "mcp__notebook__variables"], result=ready)
+    assert then.mode == "tool_call" and then.call.name == "mcp__notebook__variables"
+    # Still not there after the wait: the wait's answer is the reply (no second wait, no loop).
+    late = plan("TOOL:mcp__notebook__variables {}", tools=["Bash"], result="ready: false\nStill connecting: notebook")
+    assert late.mode == "tool_result" and "Still connecting" in late.text
+    # The wanted tool's own result ends the turn as before.
+    done = plan("TOOL:mcp__notebook__variables {}", tools=["mcp__notebook__variables"], result="x: int = 5")
+    assert done.mode == "tool_result" and done.text == "tool result: x: int = 5"
+
+
 def test_a_tool_of_a_responses_namespace_is_called_with_its_namespace():
     """Codex puts an MCP server's tools in one Responses ``namespace`` entry."""
     body = {"model": "m", "tools": [{"type": "function", "name": "exec_command"}, {
