@@ -11,9 +11,9 @@ import asyncio
 import logging
 import os
 from dataclasses import dataclass, field
-from .._version import VERSION
 from typing import Any, Optional
 
+from .._version import VERSION
 from . import content
 from ..protocol import proctree
 from ..protocol.connection import Connection
