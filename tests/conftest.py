@@ -35,8 +35,10 @@ _ONE_WORKER = ("browser", "realclis")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
     for item in items:
-        parts = Path(str(item.path)).relative_to(Path(__file__).parent).parts
+        path = Path(str(item.path))
+        parts = path.relative_to(here).parts if path.is_relative_to(here) else ()
         if parts and parts[0] in _ONE_WORKER:
             item.add_marker(pytest.mark.xdist_group(parts[0]))
 

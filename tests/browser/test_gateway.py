@@ -111,8 +111,8 @@ def nb_gw(gateway_lab: Any, browser_context: Any, request: Any, gateway: Gateway
     # opens, under the same session id as the browser's second try. In about one
     # page load in nine (8 of 69 here) the browser's requests then get no answer
     # (the kernel never sees them), though the gateway nudged both connections to
-    # idle. A user reloads; so does this fixture, at most twice (each of those 8
-    # came up on the first reload).
+    # idle. A user reloads; so does this fixture, at most twice (the 4 cases seen
+    # since each came up on the first reload).
     yield from _open_notebook(gateway_lab, browser_context, request,
                               f"/lab/workspaces/{uuid.uuid4().hex[:12]}/tree/{{name}}", reloads=2)
     # The kernel ran in the gateway: nothing of it may be left there either.
