@@ -373,7 +373,7 @@ async def test_consecutive_tool_calls_share_one_widget_in_event_order():
 async def test_a_settled_run_gets_its_final_fallback_when_it_closes():
     """Readers without widgets see a finished run at once, not at the end of the turn."""
     turn, sink = Turn("s1"), RecordingSink()
-    TurnView(turn, sink)
+    TurnView(turn, sink, rate_hz=0.001)  # no flush of its own between the updates, however slow the machine
     turn.apply_update(tool_call("a", "Read a", "read", "in_progress"))
     turn.apply_update(tool_call("b", "Read b", "read", "in_progress"))
     turn.apply_update(tool_update("a", status="completed"))
@@ -413,7 +413,9 @@ async def test_thousands_of_tool_calls_open_one_comm(frontend: Frontend):
 
 async def test_only_the_rows_that_changed_are_sent(frontend: Frontend):
     turn, sink = Turn("s1"), RecordingSink()
-    view = TurnView(turn, sink)
+    # A rate that never lets an update flush by itself: the two updates below reach the
+    # explicit flush together even on a machine slow enough to take 0.1 s between them.
+    view = TurnView(turn, sink, rate_hz=0.001)
     for i in range(100):
         turn.apply_update(tool_call(f"t{i}", f"Search {i}", "search", "in_progress"))
     view.flush()
