@@ -238,3 +238,22 @@ def test_login_target_is_the_agents_own_command_plus_the_methods_args_and_env():
         login_target(spec, {"id": "l", "name": "n", "type": "terminal", "args": "--login"})
     # the SDK's model drops an env it cannot read rather than refusing the method
     assert login_target(spec, {"id": "l", "name": "n", "type": "terminal", "env": {"B": 3}}).env == {"A": "1"}
+
+
+def test_in_order_holds_keys_that_come_early_and_gives_up_on_a_gap():
+    from acp_kernel.passthrough.pty_input import InOrder
+
+    keys = InOrder(max_held=3)
+    assert keys.take("v", 1, "a") == ["a"]
+    assert keys.take("v", 3, "\r") == [] and keys.holding("v")
+    assert keys.take("w", 1, "other view") == ["other view"]  # views count on their own
+    assert keys.take("v", 2, "b") == ["b", "\r"] and not keys.holding("v")
+    assert keys.take("v", 2, "again") == ["again"]  # a repeat is written, never lost
+    # A gap that never fills: given up, in order; later counts go on from there.
+    assert keys.take("v", 6, "y") == [] and keys.take("v", 5, "x") == []
+    assert keys.give_up("v") == ["x", "y"] and keys.take("v", 7, "z") == ["z"]
+    # Too many held: written in order without waiting.
+    for n, ch in zip(range(9, 12), "pqr"):
+        assert keys.take("v", n, ch) == []
+    assert keys.take("v", 12, "s") == ["p", "q", "r", "s"]
+    assert keys.forget("w") == [] and keys.take("w", 1, "new start") == ["new start"]

@@ -165,3 +165,51 @@ class Flow:
     def may_resume(self, now: float) -> bool:
         lag = self.behind(now)
         return lag is None or lag <= self.low
+
+
+class InOrder:
+    """Keys each view typed, written in the order it typed them. JupyterLab may
+    deliver one widget's messages on the main shell thread or on a subshell's, so
+    two of them can reach the kernel swapped (seen: an Enter before the letters
+    typed just ahead of it). Each input message carries its view's count; one that
+    comes early is held until the ones before it arrive, or until :meth:`give_up`
+    (a timer's, or more than ``max_held`` held) writes what is held, in order."""
+
+    def __init__(self, max_held: int = 256) -> None:
+        self.max_held = max_held
+        self._next: dict[str, int] = {}  # view -> the count expected next
+        self._held: dict[str, dict[int, str]] = {}  # view -> count -> data
+
+    def take(self, view: str, seq: int, data: str) -> list[str]:
+        """What to write now, in order (maybe nothing, maybe held ones too)."""
+        expected = self._next.get(view, 1)
+        if seq < expected:  # a repeat, or a count that started over: never lose keys
+            return [data]
+        held = self._held.setdefault(view, {})
+        held[seq] = data
+        out: list[str] = []
+        while expected in held:
+            out.append(held.pop(expected))
+            expected += 1
+        self._next[view] = expected
+        if not held:
+            del self._held[view]
+        elif len(held) > self.max_held:
+            out += self.give_up(view)
+        return out
+
+    def holding(self, view: str) -> bool:
+        return view in self._held
+
+    def give_up(self, view: str) -> list[str]:
+        """The held messages in order, past the gap (a message that never came)."""
+        held = self._held.pop(view, {})
+        if held:
+            self._next[view] = max(held) + 1
+        return [held[k] for k in sorted(held)]
+
+    def forget(self, view: str) -> list[str]:
+        """A view that went away: what it still held, in order."""
+        out = self.give_up(view)
+        self._next.pop(view, None)
+        return out

@@ -34,7 +34,7 @@ from typing import Any
 
 from ..compat import add_pty_client
 from ..passthrough.manager import PassthroughTerminal
-from ..passthrough.pty_input import Flow, plain_text
+from ..passthrough.pty_input import Flow, InOrder, plain_text
 from .exchange import Exchange, screen_bundle
 from .sink import WIDGET_MIME, CellContext, DisplaySink, widget_bundle
 
@@ -49,6 +49,8 @@ FRAME = 1 / 60
 QUICK_SENDS = 4
 QUICK_BYTES = 1024
 DEFAULT_ROWS = 24
+#: How long keys that came ahead of a view's earlier ones wait for them, in seconds.
+TYPED_GAP_WAIT = 0.5
 #: Lines of output kept as the screen's text when the terminal has no emulated screen.
 SCREEN_LINES = 60
 
@@ -124,6 +126,8 @@ class TerminalPanel:
         self._quick = 0
         self._flush_handle: asyncio.TimerHandle | None = None
         self.flow = Flow()
+        self._typed = InOrder()  # keys from the views, in the order each view typed them
+        self._typed_wait: dict[str, asyncio.TimerHandle] = {}
         self._paused = False
         self._flow_check: asyncio.TimerHandle | None = None
         self._loop = asyncio.get_running_loop()
@@ -248,7 +252,13 @@ class TerminalPanel:
             return
         kind, view = content.get("type"), str(content.get("view") or "")
         if kind == "input" and isinstance(content.get("data"), str):
-            self.terminal.write(content["data"])
+            seq = content.get("seq")
+            if view and type(seq) is int:
+                self._write_typed(self._typed.take(view, seq, content["data"]))
+                if self._typed.holding(view) and view not in self._typed_wait:
+                    self._typed_wait[view] = self._loop.call_later(TYPED_GAP_WAIT, self._typed_gap, view)
+            else:  # a view without counts (an older page)
+                self.terminal.write(content["data"])
         elif kind == "interrupt":
             self.terminal.interrupt()
         elif kind == "assets" and view:
@@ -266,10 +276,22 @@ class TerminalPanel:
             self.flow.ack(view, content["drawn"], self._loop.time())
             self._maybe_resume()
         elif kind == "bye":
+            self._typed_gap(view, forget=True)
             self._views.pop(view, None)
             self.flow.bye(view)
             self._resize()
             self._maybe_resume()
+
+    def _write_typed(self, chunks: list[str]) -> None:
+        for chunk in chunks:
+            self.terminal.write(chunk)
+
+    def _typed_gap(self, view: str, forget: bool = False) -> None:
+        """A view's held keys go out, in order, when what they wait for does not come."""
+        handle = self._typed_wait.pop(view, None)
+        if handle is not None:
+            handle.cancel()
+        self._write_typed(self._typed.forget(view) if forget else self._typed.give_up(view))
 
     def _resize(self) -> None:
         """The PTY takes the smallest view's size, as terminado does for its clients."""

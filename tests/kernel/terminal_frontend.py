@@ -120,3 +120,7 @@ class TerminalFrontend:
 
     def type(self, keys: str) -> None:
         self.send({"type": "input", "data": keys})
+
+    def type_counted(self, seq: int, keys: str) -> None:
+        """Keys as terminal.js sends them: counted per view (the kernel writes them in that order)."""
+        self.send({"type": "input", "view": self.view, "seq": seq, "data": keys})

@@ -231,6 +231,24 @@ async def test_malformed_frontend_messages_are_ignored(acp_kernel):
     assert res.status == "ok" and "passthrough terminal `demo`" in res.text()
 
 
+async def test_a_views_keys_are_written_in_the_order_it_counted_them(acp_kernel):
+    """JupyterLab may deliver a widget's messages on the main shell or a subshell thread,
+    so two can arrive swapped: the Enter (count 3) before the letters (count 2)."""
+    k, front = acp_kernel, TerminalFrontend(acp_kernel.kc)
+    await open_demo(k, front)
+    front.hello(rows=20, cols=60)
+    await front.pump_until(lambda: front.replayed)
+    front.type_counted(1, "ab")
+    front.type_counted(3, "\r")
+    front.type_counted(2, "c <b>x</b>`y\nz`")  # hostile text stays the CLI's input
+    await front.pump_until(lambda: "You said: abc <b>x</b>`y" in front.view_text())
+    assert "You said: ab\r" not in front.view_text() and "You said: ab(" not in front.view_text()
+    # A count that never comes: what waits for it goes out in order after a moment.
+    front.type_counted(5, "/si")
+    front.type_counted(6, "ze\r")
+    await front.pump_until(lambda: "size 20x60" in front.view_text())
+
+
 async def test_a_view_that_falls_behind_pauses_the_program_until_it_is_given_up(acp_kernel):
     """Flow control: a view that draws nothing (never acknowledges) makes the kernel
     stop reading the PTY after about 4 MiB; after the stale window (5 s) it no

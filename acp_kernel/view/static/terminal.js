@@ -4,7 +4,8 @@
 //                 {type: "replay", view, text} (the history, for that view only);
 //                 {type: "assets", view, version, xterm, fit} (xterm.js, on request).
 // View -> kernel: {type: "assets", view}, {type: "hello"|"resize", view, rows, cols},
-//                 {type: "input", data}, {type: "interrupt"}, {type: "bye", view},
+//                 {type: "input", view, seq, data} (seq counts from 1 per view: the kernel
+//                 writes a view's keys in that order), {type: "interrupt"}, {type: "bye", view},
 //                 {type: "ack", view, drawn}: live output drawn so far (the kernel
 //                 stops reading the PTY while every view is far behind).
 // xterm.js is asked of the kernel once per page and version (never synced state,
@@ -98,6 +99,7 @@ async function copyText(text) {
 
 function render({ model, el }) {
   const view = Math.random().toString(36).slice(2, 10);
+  let typed = 0; // input messages sent by this view
   const root = h("div", "acp-pty");
   // Lumino's shortcuts stop here: keys typed in the terminal are the program's
   // (the notebook's own keys are let through one keydown at a time, see below).
@@ -239,7 +241,8 @@ function render({ model, el }) {
     term.open(screen);
     term.attachCustomKeyEventHandler(keys);
     fitCols();
-    term.onData((data) => model.send({ type: "input", data }));
+    // Counted: the kernel may get two messages swapped (main shell or subshell thread).
+    term.onData((data) => model.send({ type: "input", view, seq: ++typed, data }));
     term.onResize(({ rows, cols }) => model.send({ type: "resize", view, rows, cols }));
     observer = new ResizeObserver(() => fitCols());
     observer.observe(screen);
