@@ -255,8 +255,7 @@ class TerminalPanel:
             seq = content.get("seq")
             if view and type(seq) is int:
                 self._write_typed(self._typed.take(view, seq, content["data"]))
-                if self._typed.holding(view) and view not in self._typed_wait:
-                    self._typed_wait[view] = self._loop.call_later(TYPED_GAP_WAIT, self._typed_gap, view)
+                self._watch_gap(view)
             else:  # a view without counts (an older page)
                 self.terminal.write(content["data"])
         elif kind == "interrupt":
@@ -285,6 +284,16 @@ class TerminalPanel:
     def _write_typed(self, chunks: list[str]) -> None:
         for chunk in chunks:
             self.terminal.write(chunk)
+
+    def _watch_gap(self, view: str) -> None:
+        """A timer while the view holds keys, from the moment a gap opens; none once it fills."""
+        handle = self._typed_wait.get(view)
+        if self._typed.holding(view):
+            if handle is None:
+                self._typed_wait[view] = self._loop.call_later(TYPED_GAP_WAIT, self._typed_gap, view)
+        elif handle is not None:
+            handle.cancel()
+            del self._typed_wait[view]
 
     def _typed_gap(self, view: str, forget: bool = False) -> None:
         """A view's held keys go out, in order, when what they wait for does not come."""
