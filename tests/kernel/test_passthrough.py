@@ -242,7 +242,7 @@ async def test_a_views_keys_are_written_in_the_order_it_counted_them(acp_kernel)
     front.type_counted(3, "\r")
     front.type_counted(2, "c <b>x</b>`y\nz`")  # hostile text stays the CLI's input
     await front.pump_until(lambda: "You said: abc <b>x</b>`y" in front.view_text())
-    assert "You said: ab\r" not in front.view_text() and "You said: ab(" not in front.view_text()
+    assert "You said: ab(" not in front.view_text()  # the Enter did not come before the "c"
     # A count that never comes: what waits for it goes out in order after a moment.
     front.type_counted(5, "/si")
     front.type_counted(6, "ze\r")
