@@ -30,7 +30,8 @@ from ..client.commands import POLICIES, UsageError
 from ..client.controller import Controller, Unavailable
 from ..errors import AcpError, PassthroughError, RpcError
 from .kernel_io import KernelFrontend, KernelSink
-from ..safe import Markdown, bundle, code, text
+from ..safe import Markdown, bundle, text
+from ..safe import code as inline_code  # not `code`: do_execute's parameter is the cell's source
 from ..client.session import __version__, resource_link, text_block
 from ..view.frontend import WidgetClients
 
@@ -155,7 +156,7 @@ class AcpKernel(Kernel):
                 self._say(Markdown("*Interrupted.*"))
                 return self._error("Interrupted", "the cell was interrupted")
             self.log.error("cell failed: %s", "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
-            self._say(Markdown("**Internal error:** {} (the kernel is still alive)").format(code(f"{type(exc).__name__}: {exc}")))
+            self._say(Markdown("**Internal error:** {} (the kernel is still alive)").format(inline_code(f"{type(exc).__name__}: {exc}")))
             return self._error(type(exc).__name__, str(exc))
         finally:
             self.controller.running = None
