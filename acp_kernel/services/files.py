@@ -18,6 +18,18 @@ prompt for the same change would only train people to click through.
 can answer (``ctx.interactive`` False) it refuses and says how to allow it.
 ``allow-all`` is about the workspace: a path outside it is still asked.
 
+Writes that can run code or change who can log in
+(:mod:`acp_kernel.services.sensitive`: ``.git/``, an executable, shell
+start-up files and home dotfiles, ``~/.ssh``, IPython and Jupyter config,
+any kernelspec, a venv's ``bin/``...) are asked under ``ask``,
+``allow-reads`` and ``allow-all`` too, inside the workspace (``allow-all``
+answers the agent's own requests; these files act by themselves later, on
+the next ``git status`` or shell), and refused under ``deny``. The question
+says why (``can run code: git hook``). A write never sets an x bit: a new
+file gets the umask's default of 0o666; an existing executable keeps its
+mode only when that write was asked (it turning executable after the check
+is refused).
+
 The client's own files are asked for under every policy (``deny`` refuses),
 wherever the workspace is (it may be the home directory): writes to the
 config file, the Jupyter config directory, the session store, the ``acp``
@@ -50,12 +62,14 @@ import fcntl
 import itertools
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_NOT_FOUND, RpcError
+from ..safe import visible_controls
 from .events import FileRead, FileWritten, Notice
+from .sensitive import Places, Reason, classify, current_places
 
 # -- pure policy ------------------------------------------------------------------
 
@@ -71,12 +85,14 @@ def is_within(path: str, roots: Iterable[str]) -> bool:
     return False
 
 
-def access_decision(op: str, inside: bool, policy: str, guarded: bool = False) -> str:
+def access_decision(op: str, inside: bool, policy: str, guarded: bool = False, sensitive: bool = False) -> str:
     """"allow", "ask" or "deny" for a ``read``/``write`` (see the module table).
 
     ``guarded``: the path is one of the client's own files: asked whatever
-    the policy (``deny`` refuses).
+    the policy (``deny`` refuses). ``sensitive``: a write that can run code
+    or change access (:mod:`.sensitive`): the same for writes.
     """
+    guarded = guarded or (sensitive and op == "write")
     if policy == "deny" and (op == "write" or not inside or guarded):
         return "deny"
     if guarded or not inside:
@@ -162,6 +178,13 @@ class PathChanged(OSError):
     def __init__(self, name: str) -> None:
         super().__init__(errno.ELOOP, f"{name!r} is a symlink now")
         self.name = name
+
+
+class BecameExecutable(OSError):
+    """The target has an x bit now, and the write was not asked as one that keeps it."""
+
+    def __init__(self) -> None:
+        super().__init__(errno.EPERM, "the file is executable now")
 
 
 class TooBig(Exception):
@@ -365,13 +388,14 @@ def read_text_at(base: str, parts: list[str], line: int | None, limit: int | Non
 _tmp_ids = itertools.count()
 
 
-def write_at(dfd: int, name: str, data: bytes, *, chunk_size: int = 1 << 20) -> bool:
+def write_at(dfd: int, name: str, data: bytes, *, chunk_size: int = 1 << 20, exec_ok: bool = True) -> bool:
     """Replace ``name`` in directory ``dfd`` with ``data`` atomically; True if created.
 
     Temp file beside the target (same directory fd, so the rename is atomic),
     written and fsynced, given the original mode (or the umask's default for
-    a new file), renamed over the target at the fd, directory fsynced. A
-    symlink or non-regular file in the target's place is refused.
+    a new file: never an x bit), renamed over the target at the fd, directory
+    fsynced. A symlink or non-regular file in the target's place is refused;
+    so is an executable one unless ``exec_ok`` (its mode would be kept).
     """
     try:
         st: os.stat_result | None = os.stat(name, dir_fd=dfd, follow_symlinks=False)
@@ -379,6 +403,8 @@ def write_at(dfd: int, name: str, data: bytes, *, chunk_size: int = 1 << 20) -> 
         st = None
     if st is not None:
         _require_regular(st, name)
+        if not exec_ok and st.st_mode & 0o111:
+            raise BecameExecutable()
     tmp = f".{name[:200]}.{os.getpid()}.{next(_tmp_ids)}.tmp"
     # 0o666 lets the umask decide for a new file, like open(..., "w").
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o666, dir_fd=dfd)
@@ -418,14 +444,14 @@ def write_at(dfd: int, name: str, data: bytes, *, chunk_size: int = 1 << 20) -> 
     return st is None
 
 
-def write_text_at(base: str, parts: list[str], content: str) -> bool:
+def write_text_at(base: str, parts: list[str], content: str, *, exec_ok: bool = True) -> bool:
     """Write ``base/parts...`` atomically, making missing directories, no symlink followed."""
     if not parts:
         raise IsADirectoryError(errno.EISDIR, "is a directory")
     data = content.encode("utf-8")
     dfd = open_dir(base, parts[:-1], create=True)
     try:
-        return write_at(dfd, parts[-1], data)
+        return write_at(dfd, parts[-1], data, exec_ok=exec_ok)
     finally:
         os.close(dfd)
 
@@ -461,6 +487,9 @@ def notebook_problem(content: str) -> str | None:
 
 
 # -- the ACP service ------------------------------------------------------------------
+
+#: What the sensitive writes are, in the question's hint and the refusal.
+SENSITIVE_WORDS = "can run code or change who can log in"
 
 
 def _reject_nul(method: str, path: str) -> None:
@@ -498,17 +527,20 @@ class FileService:
     """Answers ``fs/read_text_file`` and ``fs/write_text_file``.
 
     ``guarded``: the client's own files (default :func:`guarded_paths`, read
-    at each request so a changed environment counts).
+    at each request so a changed environment counts). ``places``: where
+    writes can run code (default :func:`~.sensitive.current_places`, likewise).
     """
 
-    def __init__(self, host: Any, broker: Any, guarded: Any = None) -> None:
+    def __init__(self, host: Any, broker: Any, guarded: Any = None,
+                 places: Callable[[], Places] | None = None) -> None:
         self.host = host
         self.broker = broker
         self.guarded = guarded or guarded_paths
+        self.places = places or current_places
 
-    async def _check(self, ctx: Any, op: str, path: str) -> tuple[str, list[str]]:
-        """(the root to walk from, the components below it) if ``op`` may touch
-        ``path``, else an RpcError."""
+    async def _check(self, ctx: Any, op: str, path: str) -> tuple[str, list[str], bool]:
+        """(the root to walk from, the components below it, whether a person
+        allowed it) if ``op`` may touch ``path``, else an RpcError."""
         if not os.path.isabs(path):
             raise RpcError(INVALID_PARAMS, f"fs: path must be absolute, got {path!r}")
         try:
@@ -520,27 +552,38 @@ class FileService:
         root = root_of(real, roots)
         inside = root is not None
         guard = guard_of(real, op, self.guarded())
-        decision = access_decision(op, inside, ctx.settings.permissions, guard is not None)
+        reason: Reason | None = None
+        if op == "write":
+            places = self.places()
+            reason = await asyncio.to_thread(classify, path, real, places)
+        decision = access_decision(op, inside, ctx.settings.permissions, guard is not None, reason is not None)
         shown = path if real == os.path.normpath(path) else f"{path} (really {real})"
+        # One line, controls shown (a newline in a path is ␊): the views escape the rest.
+        shown = visible_controls(shown, keep_newlines=False)
         where = "inside the workspace" if inside else "outside the workspace (" + ", ".join(roots) + ")"
         if guard is not None:
             where = f"{guard.why}, {where}"
+        if reason is not None:
+            where = f"{reason}; {where}"
         base = root if root is not None else os.sep
         if decision == "allow":
-            return base, split_under(real, base)
+            return base, split_under(real, base), False
         if decision == "ask":
             verb = "Read" if op == "read" else "Write"
             hint = ("The client's own files are asked for under every policy." if guard is not None
+                    else f"Writes that {SENSITIVE_WORDS} are asked under every policy but deny." if reason is not None
                     else "Add the directory to extra_roots to allow it.")
             verdict = await self.broker.authorize(
                 ctx, title=f"{verb} {shown}, {where}", kind="read" if op == "read" else "edit",
                 locations=[real], policy="ask", hint=hint,
             )
             if verdict.allowed:
-                return base, split_under(real, base)
+                return base, split_under(real, base), True
             if verdict.by == "headless":
-                why = "nobody can answer here: " + ("the client's own files are asked for under every policy"
-                                                    if guard is not None else "set a permission policy or add an extra root")
+                why = "nobody can answer here: " + (
+                    "the client's own files are asked for under every policy" if guard is not None
+                    else f"writes that {SENSITIVE_WORDS} are asked under every policy but deny" if reason is not None
+                    else "set a permission policy or add an extra root")
             elif verdict.by == "limit":
                 why = "too many questions already wait for an answer: limits.pending_prompts"
             else:
@@ -567,6 +610,9 @@ class FileService:
             )
         if isinstance(exc, NotRegularFile):
             return self._refuse(ctx, f"{method}: refused {path}: it is {exc.what}, not a regular file")
+        if isinstance(exc, BecameExecutable):
+            return self._refuse(ctx, f"{method}: refused {path}: it became executable after the check (the write "
+                                     f"would keep its mode); writes to executable files are asked")
         if isinstance(exc, FileNotFoundError):
             return RpcError(RESOURCE_NOT_FOUND, f"{method}: no such file: {path}")
         if isinstance(exc, IsADirectoryError):
@@ -583,7 +629,7 @@ class FileService:
         req = ReadTextFileRequest.model_validate(params)
         _reject_nul("fs/read_text_file", req.path)
         ctx = self.host.session_context(req.session_id)
-        base, parts = await self._check(ctx, "read", req.path)
+        base, parts, _ = await self._check(ctx, "read", req.path)
         limits = ctx.settings.limits
         try:
             content = await asyncio.to_thread(
@@ -619,9 +665,9 @@ class FileService:
                     f"a whole notebook's JSON (nbformat 4); writing anything else would leave a file "
                     f"Jupyter cannot open.",
                 )
-        base, parts = await self._check(ctx, "write", req.path)
+        base, parts, asked = await self._check(ctx, "write", req.path)
         try:
-            created = await asyncio.to_thread(write_text_at, base, parts, req.content)
+            created = await asyncio.to_thread(write_text_at, base, parts, req.content, exec_ok=asked)
         except OSError as exc:
             raise self._os_error(ctx, "fs/write_text_file", req.path, exc) from None
         real = os.path.join(base, *parts)

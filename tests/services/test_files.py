@@ -173,7 +173,13 @@ async def test_write_keeps_mode_and_symlink(files: FileService, ctx: FakeContext
     real.write_text("old")
     real.chmod(0o751)
     os.symlink(real, p(ctx, "link.sh"))
-    await files.write_text_file({"sessionId": "s1", "path": p(ctx, "link.sh"), "content": "new"})
+    # An executable keeps its x bits through the write, so it is asked even under allow-all.
+    prompt_f = ctx.next_event(PermissionPrompt)
+    task = asyncio.ensure_future(files.write_text_file({"sessionId": "s1", "path": p(ctx, "link.sh"), "content": "new"}))
+    prompt = await asyncio.wait_for(prompt_f, 10)
+    assert "an executable file" in prompt.title
+    await asyncio.to_thread(prompt.allow)
+    assert await asyncio.wait_for(task, 10) == {}
     assert real.read_text() == "new"
     assert stat.S_IMODE(real.stat().st_mode) == 0o751
     assert os.path.islink(p(ctx, "link.sh"))
