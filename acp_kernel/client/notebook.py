@@ -71,6 +71,7 @@ def reason_refused(by: str) -> str:
         "headless": "refused: nobody can answer a permission question here (a headless run); "
                     "the code did not run",
         "limit": "refused: too many questions already wait for the user; the code did not run",
+        "between-turns": "refused: no turn was running in this session; the code did not run",
     }.get(by, "the question was cancelled: the code did not run")
 
 
@@ -137,9 +138,10 @@ class SessionBridge:
         session = self._turn_session()
         if session is None:
             return False, "refused: no notebook cell is running a prompt of this session, so nobody can see the code"
-        # code=: a person who just allowed this code in the agent's own question is not asked again.
+        # code=: shown whole; a person who just allowed exactly this code, in the agent's own question
+        # of a class that covers an execute, is not asked again (once; "always": for the session).
         verdict = await session.client.services.permissions.authorize(
-            session, title=EXECUTE_TITLE, kind="execute", command=code, raw_input={"code": code}, code=code,
+            session, title=EXECUTE_TITLE, kind="execute", raw_input={"code": code}, code=code,
             hint="%permissions allow-all (or --permissions allow-all) lets it run.")
         return verdict.allowed, "" if verdict.allowed else reason_refused(verdict.by)
 

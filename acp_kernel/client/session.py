@@ -180,6 +180,11 @@ class Session:
             return self._active
         return self.turns[-1] if self.turns else self.background
 
+    @property
+    def turn_running(self) -> bool:
+        """A prompt of this session is running (questions belong to their turn)."""
+        return self._active is not None
+
     def emit(self, event: Any) -> None:
         self.turn.add(event)
 
@@ -381,6 +386,11 @@ class Session:
         if self._active is turn:
             self._active = None
             self._prompt_future = None
+            # A question belongs to its turn: none stays pending after it, and
+            # a one-time allow given in it ends with it.
+            services = getattr(self.client, "services", None)
+            if services is not None:
+                services.end_turn(self.id)
         turn.finish(stop, error=error, forced=forced)
         # The turn that just ended stays whole until the next prompt (its
         # readers may still be reading it), even with detailed_turns 0.

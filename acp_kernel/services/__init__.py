@@ -56,6 +56,11 @@ class Services:
             n += self.elicitation.cancel_all(session_id)
         return n
 
+    def end_turn(self, session_id: str) -> int:
+        """The session's turn ended: permission questions still pending are
+        answered ``cancelled`` and one-time allows given in the turn end."""
+        return self.permissions.end_turn(session_id)
+
     async def close_session(self, session_id: str) -> None:
         """The session is gone: cancel its questions, end its terminals."""
         self.cancel_pending(session_id)

@@ -1,9 +1,18 @@
 """Answering ``session/request_permission``: policy first, then the person.
 
-Options are chosen by their ``kind`` (allow_once, allow_always, reject_once,
-reject_always), never by id: real agents name them ``allow``, ``allow-once``,
-``approve``, ``approved``, ``proceed_once``, ``once``, ``approve_for_session``,
-``abort``, ``cancel``, ``reject``...
+Options are agent data. They are chosen by their ``kind`` (allow_once,
+allow_always, reject_once, reject_always), never by id or name: real agents
+name them ``allow``, ``allow-once``, ``approve``, ``proceed_once``, ``abort``,
+``reject``... and a hostile one may name an ``allow_once`` option "Reject".
+So a shown option's words come from its kind (:func:`option_label`), the
+agent's name stands beside them as its wording, and a request whose option
+ids repeat is malformed: refused (JSON-RPC ``-32602``) with a notice, never
+answered by "the first match".
+
+What a question shows is the payload that will run (:class:`Action`, from
+``rawInput`` and ``locations``: code, command line, cwd, env, paths and the
+rest of the input), whole (:meth:`Action.text`): the agent's title and kind
+are its own words.
 
 Policies (``ClientSettings.permissions``):
 
@@ -13,25 +22,31 @@ Policies (``ClientSettings.permissions``):
 - ``allow-all``: allowed (the agent still gets told which option);
 - ``deny``: rejected.
 
-An ``allow_always``/``reject_always`` answer from the person is remembered
-for the session, keyed by what actually runs or is touched: (tool kind, the
-command line from ``rawInput`` (``command`` [+ ``args``], or ``cmd``), the
-paths from ``rawInput`` and ``locations``). The agent's title is *not* part
-of the key: a later request with the same title but another command is asked
-anew. A request that names nothing concrete (no command, no path) is not
-remembered at all: "always" then means once, since there is nothing to hold
-the next request to. Agents usually remember these themselves; this only
-saves a click when one asks again.
+A grant covers what was shown, and only for its action class:
 
-A person's "allow" of an agent request that names a command also lets the
-very next ``terminal/create`` of exactly that command line (same session) run
-without a second question: one approval, one run (:meth:`PermissionBroker.authorize`).
-A policy "allow" grants nothing of the kind: the agent chooses the kind, and
-``allow-reads`` must not turn a "read" that names ``curl ... | sh`` into a run.
-In the same way a person's allow of an agent request whose ``rawInput`` holds
-``code`` (the ``notebook`` MCP server's ``execute``, which agents ask about
-themselves) answers the server's own question about exactly that code, and
-"allow always" there answers it for the session (:meth:`PermissionBroker.take_code_grant`).
+- An ``allow_always``/``reject_always`` answer from the person is remembered
+  for the session, keyed by (action class, command line, paths, code hash)
+  (:func:`memory_key`); the title is not part of the key. A request that names
+  nothing concrete is not remembered: "always" then only tells the agent.
+- A person's one-time allow of an agent request that names a command (or
+  code) lets exactly one later run of exactly that command line (the next
+  ``terminal/create``) or code (the ``notebook`` MCP server's ``execute``)
+  go without a second question, in the same turn: the grant is used up by
+  that run and dropped when the turn ends (:meth:`PermissionBroker.end_turn`).
+  "Allow always" of code allows exactly that code for the session.
+- A grant of one class never covers another: an allowed "read" whose
+  ``rawInput`` holds code does not let the server's ``execute`` run it. An
+  execute is covered by a grant of class ``execute``, or of no class
+  (``other`` or none sent: Claude Code asks so for MCP tools), since the
+  question showed the code or command either way (:func:`covers`).
+- A policy "allow" grants nothing of the kind: the agent chooses the kind, and
+  ``allow-reads`` must not turn a "read" that names ``curl ... | sh`` into a run.
+
+Questions belong to their turn: a request that arrives while no prompt runs
+in its session is not asked (nobody is watching a cell for it); policy and
+remembered answers still apply, anything else is rejected, and a notice says
+the agent asked while no turn was running. The end of a turn answers any
+question still pending ``cancelled``.
 
 Questions waiting at once are capped per session (``limits.pending_prompts``,
 shared with forms); one past the cap is answered ``cancelled`` at once, with
@@ -45,21 +60,33 @@ option is chosen and a notice says why; with no reject option the answer is
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import itertools
+import json
 import os
 import shlex
 from collections import deque
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from ..errors import INVALID_PARAMS, RpcError
 from .events import Notice, PendingPrompts, PermissionPrompt, PermissionResolved
 
 OPTION_KINDS = ("allow_once", "allow_always", "reject_once", "reject_always")
 READ_KINDS = frozenset({"read", "search", "fetch", "think"})
+#: Action classes that say nothing about what runs: a grant of one of these
+#: (the question showed the payload) covers an execute of that payload.
+UNCLASSIFIED = frozenset({"other", "?"})
 CANCELLED: dict[str, Any] = {"outcome": {"outcome": "cancelled"}}
-#: Command lines a person allowed once, kept per session for the terminal
-#: that runs them (oldest dropped first).
+#: One-time allows a person gave, kept per session until used or the turn ends
+#: (oldest dropped first).
 GRANTS_KEPT = 16
+#: Characters of a payload shown; past it an explicit "N more characters" line.
+PAYLOAD_SHOWN = 200_000
+#: Characters of a command line inside an option's words ("Always allow `...`").
+LABEL_SCOPE = 60
+BETWEEN_TURNS = "the agent asked while no turn was running"
 
 # -- pure ---------------------------------------------------------------------
 
@@ -96,6 +123,12 @@ def policy_decision(policy: str, kind: str | None) -> str:
     return "ask"
 
 
+def covers(granted: str | None, wanted: str | None) -> bool:
+    """Whether a grant of action class ``granted`` covers an action of class ``wanted``."""
+    granted, wanted = granted or "?", wanted or "?"
+    return granted == wanted or (wanted == "execute" and granted in UNCLASSIFIED)
+
+
 def command_line(raw_input: Any) -> str:
     """The command line a tool call's ``rawInput`` names, or "".
 
@@ -119,16 +152,31 @@ def command_line(raw_input: Any) -> str:
     return ""
 
 
+def _code_places(raw_input: dict[str, Any]) -> Iterable[Any]:
+    yield raw_input
+    for key in ("arguments", "input", "args"):
+        yield raw_input.get(key)
+    # codex-acp: {"request": {"_meta": {"tool_params": {...}}}}
+    request = raw_input.get("request")
+    meta = request.get("_meta") if isinstance(request, dict) else None
+    yield meta.get("tool_params") if isinstance(meta, dict) else None
+
+
 def code_of(raw_input: Any) -> str:
     """The Python a tool call would run in the notebook: the ``code`` argument of the
-    ``notebook`` MCP server's ``execute``, at the top of ``rawInput`` or one level
-    down (agents wrap an MCP call's arguments as ``arguments`` or ``input``); ""."""
+    ``notebook`` MCP server's ``execute``, at the top of ``rawInput``, one level
+    down (agents wrap an MCP call's arguments as ``arguments`` or ``input``), or
+    where codex-acp puts it (``request._meta.tool_params``); ""."""
     if not isinstance(raw_input, dict):
         return ""
-    for where in (raw_input, raw_input.get("arguments"), raw_input.get("input"), raw_input.get("args")):
+    for where in _code_places(raw_input):
         if isinstance(where, dict) and isinstance(where.get("code"), str) and where["code"].strip():
             return where["code"]
     return ""
+
+
+def code_hash(code: str) -> str:
+    return hashlib.sha256(code.encode("utf-8", "surrogatepass")).hexdigest() if code else ""
 
 
 PATH_KEYS = ("path", "file_path", "filePath", "notebook_path", "abs_path", "paths")
@@ -155,18 +203,160 @@ def touched_paths(raw_input: Any, locations: Any = None) -> tuple[str, ...]:
     return tuple(sorted(found))
 
 
-def memory_key(kind: str | None, command: str, paths: tuple[str, ...]) -> tuple[str, str, tuple[str, ...]] | None:
-    """What an "always" answer is remembered by; None when nothing concrete is named."""
-    if not command and not paths:
+def memory_key(kind: str | None, command: str, paths: tuple[str, ...], code: str = "") -> tuple[str, ...] | None:
+    """What an "always" answer is remembered by: the action class and what is
+    shown (command line, paths, the code's hash); None when nothing concrete is named."""
+    if not command and not paths and not code:
         return None
-    return (kind or "?", command, paths)
+    return (kind or "?", command, paths, code_hash(code))  # type: ignore[return-value]
 
 
 def describe_action(command: str, paths: tuple[str, ...]) -> str:
-    """One plain line for the question: the command, else the paths."""
+    """One plain line for a notice: the command, else the paths."""
     if command:
         return command
     return ", ".join(paths)
+
+
+def _env_pairs(env: Any) -> tuple[tuple[str, str], ...]:
+    """``env`` as ACP sends it (``[{name, value}]``) or as a mapping."""
+    pairs: list[tuple[str, str]] = []
+    if isinstance(env, dict):
+        pairs = [(str(k), str(v)) for k, v in env.items()]
+    elif isinstance(env, list):
+        for e in env:
+            if isinstance(e, dict) and "name" in e:
+                pairs.append((str(e.get("name")), str(e.get("value", ""))))
+    return tuple(pairs)
+
+
+_SHOWN_KEYS = frozenset({"command", "cmd", "args", "code", "cwd", "env", *PATH_KEYS})
+
+
+@dataclass(frozen=True)
+class Action:
+    """What a request would really run or touch, from ``rawInput`` and
+    ``locations`` (raw text: each front-end escapes it for its output)."""
+
+    kind: str | None = None
+    command: str = ""
+    code: str = ""
+    cwd: str = ""
+    env: tuple[tuple[str, str], ...] = ()
+    paths: tuple[str, ...] = ()
+    #: The rest of ``rawInput`` as JSON (an edit's old and new text...), or "".
+    rest: str = ""
+
+    @classmethod
+    def of(cls, kind: str | None, raw_input: Any, locations: Any = None) -> Action:
+        rest = ""
+        cwd = ""
+        env: tuple[tuple[str, str], ...] = ()
+        if isinstance(raw_input, dict):
+            cwd = raw_input.get("cwd") if isinstance(raw_input.get("cwd"), str) else ""
+            env = _env_pairs(raw_input.get("env"))
+            code = code_of(raw_input)
+            others = _without_code(raw_input, code)
+            others = {k: v for k, v in others.items() if k not in _SHOWN_KEYS}
+            if others:
+                rest = json.dumps(others, ensure_ascii=False, indent=1, default=repr)
+        elif raw_input is not None:
+            rest = json.dumps(raw_input, ensure_ascii=False, default=repr)
+        return cls(kind, command_line(raw_input), code_of(raw_input), cwd, env, touched_paths(raw_input, locations), rest)
+
+    @property
+    def concrete(self) -> bool:
+        return bool(self.command or self.code or self.paths)
+
+    def key(self) -> tuple[str, ...] | None:
+        return memory_key(self.kind, self.command, self.paths, self.code)
+
+    def text(self) -> str:
+        """The whole payload as plain text (a command alone: just its line; paths
+        alone: one per line, as the question's detail always showed them). Longer than
+        ``PAYLOAD_SHOWN``: cut with an explicit count of what is left out."""
+        bare = not (self.code or self.cwd or self.env or self.rest)
+        if bare and self.command and not self.paths:
+            return _bounded(self.command)
+        if bare and self.paths and not self.command:
+            return _bounded("\n".join(self.paths))
+        lines: list[str] = []
+        if self.code:
+            lines += ["Python code to run:", self.code.rstrip("\n")]
+        if self.command:
+            lines.append(f"command: {self.command}")
+        if self.cwd:
+            lines.append(f"cwd: {self.cwd}")
+        for name, value in self.env:
+            lines.append(f"env: {name}={value}")
+        for path in self.paths:
+            lines.append(f"path: {path}")
+        if self.rest:
+            lines.append(f"other input: {self.rest}")
+        if (self.code or self.command) and self.kind in READ_KINDS | {"edit", "delete", "move", "switch_mode"}:
+            lines.append(f"note: the agent calls this a {self.kind!r}, but it names "
+                         f"{'code' if self.code else 'a command'} to run")
+        return _bounded("\n".join(lines))
+
+    def scope(self) -> str:
+        """What "always" covers, in words: "`npm test`", "this exact code"..."""
+        if self.command:
+            cmd = " ⏎ ".join(self.command.splitlines()) or self.command
+            return f"`{cmd if len(cmd) <= LABEL_SCOPE else cmd[:LABEL_SCOPE - 1] + '…'}`"
+        if self.code:
+            return "this exact code"
+        if self.paths:
+            names = ", ".join(self.paths)
+            names = names if len(names) <= LABEL_SCOPE else names[:LABEL_SCOPE - 1] + "…"
+            return f"{self.kind or 'access'} of {names}"
+        return ""
+
+
+def _without_code(raw_input: dict[str, Any], code: str) -> dict[str, Any]:
+    """``rawInput`` with the ``code`` found by :func:`code_of` taken out of its
+    wrapper (it is shown as code; the wrapper's other keys stay shown)."""
+    if not code or raw_input.get("code") == code:
+        return raw_input
+    out = json.loads(json.dumps(raw_input, default=repr))
+    for where in _code_places(out):
+        if isinstance(where, dict) and where.get("code") == code:
+            del where["code"]
+            break
+    return out
+
+
+def _bounded(text: str) -> str:
+    if len(text) <= PAYLOAD_SHOWN:
+        return text
+    return text[:PAYLOAD_SHOWN] + f"\n… {len(text) - PAYLOAD_SHOWN:,} more characters not shown"
+
+
+KIND_WORDS = {"allow_once": "Allow once", "reject_once": "Reject"}
+
+
+def option_label(kind: str | None, raw_kind: Any, action: Action | None = None) -> str:
+    """An option's words, from its kind alone (the agent's name is shown beside them)."""
+    if kind in KIND_WORDS:
+        return KIND_WORDS[kind]
+    if kind in ("allow_always", "reject_always"):
+        verb = "allow" if kind == "allow_always" else "reject"
+        scope = action.scope() if action is not None else ""
+        if scope:
+            return f"Always {verb} {scope} in this session"
+        return f"Always {verb} (the agent's own rule: this request names nothing to hold it to)"
+    return f"Unknown answer (kind {str(raw_kind)[:40]!r})"
+
+
+def label_options(options: list[dict[str, Any]], action: Action | None, *, agent_words: bool = True) -> None:
+    """Set each option's shown ``name`` from its kind; the agent's own name
+    stays as ``agentName`` and, where it says something else, beside the words."""
+    for o in options:
+        agent = str(o.get("agentName", o.get("name") or ""))
+        label = option_label(o.get("kind"), o.get("rawKind"), action)
+        o["label"] = label
+        o["agentName"] = agent if agent_words else ""
+        differs = agent_words and agent.strip() and agent.strip().casefold() != label.casefold()
+        o["name"] = f"{label} — the agent's words: “{agent}”" if differs else label
 
 
 def parse_options(raw: Any) -> list[dict[str, Any]]:
@@ -196,22 +386,44 @@ def parse_options(raw: Any) -> list[dict[str, Any]]:
     return out
 
 
+def duplicate_ids(options: list[dict[str, Any]]) -> list[str]:
+    """Option ids that appear more than once (a malformed request)."""
+    seen: set[str] = set()
+    dup: list[str] = []
+    for o in options:
+        oid = o["optionId"]
+        if oid in seen and oid not in dup:
+            dup.append(oid)
+        seen.add(oid)
+    return dup
+
+
 # -- the broker ---------------------------------------------------------------
 
 
-def _take(kept: deque[str] | None, item: str) -> bool:
-    """Use up one ``item`` of a session's grants, if it is there."""
-    if not kept or item not in kept:
-        return False
-    kept.remove(item)
-    return True
+@dataclass(frozen=True)
+class Grant:
+    """A person's one-time allow: the action class and exactly what was shown."""
+
+    kind: str
+    #: ("command", the command line) or ("code", the code's hash)
+    what: tuple[str, str]
+
+
+def _take(kept: deque[Grant] | None, what: tuple[str, str], kind: str) -> bool:
+    """Use up one grant of ``what`` whose class covers ``kind``, if there is one."""
+    for grant in kept or ():
+        if grant.what == what and covers(grant.kind, kind):
+            kept.remove(grant)  # type: ignore[union-attr]
+            return True
+    return False
 
 
 class Verdict(NamedTuple):
     """How a question the client asked for itself was settled."""
 
     allowed: bool
-    #: "policy", "remembered", "user", "headless", "cancelled", "limit", "grant"
+    #: "policy", "remembered", "user", "headless", "cancelled", "limit", "grant", "between-turns"
     by: str
 
 
@@ -221,13 +433,11 @@ class PermissionBroker:
     def __init__(self, host: Any, prompts: PendingPrompts | None = None) -> None:
         self.host = host
         self.prompts = prompts if prompts is not None else PendingPrompts()
-        self._memory: dict[str, dict[tuple[str, str, tuple[str, ...]], str]] = {}
-        self._grants: dict[str, deque[str]] = {}
+        #: "always" answers per session: memory key -> "allow" / "reject"
+        self._memory: dict[str, dict[tuple[str, ...], str]] = {}
+        #: one-time allows per session, until used or the turn ends
+        self._grants: dict[str, deque[Grant]] = {}
         self._synthetic = itertools.count(1)
-        #: Code a person allowed in the agent's own question (an MCP ``execute``), per
-        #: session, for the notebook server's question about the same run.
-        self._codes: dict[str, deque[str]] = {}
-        self._code_always: set[str] = set()
 
     # The ACP handler.
     async def request_permission(self, params: Any) -> dict[str, Any]:
@@ -248,13 +458,33 @@ class PermissionBroker:
         kind = tool_call.kind or ctx.tool_call_kind(tool_call.tool_call_id)
         raw_tool_call = params.get("toolCall") if isinstance(params, dict) else None
         raw = raw_tool_call if isinstance(raw_tool_call, dict) else {}
-        command = command_line(raw.get("rawInput"))
-        paths = touched_paths(raw.get("rawInput"), raw.get("locations"))
+        dup = duplicate_ids(options)
+        if dup:
+            why = (f"permission request {tool_call.title or tool_call.tool_call_id!r} was refused: it is malformed, "
+                   f"option id(s) {', '.join(repr(d) for d in dup)} appear more than once, so an answer could not "
+                   f"say which option was meant")
+            ctx.emit(Notice("warning", why, ctx.id))
+            ctx.emit(PermissionResolved(ctx.id, tool_call.tool_call_id, tool_call.title, None, None, "malformed"))
+            raise RpcError(INVALID_PARAMS, why)
+        action = Action.of(kind, raw.get("rawInput"), raw.get("locations"))
+        label_options(options, action)
         answer, _ = await self.decide(
             ctx, request, options, kind, tool_call.tool_call_id, tool_call.title,
-            command=command, paths=paths, grant=True, code=code_of(raw.get("rawInput")),
+            command=action.command, paths=action.paths, grant=True, code=action.code, action=action,
         )
         return answer
+
+    def _remembered(self, sid: str, key: tuple[str, ...] | None) -> str | None:
+        """A remembered "always" for ``key``: its own class, or (for an execute)
+        an unclassified one that showed the same thing."""
+        if key is None:
+            return None
+        memory = self._memory.get(sid, {})
+        for cls in (key[0], *(sorted(UNCLASSIFIED) if key[0] == "execute" else ())):
+            got = memory.get((cls, *key[1:]))
+            if got is not None:
+                return got
+        return None
 
     async def decide(
         self,
@@ -272,30 +502,40 @@ class PermissionBroker:
         grant: bool = False,
         code: str = "",
         hint: str | None = None,
+        action: Action | None = None,
     ) -> tuple[dict[str, Any], str]:
         """Policy "deny", remembered answers, policy "allow", then ask.
 
         Returns (the ACP answer, how it was decided). ``grant``: a person's
         allow of this request lets the next terminal of ``command`` run;
         ``code`` (the Python its ``rawInput`` names), the notebook server's run
-        of it (:meth:`take_code_grant`). ``hint``: what would let it run, for the notice when nobody can answer.
+        of it (:meth:`take_code_grant`). ``hint``: what would let it run, for
+        the notice when nobody can answer. ``action``: what is shown.
         """
         sid = ctx.id
+        if action is None:
+            action = Action(kind, command=command, code=code, paths=paths)
         if not options:
             ctx.emit(Notice("warning", f"permission request {title or tool_call_id!r} came with no options: cancelled", sid))
             ctx.emit(PermissionResolved(sid, tool_call_id, title, None, None, "cancelled"))
             return CANCELLED, "cancelled"
+        between = not getattr(ctx, "turn_running", True)
 
         def done(opt: dict[str, Any] | None, by: str) -> tuple[dict[str, Any], str]:
+            if between:
+                ctx.emit(Notice("warning", f"Between turns: {BETWEEN_TURNS} ({what}); "
+                                f"{'answered ' + (opt['kind'] or '?') if opt else 'cancelled'} ({by}).", sid,
+                                kind="between-turns"))
             ctx.emit(PermissionResolved(sid, tool_call_id, title, opt["optionId"] if opt else None, opt["kind"] if opt else None, by))
             return (selected(opt["optionId"]) if opt else CANCELLED), by
 
+        what = f"{title or tool_call_id!r}" + (f" [{describe_action(command, paths)}]" if command or paths else "")
         decision = policy_decision(policy or ctx.settings.permissions, kind)
         if decision == "reject":  # "deny" beats anything remembered
             opt = pick(options, "reject")
             return done(opt, "policy")
-        key = memory_key(kind, command, paths)
-        remembered = self._memory.get(sid, {}).get(key) if key is not None else None
+        key = memory_key(kind, command, paths, code)
+        remembered = self._remembered(sid, key)
         if remembered is not None:
             opt = pick(options, remembered, always_first=True)
             if opt is not None:
@@ -304,8 +544,9 @@ class PermissionBroker:
             opt = pick(options, "allow")
             if opt is not None:
                 return done(opt, "policy")
+        if between:  # nobody watches a cell for it: never asked, never left pending
+            return done(pick(options, "reject"), "between-turns")
 
-        what = f"{title or tool_call_id!r}" + (f" [{describe_action(command, paths)}]" if command or paths else "")
         if not ctx.interactive:
             opt = pick(options, "reject")
             if hint is None:
@@ -339,7 +580,7 @@ class PermissionBroker:
             future=loop.create_future(),
             loop=loop,
             title=title,
-            command=describe_action(command, paths),
+            command=action.text(),
             cwd=cwd,
         )
         option_id = await prompt.ask(ctx, self.prompts)
@@ -349,23 +590,27 @@ class PermissionBroker:
         if opt["kind"] in ("allow_always", "reject_always") and key is not None:
             self._memory.setdefault(sid, {})[key] = opt["kind"].split("_")[0]
         if opt["kind"] in ("allow_once", "allow_always"):
+            kept = self._grants.setdefault(sid, deque(maxlen=GRANTS_KEPT))
             if grant and command:
-                self._grants.setdefault(sid, deque(maxlen=GRANTS_KEPT)).append(command)
+                kept.append(Grant(kind or "?", ("command", command)))
             if code:  # the notebook server's question about this very code is answered too
-                self._codes.setdefault(sid, deque(maxlen=GRANTS_KEPT)).append(code)
-                if opt["kind"] == "allow_always":
-                    self._code_always.add(sid)
+                kept.append(Grant(kind or "?", ("code", code_hash(code))))
         return done(opt, "user")
 
-    def take_grant(self, session_id: str, command: str) -> bool:
-        """Use up a person's allow of exactly ``command`` (see the module docstring)."""
-        return _take(self._grants.get(session_id), command)
+    def take_grant(self, session_id: str, command: str, kind: str = "execute") -> bool:
+        """Use up a person's one-time allow of exactly ``command`` (see the module docstring)."""
+        return _take(self._grants.get(session_id), ("command", command), kind)
 
-    def take_code_grant(self, session_id: str, code: str) -> bool:
+    def take_code_grant(self, session_id: str, code: str, kind: str = "execute") -> bool:
         """The person already allowed running exactly ``code`` when the agent asked
-        for its tool call (once; every time after "allow always" for the session):
-        the notebook server's ``execute`` asks no second question."""
-        return session_id in self._code_always or _take(self._codes.get(session_id), code)
+        for its tool call, in a question of a class that covers ``kind`` (once in
+        this turn; every time after "allow always" for the session): the notebook
+        server's ``execute`` asks no second question."""
+        if not code:
+            return False
+        if self._remembered(session_id, memory_key(kind, "", (), code)) == "allow":
+            return True
+        return _take(self._grants.get(session_id), ("code", code_hash(code)), kind)
 
     async def authorize(
         self,
@@ -391,13 +636,13 @@ class PermissionBroker:
         ``use_grant``: a person's earlier allow of this exact ``command`` in
         the agent's own request counts (once) as the answer; ``code``: the
         Python this runs, which a person's allow of it in the agent's own
-        request answers likewise (:meth:`take_code_grant`).
+        request answers likewise (:meth:`take_code_grant`); it is shown whole.
         """
         from acp.schema import RequestPermissionRequest
 
-        if policy_decision(policy or ctx.settings.permissions, kind) != "reject":
-            if (use_grant and command and self.take_grant(ctx.id, command)) or \
-                    (code and self.take_code_grant(ctx.id, code)):
+        if policy_decision(policy or ctx.settings.permissions, kind) != "reject" and getattr(ctx, "turn_running", True):
+            if (use_grant and command and self.take_grant(ctx.id, command, kind)) or \
+                    (code and self.take_code_grant(ctx.id, code, kind)):
                 return Verdict(True, "grant")
         tool_call_id = f"client-{next(self._synthetic)}"
         options = [
@@ -423,9 +668,11 @@ class PermissionBroker:
         )
         opts = [dict(o, rawKind=o["kind"]) for o in options]
         paths = touched_paths(None, tool_call["locations"])
+        action = Action(kind, command=command, code=code, paths=paths)
+        label_options(opts, action, agent_words=False)
         answer, by = await self.decide(
             ctx, request, opts, kind, tool_call_id, title,
-            policy=policy, command=command, paths=paths, cwd=cwd, hint=hint,
+            policy=policy, command=command, paths=paths, cwd=cwd, hint=hint, code=code, action=action,
         )
         outcome = answer["outcome"]
         allowed = outcome.get("outcome") == "selected" and str(outcome.get("optionId", "")).startswith("allow")
@@ -443,16 +690,20 @@ class PermissionBroker:
         return self.prompts.cancel_all(session_id, PermissionPrompt)
 
     def drop_grants(self, session_id: str) -> None:
-        """A cancelled turn: allows given in it no longer let a terminal (or code) run unasked."""
+        """A turn ended (or was cancelled): one-time allows given in it no longer
+        let a terminal (or code) run unasked; "always" answers stay."""
         self._grants.pop(session_id, None)
-        self._codes.pop(session_id, None)
+
+    def end_turn(self, session_id: str) -> int:
+        """The session's turn ended: its one-time allows end with it and every
+        question still pending is answered ``cancelled``."""
+        self.drop_grants(session_id)
+        return self.cancel_all(session_id)
 
     def forget(self, session_id: str) -> None:
         """Drop the session's remembered answers and grants (session closed)."""
         self._memory.pop(session_id, None)
         self._grants.pop(session_id, None)
-        self._codes.pop(session_id, None)
-        self._code_always.discard(session_id)
 
     def register(self, conn: Any) -> None:
         conn.on_request("session/request_permission", self.request_permission)

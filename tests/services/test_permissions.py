@@ -204,6 +204,8 @@ async def test_a_persons_allow_of_the_agents_question_answers_the_servers_once(h
     assert not broker.take_code_grant("s1", "x = 4")
     ctx.settings.permissions = "ask"
     await answered("allow_always", {"arguments": {"code": "x = 5"}})
-    assert broker.take_code_grant("s1", "anything") and broker.take_code_grant("s1", "else")  # for the session
-    broker.forget("s1")
+    # "Always" covers exactly that code, every time, for the session; never other code.
+    assert broker.take_code_grant("s1", "x = 5") and broker.take_code_grant("s1", "x = 5")
     assert not broker.take_code_grant("s1", "anything")
+    broker.forget("s1")
+    assert not broker.take_code_grant("s1", "x = 5")
