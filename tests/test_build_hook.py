@@ -110,7 +110,7 @@ def test_the_real_pins_are_sha512():
     spec = importlib.util.spec_from_file_location("hatch_build_pins", ROOT / "hatch_build.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    for path, integrity, files in module.PACKAGES:
+    for path, integrity, _files in module.PACKAGES:
         assert path.startswith("@xterm/") and integrity.startswith("sha512-")
         assert len(base64.b64decode(integrity[len("sha512-"):])) == 64
 

@@ -6,8 +6,10 @@ IPython's ``input()``). The dialogs here ask a permission request or a form
 through any ``input(prompt) -> str`` callable:
 
 - a permission request shows the agent's title *and* what really runs or is
-  touched (the command or paths from ``rawInput``, as the CLI shows them),
-  then the options, numbered; the answer is a number or an option's name;
+  touched (code, command line, cwd, env, paths and the rest of ``rawInput``,
+  whole), then the options, numbered, in words from their kinds with the
+  agent's own name beside; the answer is a number or those words ("allow",
+  "always allow", "reject", "always reject"), never the agent's name;
 - a form asks whether to answer it, then each field (choices by number);
 - end of input (``EOFError``, or jupyter console's ``\\x04``) or an empty
   answer rejects (a permission) or cancels/declines (a form); an invalid
@@ -33,6 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..services.permissions import PAYLOAD_SHOWN, READ_KINDS, Action, code_of, env_pairs, option_label, without_code
 from ..termsafe import clean, line
 
 log = logging.getLogger(__name__)
@@ -51,8 +54,9 @@ _COMMAND_KEYS = ("command", "cmd", "commandLine", "command_line", "argv", "scrip
 _PATH_KEYS = ("path", "file_path", "filePath", "abs_path", "absPath", "paths", "file", "files",
               "notebook_path", "source", "destination", "target", "old_path", "new_path",
               "directory", "dir", "cwd", "url", "uri")
-#: Characters of the rest of ``rawInput`` shown (commands and paths are shown whole).
-RAW_INPUT_SHOWN = 2000
+#: Characters of ``rawInput`` shown in all (a huge write's content...); past it an
+#: explicit count of what is left out. Commands, code and paths are shown whole.
+RAW_INPUT_SHOWN = PAYLOAD_SHOWN
 
 
 def _argv_text(value: Any, args: Any = None) -> str | None:
@@ -78,6 +82,18 @@ def action_details(raw_input: Any, locations: Any = None) -> list[tuple[str, str
     if isinstance(raw_input, str):
         out.append(("input", raw_input))
     elif isinstance(raw_input, dict):
+        code = code_of(raw_input)
+        if code:
+            out.append(("code", code))
+            if raw_input.get("code") == code:
+                used.add("code")
+            else:  # nested (an MCP call's arguments): the wrapper's other keys stay shown
+                raw_input = without_code(raw_input, code)
+        env = raw_input.get("env")
+        if isinstance(env, (dict, list)):
+            for name, value in env_pairs(env):
+                out.append(("env", f"{name}={value}"))
+            used.add("env")
         for key in _COMMAND_KEYS:
             text = _argv_text(raw_input.get(key), raw_input.get("args"))
             if text is not None:
@@ -97,10 +113,13 @@ def action_details(raw_input: Any, locations: Any = None) -> list[tuple[str, str
         if rest:
             text = json.dumps(rest, ensure_ascii=False, default=repr)
             if len(text) > RAW_INPUT_SHOWN:
-                text = text[:RAW_INPUT_SHOWN] + f"... ({len(text) - RAW_INPUT_SHOWN} more characters not shown)"
+                text = text[:RAW_INPUT_SHOWN] + f"... ({len(text) - RAW_INPUT_SHOWN:,} more characters not shown)"
             out.append(("input" if used else "raw input", text))
     elif raw_input is not None:
-        out.append(("raw input", json.dumps(raw_input, ensure_ascii=False, default=repr)[:RAW_INPUT_SHOWN]))
+        text = json.dumps(raw_input, ensure_ascii=False, default=repr)
+        if len(text) > RAW_INPUT_SHOWN:
+            text = text[:RAW_INPUT_SHOWN] + f"... ({len(text) - RAW_INPUT_SHOWN:,} more characters not shown)"
+        out.append(("raw input", text))
     if isinstance(locations, list):
         for loc in locations:
             path = loc.get("path") if isinstance(loc, dict) else getattr(loc, "path", None)
@@ -118,9 +137,20 @@ def _field_lines(label: str, value: str) -> list[str]:
     return [f"  {label}:"] + [f"    | {p}" for p in parts]
 
 
+def option_words(opt: dict[str, Any]) -> tuple[str, str]:
+    """(our words from the option's kind, the agent's own name for it, or "" when the same)."""
+    label = opt.get("label")
+    if isinstance(label, str):
+        agent = str(opt.get("agentName") or "")
+    else:  # not labelled by the broker (a server's own question)
+        label, agent = option_label(opt.get("kind"), opt.get("rawKind")), str(opt.get("name") or "")
+    return label, "" if agent.strip().casefold() == label.casefold() else agent
+
+
 def permission_question(prompt: Any, call: Any = None) -> str:
     """The text of a permission question: the agent's title *and* what will
-    really run or be touched (``rawInput``, locations), then the options.
+    really run or be touched (``rawInput``, locations: whole), then the
+    options in words from their kinds, the agent's name for each beside.
 
     ``call`` is the turn's :class:`~acp_kernel.client.turn.ToolCall` of the same id,
     whose ``rawInput``/locations count when the request itself carries none.
@@ -143,8 +173,9 @@ def permission_question(prompt: Any, call: Any = None) -> str:
     named = getattr(prompt, "command", "")
     shown = {value for _, value in details}
     shown |= {os.path.normpath(re.sub(r":\d+$", "", v)) for label, v in details if label == "path"}
-    if isinstance(named, str) and named and named not in shown and not all(
-            part in shown for part in named.split(", ")):
+    derived = Action.of(prompt.kind, raw_input, locations).text()
+    if isinstance(named, str) and named and named != derived and named not in shown and not all(
+            part in shown for part in named.split("\n")):
         details.append(("action", named))
     cwd = getattr(prompt, "cwd", None)
     if isinstance(cwd, str) and cwd and ("cwd", cwd) not in details:
@@ -152,9 +183,16 @@ def permission_question(prompt: Any, call: Any = None) -> str:
     for label, value in details:
         lines.extend(_field_lines(label, value))
     if not details:
-        lines.append("  (the agent sent no command or path for this: only its title says what it does)")
+        lines.append("  (the agent sent no command, code or path for this: only its title says what it does)")
+    runs = any(label in ("code", "command") for label, _ in details)
+    if runs and prompt.kind in READ_KINDS | {"edit", "delete", "move", "switch_mode"}:
+        lines.append(f"  note: the agent calls this a {line(repr(prompt.kind))}, but it names code or a command to run")
     for i, opt in enumerate(prompt.options, 1):
-        lines.append(f"  {i}. {line(opt.get('name') or opt['optionId'])} [{line(opt.get('kind') or opt.get('rawKind'))}]")
+        label, agent = option_words(opt)
+        row = f"  {i}. {line(label)} [{line(opt.get('kind') or opt.get('rawKind'))}]"
+        if agent:
+            row += f"   (the agent's words: \u201c{line(agent)}\u201d)"
+        lines.append(row)
     return "\n".join(lines) + "\n"
 
 
@@ -265,15 +303,26 @@ class PermissionAnswer:
     note: str
 
 
+#: Words a person may type for an answer, by the option kind they mean.
+ANSWER_WORDS = {
+    "allow": "allow_once", "allow once": "allow_once", "yes": "allow_once", "y": "allow_once",
+    "always allow": "allow_always", "allow always": "allow_always", "always": "allow_always",
+    "reject": "reject_once", "no": "reject_once", "n": "reject_once", "deny": "reject_once",
+    "always reject": "reject_always", "reject always": "reject_always", "never": "reject_always",
+}
+
+
 def pick_option(options: list[dict[str, Any]], answer: str) -> str | None:
-    """The option an answer names: its number, its id or its name (any case); else None."""
+    """The option an answer names: its number, or words for its kind ("allow",
+    "always allow", "reject", "always reject"); never the agent's name or id,
+    which may say the opposite of the kind. None when nothing matches."""
     text = answer.strip()
     if text.isdigit():
         i = int(text)
         return options[i - 1]["optionId"] if 1 <= i <= len(options) else None
-    low = text.lower()
+    kind = ANSWER_WORDS.get(" ".join(text.lower().split()))
     for opt in options:
-        if low in (str(opt.get("optionId", "")).lower(), str(opt.get("name", "")).lower()):
+        if kind is not None and opt.get("kind") == kind:
             return opt["optionId"]
     return None
 
@@ -284,7 +333,7 @@ def permission_dialog(prompt: Any, input_fn: Input, call: Any = None, *, retries
     options = prompt.options
     question = permission_question(prompt, call).lstrip("\n")
     ask = question + f"Choose 1-{len(options)} (empty = reject): "
-    for attempt in range(retries + 1):
+    for _attempt in range(retries + 1):
         answer = _read(input_fn, ask)
         if answer is None:
             return PermissionAnswer(None, "end of input: rejected")
@@ -313,7 +362,7 @@ def form_dialog(prompt: Any, input_fn: Input, *, retries: int = RETRIES) -> dict
     for name, schema in prompt.fields.items():
         required = name in prompt.required
         ask = field_question(name, schema, required).lstrip() + " "
-        for attempt in range(retries + 1):
+        for _attempt in range(retries + 1):
             text = _read(input_fn, ask)
             if text is None:
                 return {"action": "cancel"}

@@ -205,7 +205,7 @@ class _Lines:
                 return None
             ready: asyncio.Future[None] = loop.create_future()
             try:
-                loop.add_reader(self.fd, lambda: ready.done() or ready.set_result(None))
+                loop.add_reader(self.fd, lambda f=ready: f.done() or f.set_result(None))
             except (OSError, ValueError):
                 self.closed = True
                 return None
@@ -874,6 +874,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "install":
         return run_install(args)
     if args.command == "prompt":
+        from ..protocol.scope import adopt_orphans
+
+        adopt_orphans()  # a daemon the agent double-forks is re-parented here and ended with it
         return prompt_main(args)
     if args.command == "mcp":
         from ..notebook_mcp.server import main as mcp_main

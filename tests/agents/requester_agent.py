@@ -108,10 +108,10 @@ def main() -> None:
             send({"jsonrpc": "2.0", "id": rid, "method": step["send"], "params": params})
         elif "await" in step:
             key = step["await"]
-            wait_for(lambda: key in _responses)
+            wait_for(lambda key=key: key in _responses)
         elif "wait_go" in step:
             name = step["wait_go"]
-            wait_for(lambda: name in _go)
+            wait_for(lambda name=name: name in _go)
     send({"jsonrpc": "2.0", "method": "_test/done", "params": {}})
     wait_for(lambda: False)
 

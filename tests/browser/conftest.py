@@ -233,9 +233,9 @@ def _serve(base: Path, app: str, extra: list[str]) -> Any:
             try:
                 server.api("GET", "/api/status", timeout=2)
                 break
-            except (urllib.error.URLError, ConnectionError, OSError):
+            except (urllib.error.URLError, ConnectionError, OSError) as exc:
                 if time.monotonic() > deadline:
-                    raise RuntimeError(f"{app} did not answer /api/status in {START // 1000} s:\n{server.log_tail()}")
+                    raise RuntimeError(f"{app} did not answer /api/status in {START // 1000} s:\n{server.log_tail()}") from exc
                 time.sleep(0.1)
         yield server
     finally:

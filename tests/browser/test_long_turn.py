@@ -74,7 +74,7 @@ def _run_long_turn(nb: Notebook, shot: str) -> None:
     final = out.get_by_text(f"FINAL ANSWER after {STEPS} steps")
     expect(final).to_be_visible()
     expect(final).to_contain_text(IMG)  # agent HTML is text
-    expect(out).to_contain_text(f'RESULT {{"outcome": {{"outcome": "selected", "optionId": "ok"}}}}')
+    expect(out).to_contain_text('RESULT {"outcome": {"outcome": "selected", "optionId": "ok"}}')
     expect(out.locator(".jp-TrimmedOutputs")).to_have_count(0)
     _one_output(out)
     question = out.locator(".acp-permission")

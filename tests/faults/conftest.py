@@ -8,7 +8,6 @@ of ``tests/conftest.py`` fails any test that leaves a process behind.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import re

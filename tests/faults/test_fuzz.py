@@ -365,7 +365,7 @@ def test_two_peers_with_the_same_ids_in_flight_both_ways(ops):
         for h in harnesses.values():
             h.release.set()
         results = await asyncio.gather(*(t for *_, t in pending), return_exceptions=True)
-        for (side, op, params, task), res in zip(pending, results):
+        for (_side, op, params, _task), res in zip(pending, results):
             if isinstance(res, asyncio.CancelledError):
                 continue
             if op == "echo":

@@ -7,8 +7,6 @@ The scripted agent reports each answer as a chunk ``RESULT <json>`` or
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from acp_kernel.protocol import proctree

@@ -66,7 +66,7 @@ async def test_permissions_cwd_new_sessions_load_and_restart(front, tmp_path):
     moved = (await front.ok(f"cwd '{sub}'")).text()
     assert f"*Working directory: `{sub}` (for new sessions;" in moved
     new = (await front.ok("new")).text()
-    assert f"*New session `demo-" in new and f"in `{sub}`.*" in new
+    assert "*New session `demo-" in new and f"in `{sub}`.*" in new
     second = _session((await front.ok("status")).text())
     assert second != first
 

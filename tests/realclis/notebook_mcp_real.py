@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from clis import KIMI_BIN, NPM_BIN, PROFILES, prepare  # noqa: E402
+from clis import KIMI_BIN, NPM_BIN, prepare  # noqa: E402
 from run_matrix import Notebook, alive, cmdline, descendants, kernelspec_dir, under, wait_for  # noqa: E402
 from stub_model_server import StubServer  # noqa: E402
 
@@ -321,7 +321,7 @@ def run_passthrough(name: str, base: Path, timeout: float = 120.0) -> McpRow:
             row.notes.append("open: " + _short(opened.text(), 300))
             return row
         t0 = time.monotonic()
-        nb.run(f"%%acp\nTOOL:mcp__notebook__variables {{}}", timeout)
+        nb.run("%%acp\nTOOL:mcp__notebook__variables {}", timeout)
         row.seconds["variables prompt"] = round(time.monotonic() - t0, 2)
         row.servers_started = len(servers_under(nb.pid))
         row.notes.append("servers started by: " + ", ".join(server_parents(nb.pid)))

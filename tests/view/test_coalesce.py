@@ -50,7 +50,7 @@ def test_first_poke_flushes_at_once_then_one_flush_per_interval():
     assert len(loop.timers) == 1
     loop.advance(0.1)
     assert len(calls) == 2
-    for step in range(50):  # 5 s of pokes every 10 ms
+    for _step in range(50):  # 5 s of pokes every 10 ms
         c.poke()
         loop.advance(0.01)
     assert 2 + 49 // 10 <= len(calls) <= 2 + 50 // 10 + 1

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from acp_kernel.client.content import embedded_resource, resource_link, text_block
 from acp_kernel.client.host import ClientSettings
@@ -166,5 +167,5 @@ def test_the_check_catches_wrong_messages(bad):
     from .recording import Sent
 
     kind = "request" if "id" in bad else "notification"
-    with pytest.raises(Exception):
+    with pytest.raises((AssertionError, KeyError, ValidationError)):
         check(Sent(kind, bad["method"], bad))
