@@ -22,8 +22,9 @@ live in the table below and in the user's config file, never in ``if agent
 An agent's ``passthrough`` entry overrides the built-in :class:`Passthrough`
 field by field (``{"passthrough": {"submit_delay": 0.3}}`` keeps the rest), e.g.
 ``cancel_keys`` (``["\u001b"]``, or ``[["\u001b", 0.25], "\u001b"]`` with a pause),
-``ready_pattern``/``busy_pattern``/``chrome_pattern`` (regular expressions on the
-rendered screen), ``idle_seconds``, ``ready_timeout``, ``cell_timeout`` (0: none),
+``ready_pattern``/``busy_pattern``/``chrome_pattern``/``input_pattern``/
+``input_placeholder``/``startup_pattern`` (regular expressions on the rendered
+screen), ``idle_seconds``, ``ready_timeout``, ``cell_timeout`` (0: none),
 ``clear_input``, ``version_command``, ``resume_args``, ``mcp_args``.
 """
 
@@ -83,6 +84,14 @@ class Passthrough:
     busy_pattern: str = ""
     #: Lines of the screen that are the CLI's own chrome (input box, footer), left out of a reply.
     chrome_pattern: str = ""
+    #: The input box on the screen (multi-line; the last match counts), its group 1 (else the
+    #: whole match) the text typed in it: a prompt is typed only into an empty box, and a
+    #: submit counts once the text has left it. "" none (the screen's changes stand in).
+    input_pattern: str = ""
+    #: What an empty input box shows in it (a placeholder, matched against the whole text).
+    input_placeholder: str = ""
+    #: On the screen while the CLI is still starting (a notice, "Waiting for startup"): not ready.
+    startup_pattern: str = ""
     #: Seconds the first prompt waits for the CLI to become ready.
     ready_timeout: float = 60.0
     #: Seconds a cell waits for the reply to end (0: no limit).
@@ -420,6 +429,9 @@ class PassthroughConfig(_Strict):
     ready_pattern: Optional[str] = None
     busy_pattern: Optional[str] = None
     chrome_pattern: Optional[str] = None
+    input_pattern: Optional[str] = None
+    input_placeholder: Optional[str] = None
+    startup_pattern: Optional[str] = None
     ready_timeout: Optional[float] = Field(None, gt=0)
     cell_timeout: Optional[float] = Field(None, ge=0)
     version_command: Optional[list[str]] = None
@@ -428,7 +440,8 @@ class PassthroughConfig(_Strict):
     mcp_args: Optional[list[str]] = None
     install: Optional[str] = None
 
-    @field_validator("ready_pattern", "busy_pattern", "chrome_pattern")
+    @field_validator("ready_pattern", "busy_pattern", "chrome_pattern", "input_pattern", "input_placeholder",
+                     "startup_pattern")
     @classmethod
     def _regex(cls, value: Optional[str]) -> Optional[str]:
         if value:

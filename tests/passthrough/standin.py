@@ -22,6 +22,20 @@ Flags:
   --log FILE          append what happened as JSON lines (start, prompt, chunk, cancel, esc-idle, dialog, quit)
   --continue          resume the last conversation (its resume flag)
   --fail-resume       with --continue: say there is none and exit 1
+  --notice S          S seconds after the first draw a notice line is drawn (Claude Code's
+                      "Failed to install ... marketplace" offline); until then the input box and
+                      "? for shortcuts" show, but the CLI is still starting: see --notice-drops
+  --notice-drops WHAT an Enter before the notice is ignored; enter (default): the text
+                      stays typed (Claude Code 2.1.83); input: the notice also empties the
+                      input box (newer Claude Code, its "Auto mode" notice)
+  --multiline-input   the input box shows each line of the input on a row of its own, and
+                      Ctrl-U clears the last line, or on an empty last line deletes the line
+                      break before it (Claude Code 2.1.197)
+  --cancel-restores   a cancel puts the cancelled prompt back into the input (Claude Code)
+  --lag S             a loaded machine: each read of input is handled (and drawn) S seconds
+                      late, so keys written apart may arrive in one read
+  --busy-late S       after a prompt, the echo is drawn at once, but nothing else changes for
+                      S seconds: no working footer, then the reply (kimi, opencode under load)
   --mcp-config FILE   start the MCP servers of FILE (``{"mcpServers": {NAME: {command,
                       args, env}}}``, as claude's flag) at launch with the ``mcp`` SDK's
                       stdio client, on a thread; the prompts ``mcp variables [NAME]``,
@@ -157,6 +171,10 @@ class App:
         self.in_paste = False
         self.quit = False
         self.waiting = False  # for an MCP tool's result
+        self.started = time.monotonic()
+        self.noticed = not args.notice  # the start-up notice has been drawn
+        self.busy_from = 0.0  # the working footer shows from then on (--busy-late)
+        self.last_prompt = ""
         self.mcp: McpLink | None = None
         if args.mcp_config:
             self.mcp = McpLink(args.mcp_config, self.log, (args.log or os.devnull) + (".mcp-stderr" if args.log else ""))
@@ -172,7 +190,11 @@ class App:
 
     def frame(self) -> str:
         rows, cols = self.size()
-        area = rows - 4
+        if self.args.multiline_input:
+            box_lines = ["> " + self.input.split("\n")[0], *("  " + ln for ln in self.input.split("\n")[1:])]
+        else:
+            box_lines = ["> " + self.input.replace("\n", " ⏎ ")]
+        area = rows - 3 - len(box_lines)
         lines = self.transcript[-area:] if area > 0 else []
         lines = lines + [""] * (area - len(lines))
         if self.busy and time.monotonic() < self.think_until:
@@ -180,12 +202,12 @@ class App:
         if self.dialog:
             lines[-2:] = ["Task is still running", "1. Cancel task  2. Exit"]
         rule = "─" * cols
-        box = "> " + self.input.replace("\n", " ⏎ ")
-        footer = "enter select · esc back" if self.dialog else "esc to interrupt" if self.busy else "? for shortcuts"
+        working = self.busy and time.monotonic() >= self.busy_from
+        footer = "enter select · esc back" if self.dialog else "esc to interrupt" if working else "? for shortcuts"
         out = ["\x1b[?25l"]
-        for y, text in enumerate([*lines, rule, box, rule, footer], start=1):
+        for y, text in enumerate([*lines, rule, *box_lines, rule, footer], start=1):
             out.append(f"\x1b[{y};1H{text[:cols]}\x1b[K")
-        out.append(f"\x1b[{rows - 2};{min(len(box), cols - 1) + 1}H\x1b[?25h")
+        out.append(f"\x1b[{rows - 2};{min(len(box_lines[-1]), cols - 1) + 1}H\x1b[?25h")
         return "".join(out)
 
     def log(self, event: str, **data: object) -> None:
@@ -225,7 +247,7 @@ class App:
             elif ch == "\x03":
                 self.key_ctrl_c()
             elif ch == "\x15":
-                self.input = ""
+                self.key_ctrl_u()
             elif ch in "\r\n":
                 if self.args.ink_paste and pasted:
                     self.input += "\n"  # Ink: an Enter inside the paste burst
@@ -236,6 +258,14 @@ class App:
             elif ch.isprintable():
                 self.input += ch
         self.draw()
+
+    def key_ctrl_u(self) -> None:
+        if not self.args.multiline_input:
+            self.input = ""
+        elif self.input.endswith("\n"):  # an empty last line: the line break goes
+            self.input = self.input[:-1]
+        else:
+            self.input = self.input[:self.input.rfind("\n") + 1]
 
     def key_escape(self) -> None:
         if self.dialog:
@@ -264,13 +294,18 @@ class App:
             self.dialog = False
             self.cancel()
             return
+        if not self.noticed:
+            self.log("enter-ignored", text=self.input)  # still starting: the typed text stays
+            return
         prompt, self.input = self.input, ""
         if not prompt.strip() or self.busy:
             return
         self.log("prompt", text=prompt)
+        self.last_prompt = prompt
         self.transcript += ["> " + line for line in prompt.split("\n")]
         self.busy = True
-        self.think_until = time.monotonic() + self.args.think
+        self.busy_from = time.monotonic() + self.args.busy_late
+        self.think_until = self.busy_from + self.args.think
         if prompt.split(" ", 1)[0] == "mcp":
             self.mcp_call(prompt[4:])
         elif prompt.startswith("SLOW"):
@@ -280,6 +315,15 @@ class App:
             n = prompt.count("\n") + 1
             self.stream = [f"stand-in reply to: {first} ({n} line{'s' if n > 1 else ''})"]
         self.next_tick = self.think_until
+
+    def notice(self) -> None:
+        self.noticed = True
+        self.transcript.append("Failed to install the stand-in marketplace (offline)")
+        if self.args.notice_drops == "input":
+            self.log("input-dropped", text=self.input)
+            self.input = ""
+        self.log("notice")
+        self.draw()
 
     def mcp_call(self, rest: str) -> None:
         """``variables [NAME]``, ``run CODE`` (the rest of the prompt, lines and all), ``cells``."""
@@ -306,10 +350,14 @@ class App:
         self.stream = []
         self.busy = self.waiting = False
         self.transcript += ["Interrupted by user", ""]
+        if self.args.cancel_restores:  # the cancelled prompt, back in the input box to edit
+            self.input = self.last_prompt + self.input
 
     # -- time --------------------------------------------------------------------------
 
     def tick(self, now: float) -> None:
+        if not self.noticed and now >= self.started + self.args.notice:
+            self.notice()
         if self.waiting:
             return
         if self.busy and now >= self.next_tick:
@@ -330,6 +378,9 @@ class App:
         while not self.quit:
             now = time.monotonic()
             wait = max(0.0, self.next_tick - now) if ((self.busy and not self.waiting) or self.args.idle_redraw) else None
+            if not self.noticed:
+                left = max(0.0, self.started + self.args.notice - now)
+                wait = left if wait is None else min(wait, left)
             fds = [0] + ([self.mcp.wake_r] if self.mcp else [])
             ready, _, _ = select.select(fds, [], [], wait)
             if self.mcp and self.mcp.wake_r in ready:
@@ -338,6 +389,13 @@ class App:
                 data = os.read(0, 65536)
                 if not data:
                     return 0
+                if self.args.lag:
+                    time.sleep(self.args.lag)  # what came meanwhile is read with it
+                    while select.select([0], [], [], 0)[0]:
+                        more = os.read(0, 65536)
+                        if not more:
+                            break
+                        data += more
                 self.feed(data.decode(errors="replace"))
             self.tick(time.monotonic())
         return 3
@@ -355,6 +413,12 @@ def main() -> int:
     ap.add_argument("--continue", dest="resume", action="store_true")
     ap.add_argument("--fail-resume", action="store_true")
     ap.add_argument("--mcp-config", default="")
+    ap.add_argument("--notice", type=float, default=0.0)
+    ap.add_argument("--notice-drops", choices=["enter", "input"], default="enter")
+    ap.add_argument("--multiline-input", action="store_true")
+    ap.add_argument("--cancel-restores", action="store_true")
+    ap.add_argument("--lag", type=float, default=0.0)
+    ap.add_argument("--busy-late", type=float, default=0.0)
     args = ap.parse_args()
     if args.resume and args.fail_resume:
         print("no conversation to continue", flush=True)

@@ -23,7 +23,16 @@ PROFILES: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
     "quit": (("--ctrl-c", "quit"), {}),  # Ctrl-C quits: the registry says Esc
     "redraw": (("--idle-redraw",), {}),  # repaints the same screen forever
     "mcp": ((), {"mcp_args": ("--mcp-config", "{config}")}),  # takes an MCP config file, as claude does
+    # issue 23: prompts lost or merged by the real CLIs
+    "notice": (("--notice", "2", "--notice-drops", "enter"), {}),  # an Enter while starting is ignored
+    "vanish": (("--notice", "2", "--notice-drops", "input"), {}),  # the notice empties the input box
+    "restore": (("--multiline-input", "--cancel-restores"), {}),  # a cancel puts the prompt back
+    "lag": (("--lag", "0.6", "--ink-paste"), {}),  # late reads: paste and Enter in one read
+    "late": (("--busy-late", "2.5"), {}),  # the echo, then nothing for a while, then the reply
 }
+
+#: The stand-in's input box: the rows between the two rules, after "> " (registry data).
+INPUT_PATTERN = r"(?m)^─{10,}\n> ?(.*(?:\n(?!─{10,}$).*)*)\n─{10,}$"
 
 
 def settings(name: str, log: Path | None = None, **over: Any) -> Passthrough:
@@ -33,6 +42,7 @@ def settings(name: str, log: Path | None = None, **over: Any) -> Passthrough:
         idle_seconds=0.4, clear_input="\x15", cancel_keys=(("\x1b", 0.0),),
         ready_pattern=r"\? for shortcuts", busy_pattern=r"esc to interrupt",
         chrome_pattern=r"\? for shortcuts|esc to interrupt|^> ?$", ready_timeout=20.0, cell_timeout=60.0,
+        input_pattern=INPUT_PATTERN,
     )
     return Passthrough(argv, **{**base, **extra, **over})
 
@@ -44,7 +54,8 @@ def config_entry(name: str, log: Path, **over: Any) -> dict[str, Any]:
         "command": list(s.command), "idle_seconds": s.idle_seconds, "clear_input": s.clear_input,
         "cancel_keys": [list(k) for k in s.cancel_keys], "ready_pattern": s.ready_pattern,
         "busy_pattern": s.busy_pattern, "chrome_pattern": s.chrome_pattern, "ready_timeout": s.ready_timeout,
-        "cell_timeout": s.cell_timeout, **({"mcp_args": list(s.mcp_args)} if s.mcp_args else {})}}
+        "cell_timeout": s.cell_timeout, "input_pattern": s.input_pattern, "input_placeholder": s.input_placeholder,
+        "startup_pattern": s.startup_pattern, **({"mcp_args": list(s.mcp_args)} if s.mcp_args else {})}}
 
 
 def events(log: Path) -> list[dict[str, Any]]:
