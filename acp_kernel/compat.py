@@ -21,6 +21,8 @@ from collections.abc import Callable
 from importlib import metadata
 from typing import Any
 
+from .errors import Abandoned
+
 #: Package -> (lowest, first untested) major.minor versions this file was written against.
 TESTED: dict[str, tuple[tuple[int, int], tuple[int, int]]] = {
     "ipykernel": ((7, 4), (8, 0)),
@@ -221,8 +223,6 @@ def stdin_reader(kernel: Any, *, poll: float = 0.05) -> Callable[[str, threading
     the private ``_parent_ident``. Call it in the cell's context (the
     parent header is read then)."""
     import zmq
-
-    from .frontends.ask import Abandoned
 
     parent = kernel.get_parent("shell")
     ident = kernel._parent_ident["shell"]

@@ -19,6 +19,11 @@ class AcpError(Exception):
     """Base class of everything this package raises on purpose."""
 
 
+class Abandoned(Exception):
+    """The question was answered elsewhere while the person was asked (a
+    stdin question given up by :func:`acp_kernel.compat.stdin_reader`)."""
+
+
 class RpcError(AcpError):
     """A JSON-RPC error: raised by handlers to answer with it, and by
     :meth:`Connection.request` when the peer answered with one."""

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, Literal, Optional, Union
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..errors import AcpError
+from ..paths import config_path, default_config_path  # config_path re-exported (its old home)
 from .host import LIMIT_NAMES, ClientSettings, Limits
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -501,23 +502,6 @@ class ConfigError(AcpError):
     """A config file that cannot be used; the message names the key and the fix."""
 
 
-def config_path() -> Path:
-    explicit = os.environ.get("ACP_KERNEL_CONFIG")
-    if explicit:
-        return Path(explicit)
-    return _default_config_path()
-
-
-def _default_config_path() -> Path:
-    try:
-        from jupyter_core.paths import jupyter_config_dir
-
-        base = jupyter_config_dir()
-    except Exception:  # pragma: no cover - jupyter_core is a dependency
-        base = os.path.expanduser("~/.jupyter")
-    return Path(base) / "acp_kernel.json"
-
-
 _FIXES = {
     "extra_forbidden": "remove it, or check its spelling",
     "missing": "add it",
@@ -594,7 +578,7 @@ def load_config(path: Path | None = None, *, missing_ok: bool = True) -> Config:
     if from_env and not missing_ok and not path.exists():
         raise ConfigError(
             f"ACP_KERNEL_CONFIG={str(path)!r}: no such file -> fix: create it (an empty file means no "
-            f"settings), or unset ACP_KERNEL_CONFIG to use {_default_config_path()}"
+            f"settings), or unset ACP_KERNEL_CONFIG to use {default_config_path()}"
         )
     if path.exists():
         try:

@@ -12,6 +12,8 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from ..paths import store_path  # where the store is: shared with the file service's guard
+
 from ..services.files import atomic_write_text
 
 
@@ -33,15 +35,6 @@ class Remembered:
     passthrough: str = ""
     #: The last prompt typed into it: after a resume it is in the CLI's history already.
     passthrough_prompt: str = ""
-
-
-def store_path() -> Path:
-    explicit = os.environ.get("ACP_KERNEL_STATE")
-    if explicit:
-        return Path(explicit)
-    from jupyter_core.paths import jupyter_data_dir
-
-    return Path(jupyter_data_dir()) / "acp_kernel" / "sessions.json"
 
 
 def notebook_key(kernel_id: str | None) -> str | None:

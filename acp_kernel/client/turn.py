@@ -23,6 +23,8 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from ..services.events import Notice  # a turn event the services emit too; its home is there
+
 # sessionUpdate kind -> name of the SDK model (resolved lazily: the schema
 # module costs ~0.8 s to import).
 _MODELS = {
@@ -304,27 +306,6 @@ class UnknownUpdate:
 
     kind: str
     raw: Any
-
-
-@dataclass(slots=True)
-class Notice:
-    """Something a person should know: agent noise, a protocol problem, a decision.
-
-    Repeated warnings are coalesced (:meth:`Turn.add`): after the first few of
-    a kind, one summary notice stands for the rest. It has a stable ``key`` and
-    a growing ``count``, and the same object is re-emitted to listeners (not
-    re-added to ``events``) as it changes, so a view updates one display.
-    """
-
-    level: str  # "info", "warning" or "error"
-    text: str
-    session_id: Optional[str] = None
-    #: What kind of report ("noise", "protocol", ...): repeats of a kind coalesce.
-    kind: Optional[str] = None
-    #: Set on a summary only: the same for every re-emission.
-    key: Optional[str] = None
-    #: On a summary: how many notices it stands for.
-    count: int = 0
 
 
 def _compact_prompt(prompt: Any) -> Any:

@@ -37,6 +37,7 @@ from typing import Any
 
 from ..services.permissions import PAYLOAD_SHOWN, READ_KINDS, Action, code_of, env_pairs, option_label, without_code
 from ..termsafe import clean, line
+from ..errors import Abandoned  # re-exported: its old home
 
 log = logging.getLogger(__name__)
 
@@ -183,7 +184,7 @@ def permission_question(prompt: Any, call: Any = None) -> str:
     for label, value in details:
         lines.extend(_field_lines(label, value))
     if not details:
-        lines.append("  (the agent sent no command, code or path for this: only its title says what it does)")
+        lines.append("  (the agent sent no command or path for this, nor code: only its title says what it does)")
     runs = any(label in ("code", "command") for label, _ in details)
     if runs and prompt.kind in READ_KINDS | {"edit", "delete", "move", "switch_mode"}:
         lines.append(f"  note: the agent calls this a {line(repr(prompt.kind))}, but it names code or a command to run")
@@ -277,10 +278,6 @@ def field_question(name: str, schema: dict[str, Any], required: bool) -> str:
     hint = "numbers, comma-separated" if kind == "multi" else "a number" if kind == "choice" else "y/n" if kind == "boolean" else ""
     rows.append(f"  > {'(' + hint + ') ' if hint else ''}")
     return "\n".join(rows)
-
-
-class Abandoned(Exception):
-    """The question was answered elsewhere while the person was asked."""
 
 
 def _read(input_fn: Input, prompt: str) -> str | None:

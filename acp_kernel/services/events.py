@@ -10,12 +10,31 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
-from ..client.turn import Notice  # noqa: F401  (one Notice for the whole package)
+from typing import TYPE_CHECKING, Any, Optional
 
 if TYPE_CHECKING:  # pragma: no cover
     from .terminals import ExitStatus, Terminal
+
+
+@dataclass(slots=True)
+class Notice:
+    """Something a person should know: agent noise, a protocol problem, a decision.
+
+    Repeated warnings are coalesced (:meth:`acp_kernel.client.turn.Turn.add`): after the first few of
+    a kind, one summary notice stands for the rest. It has a stable ``key`` and
+    a growing ``count``, and the same object is re-emitted to listeners (not
+    re-added to ``events``) as it changes, so a view updates one display.
+    """
+
+    level: str  # "info", "warning" or "error"
+    text: str
+    session_id: Optional[str] = None
+    #: What kind of report ("noise", "protocol", ...): repeats of a kind coalesce.
+    kind: Optional[str] = None
+    #: Set on a summary only: the same for every re-emission.
+    key: Optional[str] = None
+    #: On a summary: how many notices it stands for.
+    count: int = 0
 
 
 @dataclass

@@ -67,6 +67,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_NOT_FOUND, RpcError
+from ..paths import config_path, store_path
 from ..safe import visible_controls
 from .events import FileRead, FileWritten, Notice
 from .sensitive import Places, Reason, classify, current_places
@@ -138,9 +139,6 @@ class Guarded:
 def guarded_paths() -> list[Guarded]:
     """The client's own files, as they are configured now (env vars included)."""
     from jupyter_core.paths import jupyter_config_dir, jupyter_path, jupyter_runtime_dir
-
-    from ..client.registry import config_path
-    from ..client.store import store_path
 
     real = os.path.realpath
     out = [
