@@ -25,7 +25,7 @@ import pytest
 
 from acp_kernel.errors import INVALID_PARAMS
 from acp_kernel.services.events import PermissionPrompt
-from acp_kernel.services.files import BecameExecutable, write_at
+from acp_kernel.services.files import BecameExecutable, access_decision, write_at
 from acp_kernel.services.sensitive import (
     ACCESS,
     CODE,
@@ -280,6 +280,14 @@ async def test_the_question_and_notice_show_a_hostile_path_on_one_line_and_inert
     for n in (e for e in turn.events if type(e).__name__ == "Notice"):
         rendered = notice_markdown(n.level, n.text)
         assert live(rendered) == [], rendered
+
+
+@pytest.mark.parametrize("policy,expected", [("ask", "ask"), ("allow-reads", "ask"), ("allow-all", "ask"),
+                                             ("deny", "deny")])
+def test_sensitive_writes_are_asked_under_every_policy_but_deny(policy, expected):
+    assert access_decision("write", True, policy, sensitive=True) == expected
+    assert access_decision("write", True, policy) == ("deny" if policy == "deny" else "allow")
+    assert access_decision("read", True, policy, sensitive=True) == "allow"  # about writes only
 
 
 # -- the classifier, pure --------------------------------------------------------------------------------
