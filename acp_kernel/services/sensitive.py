@@ -23,8 +23,11 @@ asks more on Linux, never less.
 
 Left out on purpose: ``.gitmodules`` and ``.gitattributes`` (they name
 commands only through configuration git keeps in ``.git/config``, and
-agents edit them as project files), and reads (this is about what a write
-can start).
+agents edit them as project files); files that run only when the person runs
+the project (``Makefile``, ``package.json``, ``conftest.py``, ``setup.py``,
+``.pre-commit-config.yaml``, ``.vscode/tasks.json``): changing them is the
+agent's work and their effect shows in the diff; and reads (this is about
+what a write can start).
 """
 
 from __future__ import annotations
