@@ -218,7 +218,7 @@ def describe_action(command: str, paths: tuple[str, ...]) -> str:
     return ", ".join(paths)
 
 
-def _env_pairs(env: Any) -> tuple[tuple[str, str], ...]:
+def env_pairs(env: Any) -> tuple[tuple[str, str], ...]:
     """``env`` as ACP sends it (``[{name, value}]``) or as a mapping."""
     pairs: list[tuple[str, str]] = []
     if isinstance(env, dict):
@@ -254,9 +254,9 @@ class Action:
         env: tuple[tuple[str, str], ...] = ()
         if isinstance(raw_input, dict):
             cwd = raw_input.get("cwd") if isinstance(raw_input.get("cwd"), str) else ""
-            env = _env_pairs(raw_input.get("env"))
+            env = env_pairs(raw_input.get("env"))
             code = code_of(raw_input)
-            others = _without_code(raw_input, code)
+            others = without_code(raw_input, code)
             others = {k: v for k, v in others.items() if k not in _SHOWN_KEYS}
             if others:
                 rest = json.dumps(others, ensure_ascii=False, indent=1, default=repr)
@@ -312,7 +312,7 @@ class Action:
         return ""
 
 
-def _without_code(raw_input: dict[str, Any], code: str) -> dict[str, Any]:
+def without_code(raw_input: dict[str, Any], code: str) -> dict[str, Any]:
     """``rawInput`` with the ``code`` found by :func:`code_of` taken out of its
     wrapper (it is shown as code; the wrapper's other keys stay shown)."""
     if not code or raw_input.get("code") == code:
@@ -589,7 +589,8 @@ class PermissionBroker:
             return done(None, "cancelled")
         if opt["kind"] in ("allow_always", "reject_always") and key is not None:
             self._memory.setdefault(sid, {})[key] = opt["kind"].split("_")[0]
-        if opt["kind"] in ("allow_once", "allow_always"):
+        if opt["kind"] == "allow_once" or (opt["kind"] == "allow_always" and key is None):
+            # ("always" with a key is remembered above, and covers every run of what was shown)
             kept = self._grants.setdefault(sid, deque(maxlen=GRANTS_KEPT))
             if grant and command:
                 kept.append(Grant(kind or "?", ("command", command)))

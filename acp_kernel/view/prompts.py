@@ -14,8 +14,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ..services import events as se
+from ..services.permissions import option_label
 from .form import UNSET, choices, field_kind, field_label, validate
-from ..safe import Html, Markdown
+from ..safe import Html, Markdown, html, plain
 from .sink import widget_bundle
 from .transcript import elicitation_markdown, kind_icon, option_name, permission_markdown
 
@@ -38,17 +39,40 @@ def _set(widget: Any, value: Html) -> Any:
     return widget
 
 
+#: The question's payload box: whole, scrolled when long (never cut).
+DETAIL_STYLE = "margin:4px 0;white-space:pre-wrap;word-break:break-all;max-height:24em;overflow:auto"
+
+
+def option_words(opt: dict[str, Any]) -> tuple[str, str]:
+    """(our words from the option's kind, the agent's own name for it or "")."""
+    label = opt.get("label")
+    if not isinstance(label, str):  # options the broker did not label (a server's own question)
+        label = option_label(opt.get("kind"), opt.get("rawKind"))
+        agent = str(opt.get("name") or "")
+    else:
+        agent = str(opt.get("agentName") or "")
+    return label, "" if agent.strip().casefold() == label.casefold() else agent
+
+
 def permission_plain(prompt: se.PermissionPrompt, outcome: Any = None, *, answered: bool = False) -> str:
-    head = f"Permission requested: {prompt.title or 'a tool call'}"
+    head = f"Permission requested: {plain(prompt.title or 'a tool call')}"
+    if prompt.kind:
+        head += f" ({plain(prompt.kind)})"
     if not answered:
-        return head + "\nOptions: " + " / ".join(str(o["name"]) for o in prompt.options)
+        detail = f"\nWhat it runs or touches:\n{plain(prompt.command)}" if prompt.command else ""
+        return head + detail + "\nOptions: " + " / ".join(plain(o["name"]) for o in prompt.options)
     if outcome is None:
         return head + " -> cancelled"
-    return head + f" -> chose {option_name(prompt.options, outcome)}"
+    return head + f" -> chose {plain(option_name(prompt.options, outcome))}"
 
 
 class PermissionForm:
-    """One button per option; the row shows the outcome and the buttons lock."""
+    """One button per option; the row shows the outcome and the buttons lock.
+
+    A button's words and colour come from the option's kind; the agent's
+    name for it stands beside the button as the agent's wording. The payload
+    (``detail``: what runs or is touched) is shown whole in a scrolled box.
+    """
 
     def __init__(self, prompt: se.PermissionPrompt, *, widgets: bool = True, detail: str = "") -> None:
         self.prompt = prompt
@@ -66,21 +90,28 @@ class PermissionForm:
         import ipywidgets as w
 
         p = self.prompt
-        head = Html("<b>🔐 Permission requested</b><br>{} <span>{}</span>").format(kind_icon(p.kind), p.title or "a tool call")
+        head = Html("<b>🔐 Permission requested</b><br>{} <span>{}</span>").format(kind_icon(p.kind), html(p.title or "a tool call"))
+        if p.kind:
+            head += Html(" <small>(the agent calls it: {})</small>").format(html(p.kind))
         if detail:
-            head += Html("<pre style='margin:4px 0;white-space:pre-wrap'>{}</pre>").format(detail)
+            head += Html("<pre class='acp-q-detail' style='{}'>{}</pre>").format(DETAIL_STYLE, html(detail))
         self.header = _html_widget(head)
+        rows = []
         for opt in p.options:
+            label, agent = option_words(opt)
             b = w.Button(
-                description=str(opt["name"]),
+                description=label,
                 tooltip=f"{opt.get('rawKind') or opt.get('kind') or ''} ({opt['optionId']})",
                 button_style=BUTTON_STYLE.get(opt.get("kind") or "", ""),
                 layout=w.Layout(width="auto"),
             )
             b.on_click(self._handler(opt["optionId"]))
             self.buttons.append(b)
+            beside = _html_widget(Html("<small style='opacity:.75'>the agent's words: “{}”</small>").format(html(agent))
+                                  if agent else Html(""))
+            rows.append(w.HBox([b, beside]))
         self.status = _html_widget(Html(""))
-        self.widget = w.VBox([self.header, w.HBox(self.buttons), self.status])
+        self.widget = w.VBox([self.header, w.VBox(rows), self.status])
 
     def _handler(self, option_id: str) -> Callable[[Any], None]:
         def click(_button: Any) -> None:
@@ -90,7 +121,7 @@ class PermissionForm:
                 self._clicked = True
             for b in self.buttons:
                 b.disabled = True
-            _set(self.status, Html("→ {}…").format(option_name(self.prompt.options, option_id)))
+            _set(self.status, Html("→ {}…").format(html(option_name(self.prompt.options, option_id))))
             self.prompt.answer(option_id)
 
         return click
@@ -105,14 +136,14 @@ class PermissionForm:
             if outcome is None:
                 _set(self.status, Html("<i>cancelled</i>"))
             else:
-                _set(self.status, Html("→ chose <b>{}</b>").format(option_name(self.prompt.options, outcome)))
+                _set(self.status, Html("→ chose <b>{}</b>").format(html(option_name(self.prompt.options, outcome))))
 
     def markdown(self) -> Markdown:
         return permission_markdown(self.prompt, self.outcome, answered=self.answered)
 
     def bundle(self) -> dict[str, Any]:
-        plain = permission_plain(self.prompt, self.outcome, answered=self.answered)
-        return widget_bundle(self.widget, plain, self.markdown())
+        plain_text = permission_plain(self.prompt, self.outcome, answered=self.answered)
+        return widget_bundle(self.widget, plain_text, self.markdown())
 
 
 class ElicitationForm:

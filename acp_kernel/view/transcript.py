@@ -289,6 +289,8 @@ def permission_markdown(prompt: se.PermissionPrompt, outcome: Any = None, *, ans
     title = text(prompt.title or "a tool call")
     head = Markdown("🔐 **Permission requested:** {} {}").format(kind_icon(prompt.kind), title)
     if not answered:
+        # What runs or is touched, whole (the title is the agent's word); option words come from their kinds.
+        payload = Markdown("\n\n") + block(prompt.command) if getattr(prompt, "command", "") else Markdown("")
         names = Markdown(" / ").join(text(o["name"]) for o in prompt.options)
         return head + Markdown("\n\nOptions: ") + names
     if outcome is None:

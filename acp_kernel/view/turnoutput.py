@@ -454,7 +454,9 @@ class TurnOutput(TurnBase):
         if block.kind == "permission":
             block.md = permission_markdown(p, outcome, answered=answered)
             if not answered:
-                block.text = f"Permission requested: {p.title or 'a tool call'}\nOptions: " + " / ".join(str(o["name"]) for o in p.options)
+                block.text = f"Permission requested: {p.title or 'a tool call'}\n" + (
+                    f"What it runs or touches:\n{p.command}\n" if p.command else "") + "Options: " + " / ".join(
+                    str(o["name"]) for o in p.options)
             else:
                 block.text = f"Permission requested: {p.title or 'a tool call'} -> " + (
                     "cancelled" if outcome is None else f"chose {option_name(p.options, outcome)}")

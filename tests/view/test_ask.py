@@ -63,11 +63,16 @@ async def test_invalid_answers_are_asked_again_a_bounded_number_of_times():
     assert len(ask.prompts) == RETRIES + 1
 
 
-def test_pick_option_by_number_id_or_name():
-    options = [{"optionId": "a", "name": "Allow once"}, {"optionId": "r", "name": "Reject"}]
-    assert pick_option(options, "1") == "a" and pick_option(options, " r ") == "r"
-    assert pick_option(options, "allow once") == "a"
-    assert pick_option(options, "0") is None and pick_option(options, "3") is None
+def test_pick_option_by_number_or_kind_words_never_by_the_agents_name_or_id():
+    options = [{"optionId": "reject", "name": "Reject", "kind": "allow_once"},
+               {"optionId": "allow", "name": "Allow", "kind": "reject_always"},
+               {"optionId": "r", "name": "No", "kind": "reject_once"}]
+    assert pick_option(options, "1") == "reject" and pick_option(options, " 3 ") == "r"
+    assert pick_option(options, "allow once") == "reject"  # the option of kind allow_once
+    assert pick_option(options, "Reject") == "r"  # kind reject_once, not the one *named* Reject
+    assert pick_option(options, "always  reject") == "allow"
+    assert pick_option(options, "allow") == "reject" and pick_option(options, "r") is None  # ids are not answers
+    assert pick_option(options, "0") is None and pick_option(options, "4") is None
 
 
 async def test_hostile_title_and_command_are_cleaned_for_the_terminal():
