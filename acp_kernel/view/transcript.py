@@ -292,7 +292,7 @@ def permission_markdown(prompt: se.PermissionPrompt, outcome: Any = None, *, ans
         # What runs or is touched, whole (the title is the agent's word); option words come from their kinds.
         payload = Markdown("\n\n") + block(prompt.command) if getattr(prompt, "command", "") else Markdown("")
         names = Markdown(" / ").join(text(o["name"]) for o in prompt.options)
-        return head + Markdown("\n\nOptions: ") + names
+        return head + payload + Markdown("\n\nOptions: ") + names
     if outcome is None:
         return head + Markdown(" → *cancelled*")
     return head + Markdown(" → chose **{}**").format(option_name(prompt.options, outcome))
