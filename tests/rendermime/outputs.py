@@ -1,0 +1,50 @@
+"""The outputs acp_kernel builds from one agent string, as rendermime items.
+
+Each template is what the kernel's views do with agent text: the answer as
+markdown (``safe.bundle(safe.markdown(x), x)``), a one-line title and a path
+in a code span (``safe.text`` / ``safe.code`` in a ``safe.Markdown`` template),
+and text verbatim in a fence (``safe.block``). Every text mime of the bundle
+is rendered as a live kernel's output is (trusted: no sanitizer); ``text/html``
+also untrusted (a reopened notebook: the sanitizer runs, which can only take
+away). ``text/plain`` is rendered for the answer, where it is the agent's
+text (elsewhere it is our markdown source).
+
+``safe`` is passed in, so the same oracle judges the working tree's
+``acp_kernel.safe`` or an older copy of it (see ``run.py``).
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Callable
+
+from .oracle import Item
+
+TEXT_MIMES = ("text/html", "text/markdown", "text/plain")
+
+
+def templates(safe: ModuleType) -> dict[str, Callable[[str], dict]]:
+    md = safe.Markdown
+    return {
+        "answer": lambda x: safe.bundle(safe.markdown(x), x),
+        "title": lambda x: safe.bundle(md("**Tool** {} in {}: {}").format(safe.text(x), safe.code(x), safe.text(x[:40]))),
+        "block": lambda x: safe.bundle(md("Output:\n\n{}\n\nend").format(safe.block(x))),
+    }
+
+
+def items_for(safe: ModuleType, text: str, which: tuple[str, ...] | None = None) -> list[Item]:
+    """Every (mime, source, trusted) JupyterLab could render for ``text``."""
+    out: list[Item] = []
+    for label, build in templates(safe).items():
+        if which is not None and label not in which:
+            continue
+        data = build(text)
+        for mime in TEXT_MIMES:
+            if mime not in data:
+                continue
+            source = str(data[mime])
+            if mime == "text/plain" and label != "answer":
+                continue
+            for trusted in ((True, False) if mime == "text/html" else (True,)):
+                out.append(Item(mime, source, trusted, label))
+    return out

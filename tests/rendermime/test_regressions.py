@@ -1,0 +1,59 @@
+"""Fixed hostile inputs, judged by JupyterLab's own renderers: the known attacks stay dead.
+
+Each input goes through every template (the answer as markdown, a title and
+a path in a code span, text in a block; see ``outputs.py``) and every text
+mime of the bundle; nothing may be live or typeset, and the payload must
+still be there as text.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from .generator import RUN
+from .oracle import describe
+from .outputs import items_for
+
+pytestmark = pytest.mark.slow
+
+#: input -> text that must be visible in every rendering of it (after
+#: markdown has done its part: a backslash escape shows its character).
+CASES = {
+    # JupyterLab's math pass ends the code span at the backtick after "\\(".
+    f"Try `<img src=x onerror={RUN}>\\\\(` then \\\\)": ["onerror=", "then"],
+    f"Try `<img src=x onerror={RUN}>\\(` then \\)": ["onerror=", "then"],
+    # A fence in a block quote whose blank lines are ">" lines.
+    f"> ```\n> <img src=x onerror={RUN}>\n>\n> $x$\n>\n> ```": ["onerror=", "$x$"],
+    f"> ```\n> a\n>\n> <img src=x onerror={RUN}>\n> ```\n>\n> `$y$`": ["onerror=", "$y$"],
+    "$x$": ["$x$"],
+    "$$x$$ and $$\n\\begin{align}a\\end{align}\n$$": ["$$x$$", "begin{align}"],
+    "\\style{background-color:red}{x}": ["style{background-color:red}{x}"],
+    "$\\style{background-color:red}{x}$": ["style{background-color:red}"],
+    "\\$5 and \\$6": ["$5 and ", "$6"],
+    "costs $5 and $6": ["$5 and $6"],
+    "the file `/tmp/a\nb.py` and `/tmp/$HOME\\n`": ["/tmp/a", "b.py", "$HOME"],
+    f"<img src=x onerror={RUN}>": ["onerror="],
+    f"<svg onload={RUN}><circle r=5 /></svg>": ["onload="],
+    f"<script>{RUN}</script>": ["<script>"],
+    f"<a href=\"javascript:{RUN}\">a</a>": ["javascript:"],
+    f"[click](javascript:{RUN})": ["click"],
+    f"\\\\( <img src=x onerror={RUN}> \\\\)": ["onerror="],
+    "@@0@@ and @@1@@ $a$": ["@@0@@", "$a$"],
+    f"```\"><img src=x onerror={RUN}>\ncode\n```": ["code"],
+    f"| a | b |\n| - | - |\n| `$x$` | <img src=x onerror={RUN}> |": ["$x$", "onerror="],
+    "&#x3C;img src=x onerror=alert(1)&#x3E; &lt;b&gt;": ["onerror=alert(1)"],
+}
+
+
+@pytest.mark.parametrize("text", list(CASES), ids=range(len(CASES)))
+def test_known_attack_stays_dead(oracle, safe_module, text: str) -> None:
+    items = items_for(safe_module, text)
+    verdicts = oracle.judge(items)
+    live = [describe(v) for v in verdicts if v.findings]
+    assert not live, f"input {text!r}:\n" + "\n".join(live)
+    answers = [v for v in verdicts if v.item.label == "answer" and v.item.mime != "text/plain"]
+    assert answers
+    for v in answers:
+        shown = " ".join(v.text.split())
+        for needle in CASES[text]:
+            assert " ".join(needle.split()) in shown, f"{needle!r} not shown for {text!r} ({v.item}): {v.text!r}"
