@@ -15,7 +15,7 @@ from typing import Any, Optional
 
 from .._version import VERSION
 from . import content
-from ..protocol import proctree
+from ..protocol.scope import Scope
 from ..protocol.connection import Connection
 from .content import embedded_resource, resource_link, text_block  # noqa: F401 (re-exported: front-ends build prompts)
 from ..errors import AUTH_REQUIRED, INVALID_PARAMS, AcpError, AuthRequired, ConnectionClosed, RpcError
@@ -539,6 +539,8 @@ class Client:
         self.transport: ProcessTransport | None = None
         self.conn: Connection = None  # type: ignore[assignment]
         self.services: Any = None
+        #: The agent and every terminal it asks for: nothing in it outlives :meth:`close`.
+        self.scope = Scope("session")
 
     # -- lifecycle ----------------------------------------------------------
 
@@ -549,6 +551,7 @@ class Client:
         self.transport = ProcessTransport(
             self.spec.command, env=self.spec.env, cwd=self.cwd, hint=self.spec.install,
             write_buffer_bytes=limits.write_buffer_bytes, write_stall_seconds=limits.write_stall_seconds,
+            scope=self.scope.child("agent"),
         )
         kwargs = {"max_line": self.max_line} if self.max_line else {}
         self.conn = Connection(self.transport, name=f"agent {self.spec.name!r}", max_depth=limits.json_depth, **kwargs)
@@ -590,20 +593,18 @@ class Client:
 
     async def close(self) -> None:
         """End every terminal, close stdin, give the agent a moment, end its tree."""
-        if self.services is not None:
-            await self.services.shutdown()
-        if self.conn is not None:
-            await self.conn.close()
+        try:
+            if self.services is not None:
+                await self.services.shutdown()
+            if self.conn is not None:
+                await self.conn.close()
+        finally:
+            await self.scope.end()  # whatever escaped its terminal or agent
 
     def kill_now(self) -> None:
         """Synchronous last resort (interpreter exit, a close that failed):
         SIGKILL every terminal's tree and the agent's."""
-        if self.services is not None:
-            for term in self.services.terminals.terminals():
-                if term.pid:
-                    proctree.kill_tree_now(term.pid)
-        if self.transport is not None:
-            self.transport.kill_now()
+        self.scope.kill_now()
 
     @property
     def alive(self) -> bool:

@@ -2,19 +2,21 @@
 
 Keyed by the notebook (``JPY_SESSION_NAME``, which Jupyter Server sets to the
 notebook's path) or, failing that, the kernel id. Stored as one small JSON
-file under the Jupyter data dir; written atomically.
+file under the Jupyter data dir; written atomically, readable by its owner
+only (0600 in a 0700 folder): it holds agent command lines (which may carry
+tokens) and the last prompt typed.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import stat
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..paths import store_path  # where the store is: shared with the file service's guard
 
-from ..services.files import atomic_write_text
 
 
 @dataclass
@@ -63,14 +65,42 @@ def recall(key: str | None) -> Remembered | None:
         return None
 
 
+def private_folder(folder: Path) -> None:
+    """Make ``folder`` (and missing parents) 0700. An existing one is made
+    0700 only when it is ours (named ``acp_kernel``, as the default is): a
+    folder named by ``ACP_KERNEL_STATE`` may be shared with other things."""
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if folder.name == "acp_kernel" and stat.S_IMODE(folder.stat().st_mode) != 0o700:
+        os.chmod(folder, 0o700)
+
+
+def write_private(path: Path, text: str) -> None:
+    """Replace ``path`` atomically with a 0600 file holding ``text`` (the
+    umask cannot widen it: the mode is given at creation)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
 def remember(key: str | None, value: Remembered | None) -> None:
     if not key:
         return
     path = store_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_folder(path.parent)
     data = _read(path)
     if value is None:
         data.pop(key, None)
     else:
         data[key] = asdict(value)
-    atomic_write_text(str(path), json.dumps(data, indent=1))
+    write_private(path, json.dumps(data, indent=1))

@@ -26,6 +26,7 @@ from .. import compat, termsafe
 from ..client import params, store
 from ..passthrough import ptycell
 from ..protocol import watchdog
+from ..protocol.scope import adopt_orphans
 from ..client.commands import POLICIES, UsageError
 from ..client.controller import Controller, Unavailable
 from ..errors import AcpError, PassthroughError, RpcError
@@ -111,6 +112,7 @@ class AcpKernel(Kernel):
             watchdog.enable()
         except OSError as exc:
             self.log.warning("could not start the process watchdog: %s", exc)
+        adopt_orphans()  # orphans below us (double-forked daemons) are re-parented here, found and reaped
 
     def pre_handler_hook(self) -> None:  # keeps our SIGINT handler during handlers
         self._handling, self._interrupted = True, False

@@ -86,7 +86,8 @@ class Spool:
             global _count
             _count += 1
             self.path = os.path.join(_spool_dir(), f"output-{os.getpid()}-{_count}.txt")
-            self._f = open(self.path, "wb")
+            # 0600 (in mkdtemp's 0700 folder): the output may hold whatever the command printed
+            self._f = os.fdopen(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb")
         self._f.write(data)
         self.written += len(data)
 

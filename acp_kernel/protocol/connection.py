@@ -96,6 +96,8 @@ class Connection:
         transport.attach(self._on_data, self._on_eof)
         if hasattr(transport, "on_stall"):
             transport.on_stall = self._on_stall
+        if hasattr(transport, "on_exit"):
+            transport.on_exit = self._on_exit
 
     # -- registration -------------------------------------------------------
 
@@ -229,6 +231,14 @@ class Connection:
         )
         self.on_report("stalled", str(reason))
         self._close(reason)
+
+    def _on_exit(self, returncode: int | None) -> None:
+        """The agent process exited but its output is still open (a process
+        it started holds it): nothing more can come; fail what waits now."""
+        self._close(ConnectionClosed(
+            f"{self.name} exited (a process it started still held its output; that process was ended)",
+            returncode=returncode, stderr=self.transport.exit_info()[1],
+        ))
 
     # -- incoming -----------------------------------------------------------
 

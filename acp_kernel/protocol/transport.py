@@ -23,7 +23,8 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-from . import proctree, watchdog
+from . import watchdog
+from .scope import Scope
 from ..errors import AcpError
 
 OnData = Callable[[bytes], None]
@@ -112,6 +113,7 @@ class _ProcessProtocol(asyncio.SubprocessProtocol):
 
     def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
         if fd == 1:
+            self.owner.stdout_closed.set()
             self.owner._on_eof()
 
     # The stdin pipe's flow control (asyncio calls these past the high-water
@@ -123,16 +125,22 @@ class _ProcessProtocol(asyncio.SubprocessProtocol):
         self.owner._resume_writing()
 
     def process_exited(self) -> None:
-        owner = self.owner
-        if not owner.exited.done():
-            owner.exited.set_result(owner._proc.get_returncode() if owner._proc else None)
+        self.owner._on_exited()
+
+
+#: How long stdout may stay open after the agent exited (output still in the
+#: pipe is read meanwhile) before a process it started, holding the pipe, is
+#: taken for what it is: the agent is gone, the turn ends now.
+EXIT_GRACE = 0.5
 
 
 class ProcessTransport:
     """An agent process: stdout is the wire, stderr a drained ring, stdin our pen.
 
     The process starts in a new session (its own process group): the
-    kernel's SIGINT never reaches it, and stopping it ends the whole tree.
+    kernel's SIGINT never reaches it. It and everything it starts form one
+    :class:`~acp_kernel.protocol.scope.Scope` (tree, environment marker,
+    cgroup), ended whole when it is closed or when the agent exits.
     """
 
     def __init__(
@@ -145,11 +153,13 @@ class ProcessTransport:
         hint: str = "",
         write_buffer_bytes: int = 4 * 1024 * 1024,
         write_stall_seconds: float = 30.0,
+        scope: Scope | None = None,
     ) -> None:
         full_env = dict(os.environ)
         if env:
             full_env.update(env)
-        self.env = full_env
+        self.scope = scope if scope is not None else Scope("agent")
+        self.env = self.scope.env(full_env)
         self.argv = resolve_argv(argv, full_env, hint)
         self.cwd = cwd
         self.stderr = StderrRing(stderr_limit)
@@ -160,7 +170,11 @@ class ProcessTransport:
         self._stdin: asyncio.WriteTransport | None = None
         self._on_data: OnData = lambda data: None
         self._on_eof: OnEof = lambda: None
-        self._seen: set[int] = set()
+        self.stdout_closed = asyncio.Event()
+        #: Called with the exit status when the agent exited while something
+        #: else still holds its stdout (the connection fails what waits).
+        self.on_exit: Callable[[int | None], None] | None = None
+        self._ending: asyncio.Task[Any] | None = None
         self.write_buffer_bytes = write_buffer_bytes
         self.write_stall_seconds = write_stall_seconds
         #: Called with the bytes still waiting when the agent has not read its
@@ -179,17 +193,21 @@ class ProcessTransport:
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
-        self._proc, _ = await loop.subprocess_exec(
-            lambda: _ProcessProtocol(self),
-            *self.argv,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=self.env,
-            cwd=self.cwd,
-            start_new_session=True,
-        )
-        self.pid = self._proc.get_pid()
+        with self.scope.spawning():
+            self._proc, _ = await loop.subprocess_exec(
+                lambda: _ProcessProtocol(self),
+                *self.argv,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=self.env,
+                cwd=self.cwd,
+                start_new_session=True,
+            )
+            self.pid = self._proc.get_pid()
+            self.scope.started(self.pid)
+        if self._proc.get_returncode() is not None and not self.exited.done():
+            self._on_exited()  # it exited before subprocess_exec returned
         watchdog.watch(self.pid)  # a no-op unless the kernel enabled it
         self._stdin = self._proc.get_pipe_transport(0)  # type: ignore[assignment]
         if self._stdin is not None:
@@ -263,10 +281,31 @@ class ProcessTransport:
             code = self._proc.get_returncode()
         return code, self.stderr.text()
 
-    def remember_tree(self) -> None:
-        """Note the current descendants, so they can be ended after re-parenting."""
+    def _on_exited(self) -> None:
+        """The agent process ended (its owner reaped it). Whatever it started
+        ends too; if one of those holds stdout open, the wire is dead anyway:
+        say so after :data:`EXIT_GRACE` instead of waiting for an EOF."""
+        proc = self._proc
+        if proc is None or self.exited.done():
+            return  # start() calls again once it has the process
+        code = proc.get_returncode()
         if self.pid is not None:
-            self._seen |= proctree.tree(self.pid)
+            self.scope.reaped(self.pid)
+        if not self.exited.done():
+            self.exited.set_result(code)
+        self._ending = asyncio.get_running_loop().create_task(self._after_exit(code))
+
+    async def _after_exit(self, code: int | None) -> None:
+        try:
+            await asyncio.wait_for(self.stdout_closed.wait(), EXIT_GRACE)
+        except asyncio.TimeoutError:
+            if self.on_exit is not None:
+                self.on_exit(code)
+        await self.scope.end()
+
+    def remember_tree(self) -> None:
+        """Note the current members, so they can be ended after re-parenting."""
+        self.scope.remember()
 
     async def close(self, grace: float = 0.5) -> None:
         """Close stdin, give the agent ``grace`` seconds, then end the whole tree."""
@@ -285,7 +324,9 @@ class ProcessTransport:
                 await asyncio.wait_for(asyncio.shield(self.exited), grace)
             except asyncio.TimeoutError:
                 pass
-        await proctree.terminate_tree(pid, known=self._seen)
+        if self._ending is not None:
+            await asyncio.shield(self._ending)
+        await self.scope.end()
         watchdog.unwatch(pid)
         if not self.exited.done():
             try:
@@ -297,7 +338,7 @@ class ProcessTransport:
     def kill_now(self) -> None:
         """Synchronous SIGKILL of the tree, for paths that cannot await."""
         if self.pid is not None:
-            proctree.kill_tree_now(self.pid, self._seen)
+            self.scope.kill_now()
 
 
 class _ReadProtocol(asyncio.Protocol):

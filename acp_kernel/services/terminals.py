@@ -3,8 +3,9 @@
 :class:`Terminal` is one process, usable on its own (``%%shell`` builds one
 from :func:`~acp_kernel.services.shell.shell_argv` with a timeout). It runs its argv
 directly (no shell), stdout and stderr in one pipe, stdin ``/dev/null``, in
-its own session so its whole group and tree can be ended
-(:func:`~acp_kernel.protocol.proctree.terminate_tree`). Output goes into a bounded
+its own session, as a :class:`~acp_kernel.protocol.scope.Scope` (a child of
+the client's, when an agent asked for it): ending it ends everything it
+started, double-forked daemons included. Output goes into a bounded
 :class:`~acp_kernel.services.output_buffer.OutputBuffer` and, decoded, to live
 subscribers.
 
@@ -40,7 +41,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from ..protocol import proctree, watchdog
+from ..protocol import watchdog
+from ..protocol.scope import Scope
 from ..errors import INVALID_PARAMS, RESOURCE_NOT_FOUND, RpcError
 from .output_buffer import OutputBuffer, StreamDecoder
 from .events import Notice, TerminalExited, TerminalStarted
@@ -115,6 +117,7 @@ class Terminal:
         timeout: float | None = None,
         terminal_id: str = "",
         via_shell: bool = False,
+        scope: Scope | None = None,
     ) -> None:
         if not argv:
             raise ValueError("empty argv")
@@ -142,7 +145,9 @@ class Terminal:
         self._grace: asyncio.TimerHandle | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._killing: asyncio.Task[None] | None = None
-        self._seen: set[int] = set()
+        #: The process and everything it starts (setsid'd and double-forked
+        #: daemons too): ended by kill and release.
+        self.scope = scope if scope is not None else Scope("term")
         self._decoder: StreamDecoder | None = None
         self._out_subs: list[OutputCallback] = []
         self._exit_subs: list[ExitCallback] = []
@@ -160,20 +165,23 @@ class Terminal:
         self._done = loop.create_future()
         env = dict(os.environ)
         env.update(self.env_overrides)
+        env = self.scope.env(env)  # after the agent's env: the marker is ours
         if not os.path.isdir(self.cwd):
             raise TerminalError(f"working directory {self.cwd!r} does not exist or is not a directory")
         program = self.argv[0]
         try:
-            self._transport, _ = await loop.subprocess_exec(
-                lambda: _Protocol(self),
-                *self.argv,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.STDOUT,
-                cwd=self.cwd,
-                env=env,
-                start_new_session=True,
-            )
+            with self.scope.spawning():
+                self._transport, _ = await loop.subprocess_exec(
+                    lambda: _Protocol(self),
+                    *self.argv,
+                    stdin=asyncio.subprocess.DEVNULL,
+                    stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.STDOUT,
+                    cwd=self.cwd,
+                    env=env,
+                    start_new_session=True,
+                )
+                self.scope.started(self._transport.get_pid())
         except FileNotFoundError as exc:
             raise TerminalError(f"cannot run {program!r}: no such program ({exc.strerror})") from exc
         except PermissionError as exc:
@@ -210,10 +218,8 @@ class Terminal:
     async def _kill_tree(self) -> None:
         pid = self.pid
         assert pid is not None
-        # Something still holds our pipe or the leader lives: the tree is ours.
-        if not (self._proc_exited and self._pipe_closed):
-            self._seen |= proctree.tree(pid)
-            await proctree.terminate_tree(pid, known=self._seen)
+        # Everything it started, whether or not it still runs or holds our pipe.
+        await self.scope.end()
         watchdog.unwatch(pid)
         if self._done is not None and not self._done.done():
             try:
@@ -297,6 +303,7 @@ class Terminal:
         self._proc_exited = True
         assert self._transport is not None
         self._returncode = self._transport.get_returncode()
+        self.scope.reaped(self._transport.get_pid())
         if self._pipe_closed:
             self._finish()
         elif self._loop is not None:
@@ -534,7 +541,10 @@ class TerminalService:
                 ))
             limit = cap
         tid = f"term-{self._prefix}-{next(self._ids)}"
-        term = Terminal(plan.argv, cwd=cwd, env=env, output_limit=limit, terminal_id=tid, via_shell=plan.via_shell)
+        parent = getattr(self.host, "scope", None)
+        scope = parent.child("term") if isinstance(parent, Scope) else None
+        term = Terminal(plan.argv, cwd=cwd, env=env, output_limit=limit, terminal_id=tid, via_shell=plan.via_shell,
+                        scope=scope)
         try:
             await term.start()
         except TerminalError as exc:
