@@ -331,6 +331,7 @@ class Controller:
 
         session = await self.ensure()
         session.interactive = self.frontend.interactive()
+        self._between_turns(session)
         turn = session.begin(blocks)  # ContentRefused: before a turn exists, for the front-end to show
         # The view hands each question (with its tool call) to the asker when
         # the frontend answers through stdin.
@@ -346,6 +347,18 @@ class Controller:
                 getattr(asker, "close", lambda: None)()
             view.close()
         return turn
+
+    def _between_turns(self, session: Session) -> None:
+        """What the agent asked while no turn was running (answered then by the
+        permission broker, never asked: nobody watched a cell for it), said once
+        in a display of its own before this cell's turn, not inside it."""
+        last = session.turns[-1] if session.turns else session.background
+        said_turn, said = getattr(self, "_between_said", (None, 0))
+        start = said if said_turn is last else 0
+        for ev in last.events[start:]:
+            if type(ev).__name__ == "Notice" and getattr(ev, "kind", None) == "between-turns":
+                self.say(Markdown("⚠️ *Before this cell:* {}").format(text(ev.text)), f"Before this cell: {ev.text}")
+        self._between_said = (last, len(last.events))
 
     async def prompt_terminal(self, name: str, prompt: str) -> Any:
         """Type a prompt into a passthrough terminal shown in this cell; the

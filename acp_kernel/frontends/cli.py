@@ -601,6 +601,9 @@ async def _converse(client: Any, text: str, args: argparse.Namespace, printer: _
             printer.flush()
         err.write(f"acp-kernel: {_block(failure.plain())}\n")
         return EXIT_AUTH if isinstance(exc, AuthRequired) else EXIT_AGENT
+    for event in session.background.events:  # asked before the turn began: answered unasked, said here
+        if type(event).__name__ == "Notice" and getattr(event, "kind", None) == "between-turns":
+            printer(event)
     turn = session.begin(text)
     turn.subscribe(printer)
     if asker is not None:
