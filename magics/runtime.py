@@ -17,6 +17,7 @@ from typing import Any
 
 from acp_kernel.client import commands
 from acp_kernel.frontends.api import IPythonFrontend, guard
+from acp_kernel.frontends.parts import PARTS
 from acp_kernel.client.commands import MAGICS, Call
 from acp_kernel.client.controller import Controller, Unavailable, load_settings
 from acp_kernel.errors import AcpError, PassthroughError, RpcError
@@ -44,7 +45,7 @@ class Runtime(LoopHome):
         self.default: str | None = None
         self.config, self.config_error = load_settings()
         # Passthrough terminals, by alias (the same namespace as conns).
-        self.ptys = Terminals(config=self.config, side=self.frontend.notebook_side)
+        self.ptys = Terminals(config=self.config, side=self.frontend.notebook_side, frontend=self.frontend)
         LoopHome.__init__(self)
 
     def busy(self) -> bool:
@@ -85,7 +86,7 @@ class Runtime(LoopHome):
                 return self.ptys.get(alias or self.default).terminal.interrupt()  # type: ignore[arg-type]
             conn = self.conns.get(alias) if verb == "agents" and not alias else self._conn(alias)  # type: ignore[arg-type]
             if conn is None:  # %acp agents with nothing connected
-                conn = Controller(self.frontend, config=self.config)
+                conn = Controller(self.frontend, parts=PARTS, config=self.config)
             await self._interruptible(conn.run(call), conn)
             return None
         except commands.UsageError as exc:
@@ -126,7 +127,7 @@ class Runtime(LoopHome):
         if alias in self.conns or alias in self.ptys.panels:
             await self._close(alias)
         guard()
-        conn = Controller(self.frontend, spec=spec, config=self.config, cwd=call.option("--cwd"),  # type: ignore[arg-type]
+        conn = Controller(self.frontend, parts=PARTS, spec=spec, config=self.config, cwd=call.option("--cwd"),  # type: ignore[arg-type]
                           permissions=call.option("--permissions"), label=alias, ptys=self.ptys)  # type: ignore[arg-type]
         if call.option("--no-mcp"):
             conn.notebook_mcp = False
@@ -232,7 +233,7 @@ class Runtime(LoopHome):
 
     async def _pty_cell(self, alias: str, prompt: str) -> Any:
         """Type the cell into a passthrough terminal; the value is the :class:`Reply`."""
-        conn = Controller(self.frontend, config=self.config, ptys=self.ptys)
+        conn = Controller(self.frontend, parts=PARTS, config=self.config, ptys=self.ptys)
         try:
             reply = await self._interruptible(conn.prompt_terminal(alias, prompt.rstrip("\n")), conn)
         except PassthroughError as exc:

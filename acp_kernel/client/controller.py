@@ -11,25 +11,29 @@ of the command table (:mod:`acp_kernel.client.commands`) run here, so every
 front-end says the same words.
 
 The front-end supplies a :class:`Frontend`: where this cell's outputs go, and
-who (if anyone) can answer a question.
+who (if anyone) can answer a question; and the :class:`~acp_kernel.client.parts.Parts`
+above the client layer it uses (the view, the notebook MCP server, passthrough
+terminals), so this module imports none of them.
 """
 
 from __future__ import annotations
 
 import asyncio
-import io
 import os
 import uuid
 from typing import Any, Callable, Protocol
 
 from . import store
-from .commands import Call, UsageError
+from .commands import VERBS, Call, UsageError
 from ..errors import AcpError, AuthRequired, ConnectionClosed, PassthroughError, RpcError
-from .registry import AgentSpec, Config, ConfigError, adhoc_agent, load_config
+from .notebook import SessionBridge
+from .params import parse_set, value_text
+from .parts import Parts
+from .registry import BUILTIN, AgentSpec, Config, ConfigError, adhoc_agent, load_config
 from ..safe import Markdown, block, bundle, code, markdown, plain, text
 from .session import Choice, Client, Session
+from .startup import explain_failure, starting_line
 from .turn import Turn
-from ..view.plaintext import message
 
 #: How long an interrupted turn may take to end before the cell returns anyway.
 CANCEL_GRACE = 0.75
@@ -70,18 +74,17 @@ def load_settings(permissions: str | None = None) -> tuple[Config, str | None]:
     try:
         return load_config(), None
     except ConfigError as exc:
-        from .registry import BUILTIN
-
         return Config(agents=dict(BUILTIN)), str(exc)
 
 
 class Controller:
     """One agent, its current session and what the user chose for it."""
 
-    def __init__(self, frontend: Frontend, *, spec: AgentSpec | None = None, config: Config | None = None,
+    def __init__(self, frontend: Frontend, *, parts: Parts, spec: AgentSpec | None = None, config: Config | None = None,
                  cwd: str | None = None, permissions: str | None = None, label: str | None = None,
                  key: str | None = None, ptys: Any = None, terminal_auth: bool = True) -> None:
         self.frontend = frontend
+        self.parts = parts
         self.config_error: str | None = None
         if config is None:
             config, self.config_error = load_settings()
@@ -114,7 +117,7 @@ class Controller:
         """A message in the cell (``md`` from our templates, agent strings
         escaped); its text/plain is the rendered text (a console prints it),
         not the markdown source with its escapes."""
-        self.frontend.sink().display(message(md, plain_text))
+        self.frontend.sink().display(self.parts.message(md, plain_text))
 
     def progress(self, md: Markdown) -> Callable[[], None]:
         """A line shown while something slow runs; the returned callable
@@ -122,7 +125,7 @@ class Controller:
         print the blank again, or ignore it)."""
         sink = self.frontend.sink()
         display_id = f"acp-progress-{uuid.uuid4().hex[:12]}"
-        sink.display(message(md), display_id=display_id)
+        sink.display(self.parts.message(md), display_id=display_id)
         if not self.updates():
             return lambda: None
         return lambda: sink.update(bundle(Markdown(""), ""), display_id=display_id)
@@ -197,8 +200,6 @@ class Controller:
         return self.session
 
     async def _start(self) -> Client:
-        from .startup import starting_line
-
         done = self.progress(Markdown("*{}*").format(text(starting_line(self.spec))))
         client = Client(self.spec, cwd=self.cwd, settings=self.settings, mcp_servers=self._mcp_servers())
         try:
@@ -221,26 +222,19 @@ class Controller:
             self.say(Markdown("*The config file has an MCP server named `notebook`: "
                               "acp-kernel's own notebook server is not offered.*"))
             return servers
-        from ..notebook_mcp import offer
-        from .notebook import SessionBridge
-
         bridge = SessionBridge(self, side)
-        self._notebook_entry, self._notebook_tools = offer(bridge), bridge.tools
+        self._notebook_entry, self._notebook_tools = self.parts.offer_notebook(bridge), bridge.tools
         return servers + ([self._notebook_entry] if self._notebook_entry else [])
 
     def _withdraw_notebook(self) -> None:
         entry, self._notebook_entry = self._notebook_entry, None
         if entry is not None:
-            from ..notebook_mcp import withdraw
-
-            withdraw(entry)
+            self.parts.withdraw_notebook(entry)
 
     async def _failed(self, client: Client, exc: BaseException) -> Unavailable:
         """Show why the agent could not start or give its first session (with
         the stderr tail and exit status of its process, which an ``RpcError``
         does not carry) and return the one-line error to raise."""
-        from .startup import explain_failure
-
         try:
             await client.close()
         except Exception:  # noqa: BLE001 - it failed already; what it said matters more
@@ -270,9 +264,7 @@ class Controller:
                                   "starting a new one in {}.*").format(code(want), self.name, code(self.cwd)))
             return self._opened(await client.new_session(self.cwd))
         except AuthRequired as exc:
-            from ..view.transcript import auth_markdown
-
-            self.say(auth_markdown(exc.methods, list(self.spec.command))
+            self.say(self.parts.auth_markdown(exc.methods, list(self.spec.command))
                      + Markdown("\n\n`%auth METHOD` logs in with one of them here (a terminal method "
                                 "opens the agent's login in a terminal); after setting variables, restart."))
             raise Unavailable(f"{self.spec.display_name()} needs you to log in") from None
@@ -327,8 +319,6 @@ class Controller:
     async def prompt(self, blocks: list[dict[str, Any]]) -> Turn:
         """Send a prompt and render the turn live in this cell; returns the
         ended turn (its ``error`` says what went wrong)."""
-        from ..view import view_for
-
         session = await self.ensure()
         session.interactive = self.frontend.interactive()
         self._between_turns(session)
@@ -336,7 +326,7 @@ class Controller:
         # The view hands each question (with its tool call) to the asker when
         # the frontend answers through stdin.
         asker = self.frontend.asker()
-        view = view_for(turn, self.frontend.sink(), session=session, rate_hz=self.config.refresh_hz,
+        view = self.parts.view_for(turn, self.frontend.sink(), session=session, rate_hz=self.config.refresh_hz,
                         widgets=self.frontend.widgets(), frontend=self.view_frontend(), asker=asker)
         self.running = session
         try:
@@ -364,8 +354,6 @@ class Controller:
         """Type a prompt into a passthrough terminal shown in this cell; the
         :class:`~acp_kernel.passthrough.manager.Reply`. Where no terminal is on
         screen (headless), the reply is kept as text in the cell."""
-        from ..passthrough.ptycell import outcome_markdown
-
         if name not in self.ptys.panels and self.pty_resume is not None and self.pty_resume[0] == name:
             reply = await self._reopen_terminal(name, prompt)
             if reply is not None:
@@ -379,7 +367,7 @@ class Controller:
         if reply.sent and name == self.pty_target and self.pty_agent:
             self.pty_prompt = prompt
             self.remember()
-        note = outcome_markdown(panel.terminal, reply)
+        note = self.parts.outcome_markdown(panel.terminal, reply)
         if note:
             self.say(note)
         return reply
@@ -388,20 +376,16 @@ class Controller:
         """After a kernel restart: the remembered CLI again, resumed where it has a
         resume flag (:func:`~acp_kernel.passthrough.ptycell.reopen`); the
         :class:`Reply` when the prompt is not typed again, else None."""
-        from ..passthrough.manager import Reply
-        from ..passthrough.ptycell import reopen
-
         _, last = self.pty_resume or ("", "")
         self.pty_resume = None
         self.running = None
-        opened = await reopen(self.ptys, name, last, prompt, self.config, self.cwd)
+        opened = await self.parts.reopen_terminal(self.ptys, name, last, prompt, self.config, self.cwd)
         self.pty_target = opened.panel.terminal.name
         self.say(opened.note)
         if opened.type_prompt:
             return None
         opened.panel.show(self.frontend.sink())
-        return Reply(prompt, "", "idle", screen=opened.panel.terminal.screen_text(),
-                     detail="resumed; typed before the restart", sent=False)
+        return self.parts.resumed_reply(prompt, opened.panel.terminal.screen_text())
 
     async def cancel(self) -> None:
         if self.session is not None:
@@ -448,13 +432,10 @@ class Controller:
             text(spec.display_name()), code(" ".join(spec.command))))
 
     async def verb_agents(self, call: Call) -> None:
-        from ..frontends.cli import run_agents
-
-        out = io.StringIO()
-        failed = run_agents(out, out)
-        self.say(block(out.getvalue().rstrip("\n")), plain(out.getvalue()))
+        listing, failed = self.parts.list_agents()
+        self.say(block(listing.rstrip("\n")), plain(listing))
         if failed:
-            raise AcpError(out.getvalue().strip().splitlines()[0] if out.getvalue().strip() else "cannot list the agents")
+            raise AcpError(listing.strip().splitlines()[0] if listing.strip() else "cannot list the agents")
 
     async def verb_new(self, call: Call) -> None:
         if self.client is not None and self.client.alive and self.session is not None:
@@ -479,8 +460,6 @@ class Controller:
         return listed
 
     def _usage(self, verb: str) -> str:
-        from .commands import VERBS
-
         return VERBS[verb].usage(getattr(self.frontend, "kind", "kernel"))
 
     async def verb_load(self, call: Call) -> None:
@@ -553,8 +532,6 @@ class Controller:
     async def verb_set(self, call: Call) -> None:
         """``%set NAME VALUE`` (the kernel's; papermill's parameters): later
         prompts put the value where they say ``{NAME}``."""
-        from .params import parse_set, value_text
-
         try:
             name, value = parse_set(call.rest)
         except ValueError as exc:
@@ -599,11 +576,9 @@ class Controller:
 
     async def _terminal_login(self, method: dict) -> None:
         """Run the agent's login in a terminal here; on exit status 0, reconnect (ACP v1)."""
-        from ..passthrough import ptycell
-
         if self.ptys is None:
             raise AcpError("this front-end cannot show a terminal for the login")
-        panel = self.ptys.open(ptycell.login_target(self.spec, method), self.cwd, reuse=False)
+        panel = self.ptys.open(self.parts.login_target(self.spec, method), self.cwd, reuse=False)
         panel.show(self.frontend.sink())
         self.say(Markdown("*Log in in the terminal above; the agent reconnects when it exits.*"))
         self.running = panel.terminal
@@ -646,16 +621,14 @@ class Controller:
                 self.remember()
             self.say(Markdown("*Stopped {}.*").format(code(name)))
         else:
-            from ..passthrough import ptycell
-
-            target = ptycell.resolve(args, self.config, self.spec)
+            target = self.parts.resolve_terminal(args, self.config, self.spec)
             panel = self.ptys.open(target, self.cwd)
             self.pty_target = panel.terminal.name
             self.pty_agent = target.name if args[:1] != ["--command"] else ""
             self.pty_prompt, self.pty_resume = "", None
             self.remember()
             panel.show(self.frontend.sink())
-            self.say(ptycell.opened_markdown(panel.terminal))
+            self.say(self.parts.opened_markdown(panel.terminal))
             note = self.ptys.note(panel.terminal.name)  # why the notebook MCP server is off, if it is
             if note is not None:
                 self.say(note)

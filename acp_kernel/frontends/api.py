@@ -27,6 +27,7 @@ from typing import Any, Callable
 from .. import compat
 from ..client.commands import MAGICS
 from ..client.controller import Controller
+from .parts import PARTS
 from ..client.registry import AgentSpec, adhoc_agent
 from ..client.session import Choice, Session, text_block
 from ..client.turn import Turn
@@ -255,7 +256,7 @@ async def connect(agent: str | AgentSpec | None = None, *, command: str | list[s
     if permissions is not None and permissions not in POLICIES:
         raise ValueError(f"permissions: choose from {', '.join(POLICIES)}")
     guard()
-    controller = Controller(IPythonFrontend(render), cwd=cwd, permissions=permissions, terminal_auth=False)
+    controller = Controller(IPythonFrontend(render), parts=PARTS, cwd=cwd, permissions=permissions, terminal_auth=False)
     if mcp is not None:
         controller.notebook_mcp = mcp
     if command is not None:

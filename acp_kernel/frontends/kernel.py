@@ -31,6 +31,7 @@ from ..client.commands import POLICIES, UsageError
 from ..client.controller import Controller, Unavailable
 from ..errors import AcpError, PassthroughError, RpcError
 from .kernel_io import KernelFrontend, KernelSink
+from .parts import PARTS
 from ..safe import Markdown, bundle, text
 from ..safe import code as inline_code  # not `code`: do_execute's parameter is the cell's source
 from ..client.session import __version__, resource_link, text_block
@@ -70,7 +71,7 @@ class AcpKernel(Kernel):
         self.ptys = ptycell.Terminals()
         policy = os.environ.get("ACP_KERNEL_PERMISSIONS")
         self.controller = Controller(
-            KernelFrontend(self), permissions=policy if policy in POLICIES else None,
+            KernelFrontend(self), parts=PARTS, permissions=policy if policy in POLICIES else None,
             key=store.notebook_key(self._kernel_id()), ptys=self.ptys)
         c = self.controller
         c.spec = c.config.agents.get(os.environ.get("ACP_KERNEL_AGENT", ""), None) or c.spec

@@ -2,5 +2,5 @@
 
 ``manager`` (terminado PTYs and the prompt-aware terminal), ``ptycell`` (cells
 to terminals, for the kernel and the magics), ``pty_input`` (keys and pastes).
-The notebook widget is :mod:`acp_kernel.view.terminal`.
+The notebook widget is :mod:`acp_kernel.passthrough.panel` (``panel``).
 """

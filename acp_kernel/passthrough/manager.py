@@ -5,7 +5,7 @@ terminado owns the PTYs: :class:`PassthroughManager` is a small
 by the watchdog, reaped off the event loop, ended as a whole tree). A
 terminal's readers are terminado's duck-typed clients (``size``,
 ``on_pty_read``, ``on_pty_died``): :class:`PassthroughTerminal` is the one
-that knows about prompts, and the notebook widget (``view/terminal.py``) is
+that knows about prompts, and the notebook widget (``passthrough/panel.py``) is
 another.
 
 Each terminal runs a terminal emulator (``screen.ScreenModel``, pyte) over

@@ -71,19 +71,22 @@ class Cell:
             prompt.cancel()
 
 
-def here(sink: Any) -> Cell:
-    """The cell running now (call in its context): its sink and whether a person can click there."""
+def here(sink: Any, fe: Any = None) -> Cell:
+    """The cell running now (call in its context): its sink and whether a person can click there.
+
+    ``fe``: the front-end that tells (the magics' ``IPythonFrontend``: ``frontend()``,
+    ``interactive()``), passed in by it; None (the ACP kernel, whose cells run no
+    IPython): nobody clicks, as in terminal IPython (no kernel)."""
+    if fe is None:
+        return Cell(sink)
     try:
-        from IPython import get_ipython
+        from IPython import get_ipython  # lazy: start-up time
 
         ip = get_ipython()
     except ImportError:  # pragma: no cover - IPython is a dependency
         ip = None
     if ip is None or getattr(ip, "kernel", None) is None:
         return Cell(sink)
-    from ..frontends.api import IPythonFrontend
-
-    fe = IPythonFrontend()
     try:
         frontend = fe.frontend()
         return Cell(sink, interactive=fe.interactive(), widgets=frontend.widgets and frontend.ask == "widgets")

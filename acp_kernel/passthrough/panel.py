@@ -1,5 +1,8 @@
 """A passthrough terminal in the notebook: xterm.js in an anywidget, over the kernel's comm.
 
+(Here, not in ``view``: it is the widget of a :class:`~.manager.PassthroughTerminal`, and
+the view layer imports nothing from passthrough; its assets stay in ``view/static``.)
+
 :class:`TerminalPanel` is a terminado client of one PTY. Output goes to the
 frontend as custom comm messages carrying the text as a JSON string (text
 frames only: jupyter_server's gateway relay decodes every frame as UTF-8, so a
@@ -33,12 +36,14 @@ from pathlib import Path
 from typing import Any
 
 from ..compat import add_pty_client
-from ..passthrough.manager import PassthroughTerminal
-from ..passthrough.pty_input import Flow, InOrder, plain_text
-from .exchange import Exchange, screen_bundle
-from .sink import WIDGET_MIME, CellContext, DisplaySink, widget_bundle
+from ..view.exchange import Exchange, screen_bundle
+from ..view.sink import WIDGET_MIME, CellContext, DisplaySink, widget_bundle
+from ..view.widgetbase import base_class
+from .manager import PassthroughTerminal
+from .pty_input import Flow, InOrder, plain_text
 
-STATIC = Path(__file__).parent / "static"
+#: The view's assets (``terminal.js``, ``terminal.css``; xterm.js in ``vendor``).
+STATIC = Path(__file__).resolve().parent.parent / "view" / "static"
 VENDOR = STATIC / "vendor"
 #: Output kept for views that start later (a second display, a page reload).
 HISTORY_CHARS = 2 * 1024 * 1024
@@ -73,9 +78,7 @@ def xterm_assets() -> dict[str, str]:
 def widget_class() -> Any:
     global _widget_class
     if _widget_class is None:
-        import traitlets as t
-
-        from .widgetbase import base_class
+        import traitlets as t  # lazy: start-up time (the widget libraries load on first show)
 
         class TerminalWidget(base_class()):  # type: ignore[misc]
             """Synced state of a passthrough terminal (see static/terminal.js); assets as class traits.

@@ -19,16 +19,18 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..client.commands import KERNEL, VERBS
-from ..errors import PassthroughError
-from ..client.registry import AgentSpec, Config, Passthrough
+from ..client.discovery import resolve_command
+from ..errors import AcpError, PassthroughError
+from ..client.registry import BUILTIN, AgentSpec, Config, ConfigError, Passthrough, load_config
 from ..safe import Markdown, bundle, code, text
 from ..protocol.transport import CommandNotFound
+from .manager import PassthroughManager, PassthroughTerminal, Reply
+from .notebook import NotebookLink, here, offer_terminal
+from .panel import TerminalPanel
+from .screen import last_lines, reply_text
 
 if TYPE_CHECKING:
-    from .manager import PassthroughManager, PassthroughTerminal, Reply
-    from .notebook import NotebookLink
     from ..view.sink import DisplaySink
-    from ..view.terminal import TerminalPanel
 
 USAGE = VERBS["passthrough"].usage(KERNEL)
 
@@ -76,8 +78,6 @@ def resolve(words: list[str], config: Config, current: AgentSpec | None) -> Targ
 
 def _resolved(settings: Passthrough, env: dict[str, str], title: str) -> Passthrough:
     """The settings with their command words resolved (``{interpreter-of:kimi}``)."""
-    from ..client.discovery import resolve_command
-
     try:
         command = resolve_command(settings.command, env)
     except LookupError as exc:
@@ -115,24 +115,25 @@ class Terminals:
     off; ``permissions`` (a callable: the connection's policy now) decides its
     ``execute`` runs, else the config file's policy (default ``ask``); ``side``
     (a callable: the front-end's ``notebook_side``) says which tools it serves
-    and on what (none: ``cells`` from the prompts typed).
+    and on what (none: ``cells`` from the prompts typed); ``frontend`` (the
+    magics' ``IPythonFrontend``) tells whether a person can answer the server's
+    questions in a cell (None: nobody; see :func:`~.notebook.here`).
     """
 
     def __init__(self, *, config: Config | None = None, permissions: Callable[[], str] | None = None,
-                 side: Callable[[], Any] | None = None) -> None:
+                 side: Callable[[], Any] | None = None, frontend: Any = None) -> None:
         self._manager: PassthroughManager | None = None
         self.panels: dict[str, TerminalPanel] = {}
         self.config = config
         self.permissions = permissions
         self.side = side
+        self.frontend = frontend
         self._asked: dict[str, Passthrough] = {}  # the settings each was opened with, before the MCP flag
         self._links: dict[str, NotebookLink] = {}
         self._notes: dict[str, Markdown] = {}
 
     def _config(self) -> Config:
         if self.config is None:
-            from ..client.registry import BUILTIN, ConfigError, load_config
-
             try:
                 self.config = load_config()
             except ConfigError:  # the front-end says so; the built-in defaults hold here
@@ -146,10 +147,6 @@ class Terminals:
 
     def open(self, target: Target, cwd: str, *, reuse: bool = True) -> TerminalPanel:
         """The running terminal for ``target`` if there is one (same command), else a new one."""
-        from .manager import PassthroughManager
-        from .notebook import offer_terminal
-        from ..view.terminal import TerminalPanel
-
         old = self.panels.get(target.name)
         if reuse and old is not None and old.terminal.alive and \
                 self._asked.get(target.name, old.terminal.settings) == target.settings:
@@ -205,8 +202,6 @@ class Terminals:
     async def prompt(self, name: str, prompt: str, sink: DisplaySink) -> Reply:
         """Show the terminal in this cell (the cell that showed it before keeps
         its own exchange as text) and type ``prompt`` into it."""
-        from .notebook import here
-
         panel = self.get(name)
         panel.show(sink, prompt)
         note = self.note(name)
@@ -215,7 +210,7 @@ class Terminals:
         link = self._links.get(name)
         cell = None
         if link is not None:  # the notebook MCP server's runs and questions show in this cell
-            cell = link.bridge.cell = here(sink)
+            cell = link.bridge.cell = here(sink, self.frontend)
             cell.live = True
             link.bridge.prompts.append(prompt)
         try:
@@ -283,8 +278,6 @@ def outcome_markdown(terminal: PassthroughTerminal, reply: Reply) -> Markdown | 
 
 def last_words(reply: Reply) -> str:
     """The last lines the reply added (or of the screen, when nothing was typed)."""
-    from .screen import last_lines, reply_text
-
     if reply.sent and reply.text:
         return last_lines(reply.text)
     return last_lines(reply_text(reply.screen.splitlines()))
@@ -294,7 +287,7 @@ def last_words(reply: Reply) -> str:
 class Reopened:
     """A remembered passthrough CLI started again after a kernel restart."""
 
-    panel: "TerminalPanel"
+    panel: TerminalPanel
     note: Markdown
     #: False when the CLI resumed its conversation and the prompt is the one it already has.
     type_prompt: bool
@@ -310,8 +303,6 @@ async def reopen(terminals: Terminals, name: str, last_prompt: str, prompt: str,
     that cell). When the resume fails (the CLI exits or never gets ready), a
     fresh start follows, which does get the prompt. The note says which.
     """
-    from ..errors import AcpError
-
     try:
         target = resolve([name], config, config.agent(name))
     except AcpError as exc:
