@@ -5,7 +5,7 @@ terminado owns the PTYs: :class:`PassthroughManager` is a small
 by the watchdog, reaped off the event loop, ended as a whole tree). A
 terminal's readers are terminado's duck-typed clients (``size``,
 ``on_pty_read``, ``on_pty_died``): :class:`PassthroughTerminal` is the one
-that knows about prompts, and the notebook widget (``passthrough/panel.py``) is
+that knows about prompts, and the notebook widget (``view/terminal.py``) is
 another.
 
 Each terminal runs a terminal emulator (``screen.ScreenModel``, pyte) over
@@ -13,14 +13,21 @@ its output, and every decision is made on the *rendered* screen, with the
 agent's registry data (:class:`~acp_kernel.client.registry.Passthrough`):
 
 - ready: the program left canonical mode (``termios`` on the master shows the
-  slave's flags), has drawn, shows its ready pattern, and the screen stayed
-  the same for ``idle_seconds`` without the busy pattern; the first cell (and
-  the first after an interrupt) waits for that, up to ``ready_timeout``;
-- a prompt: leftover input cleared (``clear_input``), the text pasted
-  (bracketed when the application asked for it and the agent allows), then
-  the submit key as a write of its own ``submit_delay`` after the paste;
-- the end of a reply: the screen unchanged for ``idle_seconds`` and not
-  showing the busy pattern, or ``cell_timeout``;
+  slave's flags), has drawn, shows its ready pattern and its input box, not
+  its start-up pattern, and the screen stayed the same for the quiet window
+  (``idle_seconds``, longer when the CLI shows keys slowly: ``input_box.Pace``)
+  without the busy pattern; the first cell (and the first after an interrupt,
+  or a try the CLI did not take) waits for that, up to ``ready_timeout``;
+- a prompt (``input_box``): the input box emptied (``clear_input``, pressed
+  again while the box still shows text), the text pasted (bracketed when the
+  application asked for it and the agent allows) and seen in the box, the
+  screen settled, then the submit key, a write of its own; the submit counts
+  once the text left the box and the CLI went busy or echoed the prompt. A
+  prompt not taken is typed again once the CLI is ready again (``MAX_TRIES``),
+  else the cell says it was not sent;
+- the end of a reply: the screen unchanged for the quiet window and not
+  showing the busy pattern, once the CLI showed it busy or something new (or
+  after a long quiet window without either), or ``cell_timeout``;
 - an interrupt: the agent's ``cancel_keys``, then the screen settles;
 - the reply's text: the lines the screen gained since the prompt, less the
   CLI's chrome.
@@ -29,10 +36,12 @@ agent's registry data (:class:`~acp_kernel.client.registry.Passthrough`):
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import signal
 import termios
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -41,7 +50,8 @@ from tornado.ioloop import IOLoop
 
 from ..protocol import proctree, watchdog
 from . import pty_input
-from .screen import FEED_MAX, ScreenModel, last_lines, reply_text
+from .input_box import InputBox, Pace, echoes
+from .screen import FEED_MAX, Mark, ScreenModel, last_lines, reply_text
 from ..errors import PassthroughError
 from ..client.registry import Passthrough
 from ..protocol.transport import CommandNotFound
@@ -63,8 +73,17 @@ CLEAR_PAUSE = 0.05
 MODE_POLL = 0.05
 #: Output this recent means it is still pouring in: the screen is fed when it pauses.
 STREAMING = 0.05
+#: Times a prompt is typed at most when the screen shows the CLI did not take it.
+MAX_TRIES = 3
+#: Presses of the clear-input keys at most, while the input box still shows text.
+CLEAR_MAX = 16
+#: How often a wait for the screen looks again when nothing is read (a CLI may draw nothing new).
+LOOK_AGAIN = 0.2
 
 Outcome = Literal["idle", "interrupted", "exited", "timeout"]
+#: How a wait for the screen ended, and how a try at typing a prompt did.
+Seen = Literal["ok", "timeout", "interrupted", "exited"]
+Tried = Literal["sent", "again", "interrupted", "exited"]
 
 __all__ = ["PassthroughError", "PassthroughManager", "PassthroughTerminal", "Reply"]
 
@@ -87,8 +106,10 @@ class Reply:
     screen: str = ""
     #: Why the cell ended as it did, for a person ("not ready after 60 s", "Esc sent").
     detail: str = ""
-    #: Whether the prompt was typed at all (not when the CLI never got ready).
+    #: Whether the prompt was sent at all (not when the CLI never got ready or never took it).
     sent: bool = True
+    #: How many times the prompt was typed (more than once: the CLI did not take a try).
+    tries: int = 1
 
     def __str__(self) -> str:
         return self.text
@@ -269,6 +290,12 @@ class PassthroughTerminal:
         self._writer = False
         self._output_paused = False
         self.dropped = 0  # input bytes refused because the outbox was full
+        self.pace = Pace(settings.idle_seconds)
+        self._typed_at: float | None = None  # keys written, their effect not seen yet (Pace)
+        self._box = InputBox(settings.input_pattern, settings.input_placeholder) if settings.input_pattern else None
+        self._busy_seen = False  # since the last submit
+        self._mark: Mark | None = None  # the screen before the prompt of the current try
+        self._submitted_at = 0.0
 
     # -- terminado client --------------------------------------------------------
 
@@ -323,6 +350,10 @@ class PassthroughTerminal:
             self._pending_len = 0
             if self._screen.feed(text):
                 self._last_change = self._last_output
+                typed = self._typed_at
+                if typed is not None and self._last_output > typed:
+                    self.pace.observe(self._last_output - typed)
+                    self._typed_at = None
         return self._screen
 
     def screen_text(self) -> str:
@@ -349,6 +380,11 @@ class PassthroughTerminal:
             return "it has drawn nothing"
         if s.ready_pattern and self.screen.search(s.ready_pattern) is None:
             return f"its screen does not show /{s.ready_pattern}/"
+        starting = self.screen.search(s.startup_pattern)
+        if starting is not None:
+            return f"it is still starting (its screen shows {starting!r})"
+        if self._box is not None and self._box.text(self.screen.text()) is None:
+            return "its input box is not on the screen"
         return None
 
     def describe_exit(self) -> str:
@@ -445,12 +481,14 @@ class PassthroughTerminal:
     # -- waiting -------------------------------------------------------------------
 
     async def wait_quiet(self, *, after: float | None = None, ready: bool = False,
-                         timeout: float | None = None, seq: int | None = None) -> Outcome:
-        """Until the screen has stayed the same for the idle window without the
-        busy pattern (after some change following ``after``, if given; and, with
-        ``ready``, once :meth:`unready` has nothing to say), the process exits,
-        an interrupt (since ``seq``), or ``timeout`` seconds (``"timeout"``)."""
-        idle = self.settings.idle_seconds
+                         timeout: float | None = None, seq: int | None = None,
+                         shown: Callable[[], bool] | None = None) -> Outcome:
+        """Until the screen has stayed the same for the quiet window without the
+        busy pattern (after some change following ``after``, if given; with
+        ``ready``, once :meth:`unready` has nothing to say; with ``shown``, once
+        the busy pattern was seen or ``shown()`` says a reply shows, else for the
+        long window of a reply that shows nothing), the process exits, an
+        interrupt (since ``seq``), or ``timeout`` seconds (``"timeout"``)."""
         seq = self._interrupt_seq if seq is None else seq
         deadline = None if not timeout else self._loop.time() + timeout
         while True:
@@ -473,9 +511,11 @@ class PassthroughTerminal:
             elif ready and self.unready() is not None:
                 wake = MODE_POLL  # raw mode comes with no output to wake us
             elif self.busy() is not None:
-                pass  # the CLI says it works: only a change of screen can end that
+                self._busy_seen = True  # the CLI says it works: only a change of screen can end that
             else:
-                wake = self._last_change + idle - now
+                wake = self._last_change + self.pace.quiet() - now
+                if wake <= 0 and shown is not None and not self._busy_seen and not shown():
+                    wake = self._last_change + self.pace.no_reply_quiet() - now  # no sign of a reply yet
                 if wake <= 0:
                     return "idle"
             if deadline is not None:
@@ -526,39 +566,52 @@ class PassthroughTerminal:
     # -- a prompt --------------------------------------------------------------------
 
     async def send_prompt(self, text: str) -> Reply:
-        """Wait until the CLI is ready, clear its input, paste ``text``, press submit
-        after the submit delay, and wait for the reply to end."""
+        """Wait until the CLI is ready, type ``text`` into its emptied input box and
+        submit it (:meth:`_try`), and wait for the reply to end. A try the screen
+        shows the CLI did not take is made again once the CLI is ready again, at
+        most ``MAX_TRIES`` times; then the reply says the prompt was not sent."""
         async with self._busy:
             if self.exited.done():
                 raise PassthroughError(f"{self.name} has {self.describe_exit()}; start it again with %passthrough")
             s = self.settings
             seq = self._interrupt_seq
-            if self._need_ready:
-                outcome = await self.ready()
-                if outcome == "timeout":
-                    why = self.unready() or (f"it still shows {self.busy()!r}" if self.busy() else "its screen kept changing")
-                    return self._unsent(text, "timeout", f"not ready after {s.ready_timeout:g} s: {why}")
-            else:
-                outcome = await self.wait_quiet(timeout=s.cell_timeout or None)
-                if outcome == "timeout":
-                    return self._unsent(text, "timeout", f"still busy after {s.cell_timeout:g} s")
-            if outcome != "idle":
-                return await self._ended_early(text, outcome, seq)
-            self._need_ready = False
-            mark = self.screen.mark()
-            if s.clear_input:
-                self.write(s.clear_input)
-                if not await self._pause(CLEAR_PAUSE, seq):
-                    return await self._ended_early(text, "interrupted", seq)
-            bracketed = s.bracketed_paste and self.modes.bracketed_paste
-            self.write(pty_input.paste(text, bracketed))
-            if not (await self._drained(seq) and await self._pause(s.submit_delay, seq)):
-                return await self._ended_early(text, "interrupted" if self.alive else "exited", seq)
-            self._capture, self._captured = [], 0
-            submitted_at = self._loop.time()
+            tries, why = 0, ""
+            mark: Mark | None = None
+            submitted_at = 0.0
             try:
-                self.write(s.submit)
-                outcome = await self.wait_quiet(after=submitted_at, timeout=s.cell_timeout or None)
+                while True:
+                    if self._need_ready:
+                        outcome = await self.ready()
+                        if outcome == "timeout":
+                            why_not = self.unready() or (f"it still shows {self.busy()!r}" if self.busy()
+                                                         else "its screen kept changing")
+                            return self._unsent(text, "timeout", f"not ready after {s.ready_timeout:g} s: {why_not}"
+                                                + (f" (the try before: {why})" if why else ""), tries)
+                    else:
+                        outcome = await self.wait_quiet(timeout=s.cell_timeout or None)
+                        if outcome == "timeout":
+                            return self._unsent(text, "timeout", f"still busy after {s.cell_timeout:g} s", tries)
+                    if outcome != "idle":
+                        return await self._ended_early(text, outcome, seq, tries)
+                    self._need_ready = False
+                    if mark is not None and self._took(text, mark):
+                        break  # the try before was taken after all, late
+                    if tries >= MAX_TRIES:
+                        await self._clear(seq)  # leave no half-typed prompt for the next cell
+                        return self._unsent(text, "timeout", f"the prompt was not sent ({tries} tries): {why}", tries)
+                    tries += 1
+                    state, why = await self._try(text, seq)
+                    mark = self._mark
+                    if state == "sent":
+                        submitted_at = self._submitted_at
+                        break
+                    if state == "interrupted" or state == "exited":
+                        return await self._ended_early(text, state, seq, tries)
+                    self._need_ready = True  # the CLI did not take it: wait until it is ready again
+                assert mark is not None
+                outcome = await self.wait_quiet(
+                    after=submitted_at, timeout=s.cell_timeout or None,
+                    shown=lambda: bool(reply_text(self.screen.since(mark), text, s.chrome_pattern)))
                 detail = ""
                 if outcome == "interrupted":
                     detail = f"{self.cancel_description} sent"
@@ -568,23 +621,161 @@ class PassthroughTerminal:
                     busy = self.busy()
                     detail = (f"still working after {s.cell_timeout:g} s (the screen shows {busy!r})" if busy
                               else f"the reply had not ended after {s.cell_timeout:g} s")
-                raw = "".join(self._capture)
+                raw = "".join(self._capture or ())
             finally:
                 self._capture = None
             return Reply(text, raw, outcome, self.exit_status, truncated=self._captured >= REPLY_KEEP,
                          text=reply_text(self.screen.since(mark), text, s.chrome_pattern),
-                         screen=self.screen_text(), detail=detail)
+                         screen=self.screen_text(), detail=detail, tries=tries)
 
-    def _unsent(self, prompt: str, outcome: Outcome, detail: str) -> Reply:
-        return Reply(prompt, "", outcome, self.exit_status, screen=self.screen_text(), detail=detail, sent=False)
+    async def _try(self, text: str, seq: int) -> tuple[Tried, str]:
+        """Type the prompt once: empty the input box, paste, see the text in the box,
+        let the screen settle, press submit and see it taken. ``("sent", "")``,
+        ``("again", why)`` when the screen shows it was not taken, or
+        ``("interrupted" | "exited", "")``. Without an input box (no
+        ``input_pattern``) the screen's changes stand in, and a try is never
+        made again."""
+        s, box = self.settings, self._box
+        self._mark = self.screen.mark()
+        stopped = await self._clear(seq)
+        if stopped in ("interrupted", "exited"):
+            return self._stop_state(), ""
+        if stopped:
+            return "again", stopped
+        self._mark = mark = self.screen.mark()
+        pasted_at = self._loop.time()
+        self._typed()
+        self.write(pty_input.paste(text, s.bracketed_paste and self.modes.bracketed_paste))
+        if not await self._drained(seq):
+            return self._stop_state(), ""
+        if box is not None:
+            typed = await self.wait_screen(lambda: bool(box.text(self.screen.text())), self.pace.confirm(), seq)
+        else:
+            typed = await self.wait_screen(lambda: self._last_change > pasted_at, self.pace.confirm(), seq)
+        if typed == "interrupted" or typed == "exited":
+            return typed, ""
+        if typed == "timeout" and box is not None:
+            return "again", "its input box did not show the typed text"
+        # The CLI has taken the whole paste (its screen settled) before the submit key: a
+        # submit in the same burst as the paste is a newline to some (Ink, on a slow machine).
+        window = max(s.submit_delay, 2 * self.pace.latency)
+        settled = await self.wait_screen(lambda: self._quiet_since(pasted_at, window), self.pace.confirm(), seq)
+        if settled == "interrupted" or settled == "exited":
+            return settled, ""
+        if self._capture is None:
+            self._capture, self._captured = [], 0
+        self._busy_seen = False
+        self._submitted_at = self._loop.time()
+        self._typed()
+        self.write(s.submit)
+        if box is None:
+            return "sent", ""
+        took = await self.wait_screen(lambda: self._took(text, mark), self.pace.confirm(), seq)
+        if took == "ok":
+            return "sent", ""
+        if took == "interrupted" or took == "exited":
+            return took, ""
+        if box.text(self.screen.text()):
+            return "again", f"the CLI did not take {pty_input.key_name(s.submit)}: its input box still shows the prompt"
+        return "again", "the prompt left the input box, but the CLI neither showed it nor went busy"
 
-    async def _ended_early(self, prompt: str, outcome: Outcome, seq: int) -> Reply:
+    def _took(self, text: str, mark: Mark) -> bool:
+        """The submitted prompt was taken: the CLI shows it busy, or the text left the
+        input box and the prompt's echo is on the screen (one more than at ``mark``)."""
+        if self.busy() is not None:
+            self._busy_seen = True
+            return True
+        box = self._box
+        if box is None:
+            return self._last_change > self._submitted_at
+        screen = self.screen.text()
+        if box.text(screen):
+            return False
+        now = self.screen.scrolled_since(mark) + box.outside(screen).splitlines()
+        return echoes(now, text) > echoes(mark.lines, text)
+
+    async def _clear(self, seq: int) -> str:  # "", "interrupted", "exited" or why not
+        """Empty the input box: the clear-input keys, pressed again while the box
+        still shows text (a multi-line input may lose one line per press). ""
+        when empty, "interrupted"/"exited", or why it could not be emptied."""
+        s, box = self.settings, self._box
+        if not s.clear_input:
+            return ""
+        if box is None:  # nothing to look at: one press, as a person would
+            self._typed()
+            self.write(s.clear_input)
+            return "" if await self._pause(CLEAR_PAUSE, seq) else self._stop_state()
+        for press in range(CLEAR_MAX):
+            drawn = box.raw(self.screen.text())
+            if drawn is None:
+                return "its input box is not on the screen"
+            held = box.text(self.screen.text())
+            if press and not held:
+                return ""
+            # Pressed even when the box looks empty: keys typed by hand may not be drawn yet.
+            self._typed()
+            pressed_at = self._loop.time()
+            self.write(s.clear_input)
+            changed = functools.partial(self._box_changed, box, drawn)
+            window = max(CLEAR_PAUSE, 2 * self.pace.latency)
+            got = await self.wait_screen(
+                changed if held else functools.partial(self._changed_or_quiet, changed, pressed_at, window),
+                self.pace.confirm(), seq)
+            if got == "interrupted" or got == "exited":
+                return got
+            if held and not changed():
+                return f"{pty_input.key_name(s.clear_input)} did not empty its input box (it shows {held!r})"
+        return f"its input box still shows {box.text(self.screen.text())!r} after {CLEAR_MAX} presses of " \
+               f"{pty_input.key_name(s.clear_input)}"
+
+    def _changed_or_quiet(self, changed: Callable[[], bool], since: float, window: float) -> bool:
+        return changed() or self._quiet_since(since, window)
+
+    def _quiet_since(self, since: float, window: float) -> bool:
+        """The screen has not changed for ``window`` seconds since ``since`` (keys written then)."""
+        return self._loop.time() - max(self._last_change, since) >= window
+
+    def _box_changed(self, box: InputBox, drawn: str) -> bool:
+        return box.raw(self.screen.text()) != drawn
+
+    def _typed(self) -> None:
+        """Keys are being written: the next change of the screen tells the CLI's pace."""
+        self._typed_at = self._loop.time()
+
+    def _stop_state(self) -> Literal["interrupted", "exited"]:
+        return "interrupted" if self.alive else "exited"
+
+    async def wait_screen(self, until: Callable[[], bool], timeout: float, seq: int) -> Seen:
+        """Until ``until()`` holds (``"ok"``), ``timeout`` seconds, an interrupt
+        since ``seq`` or the process's exit."""
+        end = self._loop.time() + timeout
+        while True:
+            if self.exited.done():
+                return "exited"
+            if self._interrupt_seq != seq:
+                return "interrupted"
+            self._activity.clear()
+            if until():
+                return "ok"
+            left = end - self._loop.time()
+            if left <= 0:
+                return "timeout"
+            try:
+                await asyncio.wait_for(self._activity.wait(), min(left, LOOK_AGAIN))
+            except asyncio.TimeoutError:
+                pass
+
+    def _unsent(self, prompt: str, outcome: Outcome, detail: str, tries: int = 0) -> Reply:
+        return Reply(prompt, "", outcome, self.exit_status, screen=self.screen_text(), detail=detail, sent=False,
+                     tries=tries)
+
+    async def _ended_early(self, prompt: str, outcome: Outcome, seq: int, tries: int = 0) -> Reply:
         """Interrupted (or exited) before the prompt was submitted: nothing was sent."""
         detail = ""
         if outcome == "interrupted":
             detail = f"{self.cancel_description} sent"
             await self.wait_quiet(timeout=SETTLE_SECONDS, seq=self._interrupt_seq)
-        reply = self._unsent(prompt, outcome, detail)
+        reply = self._unsent(prompt, outcome, detail, tries)
         reply.exit_status = self.exit_status
         return reply
 

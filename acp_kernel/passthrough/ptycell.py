@@ -270,7 +270,9 @@ def outcome_markdown(terminal: PassthroughTerminal, reply: Reply) -> Markdown | 
         return Markdown("**{} {}.** `%passthrough` starts it again.").format(code(terminal.name), terminal.describe_exit())
     if reply.outcome == "timeout":
         lead = Markdown("**{}: {}.**").format(code(terminal.name), text(reply.detail))
-        tail = (Markdown(" The prompt was not typed.") if not reply.sent
+        tail = (Markdown(" The prompt was not typed.") if not reply.sent and not reply.tries
+                else Markdown(" The prompt was not sent (its screen showed the CLI did not take it).")
+                if not reply.sent
                 else Markdown(" It may still be working: interrupt it, or run the next cell later."))
         return lead + tail + shows
     return None

@@ -161,12 +161,16 @@ class ScreenModel:
     def mark(self) -> Mark:
         return Mark(tuple(self._rows), self._screen.scroll_count)
 
+    def scrolled_since(self, mark: Mark) -> list[str]:
+        """The lines that scrolled off the top since ``mark`` (as many as are kept)."""
+        scrolled = self._screen.scroll_count - mark.scroll_count
+        kept = self._screen.scrolled
+        n = min(scrolled, len(kept))
+        return [kept[i] for i in range(len(kept) - n, len(kept))] if n > 0 else []
+
     def since(self, mark: Mark) -> list[str]:
         """The lines on screen (or scrolled off it) now that were not there at ``mark``."""
-        scrolled = self._screen.scroll_count - mark.scroll_count
-        kept = list(self._screen.scrolled)
-        before = kept[len(kept) - min(scrolled, len(kept)):] if scrolled > 0 else []
-        after = before + self._rows
+        after = self.scrolled_since(mark) + self._rows
         new: list[str] = []
         matcher = difflib.SequenceMatcher(None, list(mark.lines), after, autojunk=False)
         for tag, _, _, j1, j2 in matcher.get_opcodes():

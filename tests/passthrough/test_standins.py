@@ -41,12 +41,14 @@ async def test_queued_prompts_arrive_in_order_one_message_each(manager, tmp_path
     assert not proctree.alive(pid)
 
 
-async def test_without_the_busy_pattern_a_silent_working_phase_ends_the_cell(manager, tmp_path):
-    """The control for "think": the same CLI without its busy pattern ends too early."""
+async def test_without_the_busy_pattern_a_silent_working_phase_waits_for_the_reply(manager, tmp_path):
+    """"think" without its busy pattern: the working line is chrome, so nothing new
+    shows for 2.5 s after the echo; a submitted prompt with no reply in sight waits
+    for one (issue 23) instead of ending the cell when the screen goes quiet."""
     log = tmp_path / "log.jsonl"
     term = manager.open("think", settings("think", log, busy_pattern=""), cwd=str(tmp_path))
-    reply = await asyncio.wait_for(term.send_prompt("alpha one"), 30)
-    assert reply.outcome == "idle" and "stand-in reply" not in reply.text
+    reply = await asyncio.wait_for(term.send_prompt("alpha one"), 40)
+    assert reply.outcome == "idle" and reply.text == "stand-in reply to: alpha one (1 line)"
     await term.close()
 
 
