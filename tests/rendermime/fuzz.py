@@ -31,6 +31,15 @@ FINDINGS_FILE = Path(os.environ.get("ACP_FUZZ_FINDINGS", "/tmp/rendermime-findin
 CHUNK = 500
 
 
+#: Kinds of finding, worst first (the first word of each finding from oracle.js).
+SEVERITY = ("handler", "element", "link", "attribute", "tag", "render", "math")
+
+
+def worst(verdict: Verdict) -> str:
+    kinds = {f.split(" ", 1)[0] for f in verdict.findings}
+    return next((k for k in SEVERITY if k in kinds), min(kinds))
+
+
 @dataclass
 class Failure:
     index: int
@@ -40,8 +49,7 @@ class Failure:
     minimal_verdict: Verdict | None = None
 
     def kind(self) -> tuple:
-        first = self.verdict.findings[0].split(" ", 1)[0]
-        return (self.verdict.item.label, self.verdict.item.mime, self.verdict.item.trusted, first)
+        return (self.verdict.item.label, self.verdict.item.mime, self.verdict.item.trusted, worst(self.verdict))
 
     def report(self, seed: Any) -> str:
         shown = self.minimal_verdict or self.verdict
@@ -64,11 +72,16 @@ class Report:
             out[f.kind()] = out.get(f.kind(), 0) + 1
         return out
 
+    def inputs_with(self, pred: Callable[[Failure], bool] = lambda f: True) -> int:
+        return len({f.index for f in self.failures if pred(f)})
+
     def summary(self) -> str:
-        bad = len({f.index for f in self.failures})
         return (f"seed={self.seed} inputs={self.inputs} renders={self.rendered} in {self.seconds:.1f} s: "
-                f"{bad} inputs with live output, {len(self.failures)} live renders, kinds={self.kinds()}, "
-                f"payloads ran={len(self.pwned)}")
+                f"{self.inputs_with()} inputs with live or typeset output "
+                f"({self.inputs_with(lambda f: f.kind()[3] != 'math')} live HTML, "
+                f"{self.inputs_with(lambda f: f.kind()[3] == 'math')} math; "
+                f"{self.inputs_with(lambda f: f.kind()[1] != 'text/plain')} outside text/plain), "
+                f"{len(self.failures)} failing renders, kinds={self.kinds()}, payloads ran={len(self.pwned)}")
 
 
 def _build(safe_name: str, safe_path: str, seed: Any, first: int, n: int) -> tuple[list[str], list[list[Item]]]:
@@ -125,7 +138,7 @@ def fuzz(oracle: Oracle, safe: ModuleType, seed: Any, count: int, start: int = 0
 
 def fails_alike(oracle: Oracle, safe: ModuleType, like: Verdict, texts: list[str]) -> list[Verdict | None]:
     """For each text: its verdict if the same output fails with the same first kind of finding."""
-    want = like.findings[0].split(" ", 1)[0]
+    want = worst(like)
     items: list[Item] = []
     owners: list[int] = []
     for k, text in enumerate(texts):

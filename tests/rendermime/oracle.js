@@ -56,17 +56,24 @@ async () => {
     const found = [];
     for (const el of host.querySelectorAll('*')) {
       const name = el.tagName.toUpperCase();
-      if (name.startsWith('MJX-')) {
-        if (name === 'MJX-CONTAINER') found.push('math ' + snippet(el).slice(0, 120));
-        continue;
-      }
-      if (BAD.has(name)) found.push('element ' + snippet(el));
+      if (name === 'MJX-CONTAINER') found.push('math ' + snippet(el).slice(0, 120));
+      // MathJax's own output (and its assistive MathML) is judged as "math";
+      // only handlers and links inside it are looked at as well.
+      const inMath = !!el.closest('mjx-container');
+      if (inMath || name.startsWith('MJX-')) {
+        // fall through to the attribute checks
+      } else if (name === 'INPUT' && el.closest('li') && el.getAttribute('type') === 'checkbox'
+                 && el.hasAttribute('disabled')
+                 && [...el.attributes].every((a) => ['type', 'disabled', 'checked', 'class'].includes(a.name))) {
+        // a GFM task list item's box, as marked writes it: disabled, inert
+      } else if (BAD.has(name)) found.push('element ' + snippet(el));
       else if (!KNOWN.has(name)) found.push('tag ' + snippet(el));
       for (const attr of el.attributes) {
         const n = attr.name.toLowerCase();
         if (n.startsWith('on')) found.push('handler ' + n + ' ' + snippet(el));
-        else if (['src', 'srcdoc', 'srcset', 'action', 'formaction', 'poster', 'background', 'ping', 'style']
-                 .includes(n)) found.push('attribute ' + n + ' ' + snippet(el));
+        else if (['src', 'srcdoc', 'srcset', 'action', 'formaction', 'poster', 'background', 'ping']
+                 .includes(n) || (n === 'style' && !inMath && !name.startsWith('MJX-')))
+          found.push('attribute ' + n + ' ' + snippet(el));
         else if ((n === 'href' || n === 'xlink:href') && !safeHref(attr.value)) found.push('link ' + snippet(el));
       }
     }

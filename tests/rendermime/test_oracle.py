@@ -38,6 +38,12 @@ def _kinds(findings: list[str]) -> set[str]:
     # The sanitizer drops the handler but keeps an image that loads (still live).
     ("text/html", f"<img src=x onerror={RUN}>", False, "element"),
     ("text/plain", "plain <b>x</b> $x$", True, None),
+    # JupyterLab links any scheme://... in plain text.
+    ("text/plain", f"see javascript://%0A{RUN}", True, "link"),
+    # marked's code block (JupyterLab's renderer) writes the info string into class="language-...".
+    ("text/markdown", f"```\"><img src=x onerror={RUN}>\ncode\n```", True, "handler"),
+    ("text/markdown", "- [x] done\n- [ ] todo", True, None),  # a task list's disabled boxes
+    ("text/markdown", "$x$", True, "math"),
 ])
 def test_oracle_sees_live_output(oracle, mime: str, source: str, trusted: bool, kind: str | None) -> None:
     [verdict] = oracle.judge([Item(mime, source, trusted)])
@@ -45,6 +51,8 @@ def test_oracle_sees_live_output(oracle, mime: str, source: str, trusted: bool, 
         assert not verdict.findings, verdict
     else:
         assert kind in _kinds(verdict.findings), verdict
+    if kind == "math":  # MathJax's own elements are "math", nothing else
+        assert _kinds(verdict.findings) == {"math"}, verdict
 
 
 def test_payloads_that_ran_are_recorded(oracle) -> None:
