@@ -9,15 +9,19 @@ at that CLI. Then, as a notebook's Run All would (all queued at once):
 2. three prompt cells
 3. a two-line cell
 
-then a ``SLOW`` cell interrupted (kernel interrupt) once its reply streams, one
-more cell, and ``%passthrough stop``; finally whether any process the kernel
+then a two-line ``SLOW`` cell interrupted (kernel interrupt) once its reply
+streams, one more cell (which must reach the model alone: Claude Code puts a
+cancelled prompt back into its input), and ``%passthrough stop``; finally whether any process the kernel
 started for the CLI is still alive (by pid, from /proc).
 
 The verdicts come from the stub's request log (what the CLI sent to its model,
 and whether a streamed reply was cut) and from the cells' own outputs (whether
 the cell shows the reply), never from timing. Prints one table row per CLI.
 
-    python tests/realclis/run_matrix.py [NAME ...] [--json FILE] [--cell-timeout S]
+    python tests/realclis/run_matrix.py [NAME ...] [--json FILE] [--cell-timeout S] [--load N]
+
+``--load N`` runs N busy loops (one process each) for the whole run, as a loaded
+machine (issue 23: first cells lost under load); they are ended by pid.
 
 Only public entry points are used: the ``acp`` kernelspec (installed with
 ``python -m acp_kernel install --prefix``), magics in cells, jupyter_client.
@@ -46,7 +50,7 @@ from stub_model_server import StubServer  # noqa: E402
 
 PROMPTS = ("alpha one", "bravo two", "charlie three")
 TWO_LINE = "delta first line\ndelta second line"
-SLOW = "SLOW echo please"
+SLOW = "SLOW echo please\nand this second line"
 AFTER = "echo after interrupt"
 
 
@@ -261,7 +265,7 @@ def run_one(name: str, base: Path, cell_timeout: float, passthrough_over: dict[s
             nb.km.interrupt_kernel()
         nb.pump(lambda: slow.done, cell_timeout + 30)
         def ends() -> list[dict[str, Any]]:  # the stub logs a cut stream at its next write (<= 0.5 s)
-            return [r for r in stub_prompts(log) if r.get("event") == "stream_end" and r.get("prompt") == SLOW]
+            return [r for r in stub_prompts(log) if r.get("event") == "stream_end" and r.get("prompt") == norm(SLOW)]
 
         wait_for(lambda: bool(ends()), 5)
         cut = bool(ends()) and not ends()[-1]["completed"]
@@ -273,6 +277,10 @@ def run_one(name: str, base: Path, cell_timeout: float, passthrough_over: dict[s
             row.notes.append("SLOW prompt never reached the model")
         after = nb.run(AFTER, cell_timeout)
         wait_for(lambda: got(AFTER), 5)
+        merged_after = [r["prompt"] for r in stub_prompts(log) if r.get("method") == "POST"
+                        and AFTER in str(r.get("prompt", "")) and r.get("prompt") != norm(AFTER)]
+        if merged_after and not got(AFTER):
+            row.notes.append(f"next cell merged: {merged_after[0][:80]!r}")
         row.next_cell = ("sent" if got(AFTER) else "lost") + (
             ", shown" if f"stub reply to: {AFTER}" in after.text() else ", not shown")
         # -- stop -------------------------------------------------------------------------------
@@ -325,6 +333,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--passthrough", default="{}",
                     help='JSON merged into agents.NAME.passthrough (e.g. {"submit_delay": 0.3})')
     ap.add_argument("--keep", action="store_true", help="keep the work directory (HOMEs, stub logs)")
+    ap.add_argument("--load", type=int, default=0, help="busy-loop processes to run meanwhile (a loaded machine)")
     args = ap.parse_args(argv)
     names = args.names or [n for n, p in PROFILES.items() if p.installed()]
     missing = [n for n in names if not PROFILES[n].installed()]
@@ -333,10 +342,16 @@ def main(argv: Optional[list[str]] = None) -> int:
         return 2
     base = Path(tempfile.mkdtemp(prefix="realcli-matrix-"))
     rows = []
-    for name in names:
-        print(f"... {name}", file=sys.stderr, flush=True)
-        rows.append(run_one(name, base, args.cell_timeout, json.loads(args.passthrough)))
-        print(table(rows[-1:]).splitlines()[-1], file=sys.stderr, flush=True)
+    loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.load)]
+    try:
+        for name in names:
+            print(f"... {name}", file=sys.stderr, flush=True)
+            rows.append(run_one(name, base, args.cell_timeout, json.loads(args.passthrough)))
+            print(table(rows[-1:]).splitlines()[-1], file=sys.stderr, flush=True)
+    finally:
+        for loop in loops:  # ours, by pid
+            loop.kill()
+            loop.wait(timeout=10)
     print(table(rows))
     if args.json:
         args.json.write_text(json.dumps([asdict(r) for r in rows], indent=1), encoding="utf-8")
