@@ -274,6 +274,8 @@ PASSTHROUGH: dict[str, Passthrough] = {
         ("claude",), clear_input=CTRL_U, cancel_keys=((ESC, 0.0),),
         ready_pattern=r"\? for shortcuts|❯", busy_pattern=r"esc to interrupt",
         chrome_pattern=_INK_CHROME + r"|Ctrl\+Y to paste|^\s*[✻✽✶✳✢·]\s+\w+(ing…|ed for \d)",
+        # the input box: `❯ text` and indented continuation rows between two full-width rules (2.1.197)
+        input_pattern=r"^─{20,}.*\n❯ ?(.*(?:\n(?!─{20,}).*)*)\n─{20,}",
         resume_args=("--continue",),
         # --allowedTools: the notebook server's tools without Claude Code's own "Do you want to
         # proceed?" (the server asks for execute itself); both flags take several values, so last.
