@@ -19,10 +19,9 @@ from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .registry import AgentSpec, LaunchedPackage, Passthrough
+from .registry import INTERPRETER_OF, AgentSpec, LaunchedPackage, Passthrough, launched_package
 
 State = Literal["installed", "downloadable", "missing", "broken"]
 
@@ -147,8 +146,6 @@ def interpreter_of(program: str, env: Mapping[str, str] | None = None) -> str | 
 def resolve_command(argv: tuple[str, ...] | list[str], env: Mapping[str, str] | None = None) -> tuple[str, ...]:
     """``argv`` with each ``{interpreter-of:PROGRAM}`` word replaced; raises
     ``LookupError(PROGRAM)`` when PROGRAM is not installed as a script."""
-    from .registry import INTERPRETER_OF
-
     merged = {**os.environ, **(env or {})}
     out = []
     for word in argv:
@@ -219,8 +216,6 @@ def availability(spec: "AgentSpec", *, probe_version: bool = False,
 
     ``probe_version`` runs the program with ``--version`` (``acp-kernel
     agents`` only); ``probes`` gives results already known, by full path."""
-    from .registry import launched_package
-
     env = {**os.environ, **spec.env}
     program = spec.program()
     path = which(program, env)
@@ -269,3 +264,13 @@ def probe_all(paths: Iterable[str], workers: int = 8) -> dict[str, str | None]:
         return {}
     with ThreadPoolExecutor(max_workers=min(workers, len(unique))) as pool:
         return dict(zip(unique, pool.map(probe, unique)))
+
+
+def first_start_download(spec: AgentSpec) -> str | None:
+    """The package the agent's launcher will download before it first
+    starts, or None (not a launcher, or the package is already in the
+    launcher's cache: checked on disk, no network). For "Starting X…" lines."""
+    launched = launched_package(spec.command)
+    if launched is None:
+        return None
+    return None if package_cached(launched, spec.env) else launched.spec

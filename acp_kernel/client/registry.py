@@ -38,7 +38,7 @@ import shlex
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Optional, Union
+from typing import Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -46,8 +46,6 @@ from ..errors import AcpError
 from ..paths import config_path, default_config_path  # config_path re-exported (its old home)
 from .host import LIMIT_NAMES, ClientSettings, Limits
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .discovery import Availability
 
 
 #: A key and the pause after it, in seconds (a cancel sequence is a tuple of these).
@@ -144,17 +142,6 @@ class AgentSpec:
         launched = launched_package(self.command)
         return launched.name if launched else os.path.basename(self.program())
 
-    def availability(self, probe_version: bool = False) -> "Availability":
-        """Installed, downloadable (a launcher fetches it on first use),
-        missing or broken: see :func:`acp_kernel.client.discovery.availability`."""
-        from .discovery import availability
-
-        return availability(self, probe_version=probe_version)
-
-    def available(self) -> bool:
-        """Whether it can start here now: installed, or a launcher that can fetch it."""
-        return self.availability().state in ("installed", "downloadable")
-
 
 # -- launchers: programs that fetch the agent's package on first use ------------
 
@@ -231,18 +218,6 @@ def launched_package(command: tuple[str, ...] | list[str]) -> LaunchedPackage | 
         return None
     spec = args[i]
     return LaunchedPackage(launcher, spec, _package_name(spec, launcher.cache))
-
-
-def first_start_download(spec: AgentSpec) -> str | None:
-    """The package the agent's launcher will download before it first
-    starts, or None (not a launcher, or the package is already in the
-    launcher's cache: checked on disk, no network). For "Starting X…" lines."""
-    launched = launched_package(spec.command)
-    if launched is None:
-        return None
-    from .discovery import package_cached
-
-    return None if package_cached(launched, spec.env) else launched.spec
 
 
 def _npx(package: str) -> tuple[str, ...]:

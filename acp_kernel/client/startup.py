@@ -32,7 +32,8 @@ from ..errors import (
     RequestTimeout,
     RpcError,
 )
-from .registry import AgentSpec, first_start_download, launched_package
+from .discovery import first_start_download
+from .registry import AgentSpec, launched_package
 from ..safe import Markdown
 
 __all__ = ["Failure", "explain_failure", "starting_line"]

@@ -574,7 +574,7 @@ async def _converse(client: Any, text: str, args: argparse.Namespace, printer: _
     """Start the agent, open a session, run one turn; the exit code."""
     from ..errors import AcpError, AuthRequired
 
-    from ..client.registry import first_start_download
+    from ..client.discovery import first_start_download
     from ..client.startup import explain_failure, starting_line
 
     err = printer.err

@@ -11,7 +11,8 @@ import pytest
 
 from acp_kernel import safe
 from acp_kernel.errors import AuthRequired, ConnectionClosed, RequestTimeout, RpcError
-from acp_kernel.client.registry import BUILTIN, LAUNCHERS, AgentSpec, adhoc_agent, first_start_download, launched_package
+from acp_kernel.client.discovery import first_start_download
+from acp_kernel.client.registry import BUILTIN, LAUNCHERS, AgentSpec, adhoc_agent, launched_package
 from acp_kernel.client.startup import DATA_CHARS, STDERR_LINES, Failure, explain_failure, starting_line
 from acp_kernel.protocol.transport import CommandNotFound
 
