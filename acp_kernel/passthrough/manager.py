@@ -354,6 +354,9 @@ class PassthroughTerminal:
                 if typed is not None and self._last_output > typed:
                     self.pace.observe(self._last_output - typed)
                     self._typed_at = None
+                if self._capture is not None and not self._busy_seen and self.settings.busy_pattern:
+                    # a prompt in flight: a busy frame counts even if the next read replaces it
+                    self._busy_seen = self._screen.search(self.settings.busy_pattern) is not None
         return self._screen
 
     def screen_text(self) -> str:
@@ -595,6 +598,7 @@ class PassthroughTerminal:
                         return await self._ended_early(text, outcome, seq, tries)
                     self._need_ready = False
                     if mark is not None and self._took(text, mark):
+                        submitted_at = self._submitted_at
                         break  # the try before was taken after all, late
                     if tries >= MAX_TRIES:
                         await self._clear(seq)  # leave no half-typed prompt for the next cell
@@ -682,7 +686,7 @@ class PassthroughTerminal:
     def _took(self, text: str, mark: Mark) -> bool:
         """The submitted prompt was taken: the CLI shows it busy, or the text left the
         input box and the prompt's echo is on the screen (one more than at ``mark``)."""
-        if self.busy() is not None:
+        if self._busy_seen or self.busy() is not None:
             self._busy_seen = True
             return True
         box = self._box
