@@ -108,7 +108,8 @@ def test_the_python_api_asks_a_permission_through_stdin(console, where):
     question = c.run_until("turn = await agent.prompt('Clean up')", r"Choose 1-2 \(empty = reject\): ", timeout=30)
     assert f"the agent asks: Delete {IMG}" in question and "rm -rf build && echo gone" in question
     assert "| /tmp/a\n" in question and "| b\n" in question  # a path with a newline: its lines, each marked
-    assert f"2. Reject {IMG}" in question
+    # words from the kind; the agent's name (with its HTML, as text) beside them
+    assert "2. Reject [reject_once]" in question and f"(the agent's words: \u201cReject {IMG}\u201d)" in question
     out = c.answer("1", timeout=30)
     assert 'RESULT {"outcome": {"outcome": "selected", "optionId": "yes"}}' in out
     assert "end_turn" in c.run("print(turn.stop_reason)")
