@@ -6,8 +6,8 @@ in a code span (``safe.text`` / ``safe.code`` in a ``safe.Markdown`` template),
 and text verbatim in a fence (``safe.block``). Every text mime of the bundle
 is rendered as a live kernel's output is (trusted: no sanitizer); ``text/html``
 also untrusted (a reopened notebook: the sanitizer runs, which can only take
-away). ``text/plain`` is rendered for the answer, where it is the agent's
-text (elsewhere it is our markdown source).
+away). ``text/plain`` is rendered for a plain-only bundle (with html or markdown
+beside it JupyterLab never shows it).
 
 ``safe`` is passed in, so the same oracle judges the working tree's
 ``acp_kernel.safe`` or an older copy of it (see ``run.py``).
@@ -29,6 +29,8 @@ def templates(safe: ModuleType) -> dict[str, Callable[[str], dict]]:
         "answer": lambda x: safe.bundle(safe.markdown(x), x),
         "title": lambda x: safe.bundle(md("**Tool** {} in {}: {}").format(safe.text(x), safe.code(x), safe.text(x[:40]))),
         "block": lambda x: safe.bundle(md("Output:\n\n{}\n\nend").format(safe.block(x))),
+        # A plain-only output (a notice, a status line): JupyterLab renders text/plain.
+        "plain": lambda x: safe.bundle(plain_text=x),
     }
 
 
@@ -43,8 +45,8 @@ def items_for(safe: ModuleType, text: str, which: tuple[str, ...] | None = None)
             if mime not in data:
                 continue
             source = str(data[mime])
-            if mime == "text/plain" and label != "answer":
-                continue
+            if mime == "text/plain" and label != "plain":
+                continue  # never shown when the bundle has html or markdown
             for trusted in ((True, False) if mime == "text/html" else (True,)):
                 out.append(Item(mime, source, trusted, label))
     return out

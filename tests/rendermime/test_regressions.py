@@ -42,6 +42,8 @@ CASES = {
     f"```\"><img src=x onerror={RUN}>\ncode\n```": ["code"],
     f"| a | b |\n| - | - |\n| `$x$` | <img src=x onerror={RUN}> |": ["$x$", "onerror="],
     "&#x3C;img src=x onerror=alert(1)&#x3E; &lt;b&gt;": ["onerror=alert(1)"],
+    # JupyterLab's plain-text renderer links any scheme://... and data:...
+    f"see javascript://%0A{RUN} and data:text/html,x and http://a.b/": ["javascript:", "data:text/html"],
 }
 
 
