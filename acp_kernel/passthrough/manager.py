@@ -763,6 +763,7 @@ class PassthroughTerminal:
                 return "ok"
             left = end - self._loop.time()
             if left <= 0:
+                self._typed_at = None  # keys with no effect in sight say nothing of the CLI's pace
                 return "timeout"
             try:
                 await asyncio.wait_for(self._activity.wait(), min(left, LOOK_AGAIN))
