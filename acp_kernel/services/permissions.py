@@ -340,7 +340,9 @@ def option_label(kind: str | None, raw_kind: Any, action: Action | None = None) 
         return KIND_WORDS[kind]
     if kind in ("allow_always", "reject_always"):
         verb = "allow" if kind == "allow_always" else "reject"
-        scope = action.scope() if action is not None else ""
+        if action is None:  # not known here (a question the broker did not make)
+            return f"Always {verb}"
+        scope = action.scope()
         if scope:
             return f"Always {verb} {scope} in this session"
         return f"Always {verb} (the agent's own rule: this request names nothing to hold it to)"

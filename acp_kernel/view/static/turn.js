@@ -192,7 +192,12 @@ function permissionBlock(ctx, key) {
     head.append(h("b", "", "🔐 Permission requested "), h("span", "acp-q-icon", (st.icon || "") + " "),
                 h("span", "acp-q-title", st.title || ""));
     root.append(head);
-    if (st.detail) root.append(h("pre", "acp-q-detail", st.detail));
+    if (st.detail) {
+      const pre = h("pre", "acp-q-detail", st.detail); // the whole payload: scrolled, never cut
+      pre.style.maxHeight = "24em";
+      pre.style.overflow = "auto";
+      root.append(pre);
+    }
     const bar = h("div", "acp-q-buttons");
     for (const o of st.options || []) {
       const b = h("button", "acp-button " + (BUTTON_CLASS[o.kind] || ""), o.name);
