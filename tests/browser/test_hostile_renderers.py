@@ -10,8 +10,8 @@ shown:
 2. by ``%load`` of the session (the "last answer" of a reopened session);
 3. after a kernel restart, by the first prompt (the session is reopened);
 4. in the saved notebook, reopened (JupyterLab signs a notebook it saves, so
-   its outputs are trusted again; untrusted rendering is the fuzz's part,
-   tests/rendermime).
+   its outputs are trusted again);
+5. in that notebook changed outside Jupyter, reopened: untrusted, sanitized.
 
 Each in JupyterLab with the widget extensions and in one without them
 (``@jupyter-widgets/jupyterlab-manager`` and ``anywidget`` disabled in a
@@ -162,7 +162,7 @@ def hostile_nb(request, browser_context: Any) -> Any:
     lab = request.getfixturevalue("lab" if request.param == "widgets" else "lab_without_widgets")
     workspace = uuid.uuid4().hex[:12]
     gen = _open_notebook(lab, browser_context, request, f"/lab/workspaces/{workspace}/tree/{{name}}",
-                         cells=[""] * 6)
+                         cells=[""] * 6, reloads=2)
     notebook = next(gen)
     notebook.variant = request.param  # type: ignore[attr-defined]
     try:
@@ -240,11 +240,31 @@ def test_hostile_answers_render_inert_everywhere(hostile_nb: Notebook) -> None:
     expect(again.panel.locator(".jp-Notebook-ExecutionIndicator")).to_have_count(1, timeout=START)
     expect(again.output(3)).to_contain_text("MONEY", timeout=START)
     expect(again.output(2)).to_contain_text("MONEY", timeout=WAIT)
+    # A widget saved without its state shows no text; the fallback (no widgets) must.
+    live_cells = [1, 3] if variant == "no-widgets" else []
     try:
+        assert page.evaluate("document.querySelectorAll('.jp-OutputArea .jp-mod-trusted').length") > 0, \
+            "JupyterLab did not trust the notebook it saved"
         problems += _check(again, "reopened", [2], "hist")
-        # A widget saved without its state shows no text; the fallback (no widgets) must.
-        live_cells = [1, 3] if variant == "no-widgets" else []
         problems += [p for p in _check(again, "reopened-live", live_cells, "live") if "payloads ran" not in p]
+    finally:
+        page.close()
+
+    # 5. Changed outside Jupyter (its signature no longer matches): untrusted, the sanitizer renders.
+    path = lab.root / nb.name
+    saved = json.loads(path.read_text(encoding="utf-8"))
+    saved["metadata"]["edited_elsewhere"] = True
+    path.write_text(json.dumps(saved), encoding="utf-8")
+    page = nb.page.context.new_page()
+    page.goto(lab.url(f"/lab/workspaces/{uuid.uuid4().hex[:12]}/tree/{nb.name}"))
+    untrusted = Notebook(lab, page, nb.name)
+    untrusted.variant = variant  # type: ignore[attr-defined]
+    expect(untrusted.output(2)).to_contain_text("MONEY", timeout=START)
+    try:
+        assert page.evaluate("document.querySelectorAll('.jp-OutputArea .jp-mod-trusted').length") == 0, \
+            "the notebook changed outside Jupyter is still trusted"
+        problems += _check(untrusted, "untrusted", [2], "hist")
+        problems += [p for p in _check(untrusted, "untrusted-live", live_cells, "live") if "payloads ran" not in p]
     finally:
         page.close()
 

@@ -12,7 +12,8 @@ import pytest
 from .generator import RUN, cases
 from .oracle import Item
 
-pytestmark = pytest.mark.slow
+#: One worker runs this folder (one JupyterLab and Chromium); a first test also waits for them to start.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("rendermime"), pytest.mark.timeout(600)]
 
 
 def _kinds(findings: list[str]) -> set[str]:

@@ -14,7 +14,8 @@ from .generator import RUN
 from .oracle import describe
 from .outputs import items_for
 
-pytestmark = pytest.mark.slow
+#: One worker runs this folder (one JupyterLab and Chromium); a first test also waits for them to start.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("rendermime"), pytest.mark.timeout(600)]
 
 #: input -> text that must be visible in every rendering of it (after
 #: markdown has done its part: a backslash escape shows its character).
