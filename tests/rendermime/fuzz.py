@@ -63,6 +63,7 @@ class Report:
     inputs: int
     rendered: int = 0
     seconds: float = 0.0
+    page_seconds: float = 0.0  # of ``seconds``: waiting on the page (the rest: on ``safe`` in the worker)
     failures: list[Failure] = field(default_factory=list)
     pwned: list[str] = field(default_factory=list)
 
@@ -76,7 +77,8 @@ class Report:
         return len({f.index for f in self.failures if pred(f)})
 
     def summary(self) -> str:
-        return (f"seed={self.seed} inputs={self.inputs} renders={self.rendered} in {self.seconds:.1f} s: "
+        return (f"seed={self.seed} inputs={self.inputs} renders={self.rendered} in {self.seconds:.1f} s "
+                f"({self.page_seconds:.1f} s in the page): "
                 f"{self.inputs_with()} inputs with live or typeset output "
                 f"({self.inputs_with(lambda f: f.kind()[3] != 'math')} live HTML, "
                 f"{self.inputs_with(lambda f: f.kind()[3] == 'math')} math; "
@@ -125,7 +127,10 @@ def fuzz(oracle: Oracle, safe: ModuleType, seed: Any, count: int, start: int = 0
                     items.append(item)
                     owners.append(k)
             before = len(oracle.pwned)
-            for verdict, k in zip(oracle.judge(items), owners):
+            judging = time.monotonic()
+            verdicts = oracle.judge(items)
+            report.page_seconds += time.monotonic() - judging
+            for verdict, k in zip(verdicts, owners):
                 if verdict.findings:
                     report.failures.append(Failure(first + k, texts[k], verdict))
             report.pwned += oracle.pwned[before:]
