@@ -56,7 +56,25 @@ def base() -> str | None:
                 path = os.path.join(mount, own.lstrip("/"))
                 if os.path.exists(os.path.join(path, "cgroup.procs")) and os.access(path, os.W_OK):
                     _base = path
+                    _sweep(path)
     return _base  # type: ignore[return-value]
+
+
+def _sweep(path: str) -> None:
+    """Remove the empty cgroups of processes that are gone (a kernel killed
+    with SIGKILL cannot remove its own): named ``acp-<pid>-...``."""
+    try:
+        names = os.listdir(path)
+    except OSError:
+        return
+    for name in names:
+        parts = name.split("-")
+        if len(parts) < 3 or parts[0] != "acp" or not parts[1].isdigit():
+            continue
+        pid = int(parts[1])
+        if pid == os.getpid() or os.path.exists(f"/proc/{pid}"):
+            continue
+        remove(os.path.join(path, name))
 
 
 def create(parent: str | None, name: str) -> str | None:

@@ -159,13 +159,25 @@ def within(marker: str | None, scope: str) -> bool:
     return marker is not None and (marker == scope or marker.startswith(scope + "."))
 
 
-def marked(scope: str, procs: list[Proc] | None = None) -> set[int]:
+def ticks_now() -> int:
+    """Now, in the unit of :attr:`Proc.start` (clock ticks since boot)."""
+    try:
+        with open("/proc/uptime", "rb") as f:
+            return int(float(f.read().split()[0]) * os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def marked(scope: str, procs: list[Proc] | None = None, since: int = 0) -> set[int]:
     """Live processes whose marker lies within ``scope``: our uid's only (root
-    reads every environ, others can only read their own)."""
+    reads every environ, others can only read their own), started at
+    ``since`` (clock ticks since boot) or later: the rest cannot be members."""
     procs = snapshot() if procs is None else procs
     uid = os.getuid()
     out: set[int] = set()
     for p in procs:
+        if p.start < since:
+            continue
         if uid != 0:
             try:
                 if os.stat(f"/proc/{p.pid}").st_uid != uid:

@@ -146,6 +146,8 @@ class Scope:
         self._seen: dict[int, int] = {}
         self._cgroup: str | None | bool = False  # False: not made yet
         self._sessions: set[int] = set()
+        #: Nothing started before the scope is in it (two ticks of slack for rounding).
+        self._born = max(0, proctree.ticks_now() - 2)
 
     def child(self, name: str) -> Scope:
         return Scope(name, self)
@@ -165,7 +167,10 @@ class Scope:
             if self.parent is not None and parent is None:
                 self._cgroup = None
             else:
-                self._cgroup = cgroup.create(parent, f"acp-{self.marker.rsplit('.', 1)[-1]}")
+                name = self.name if self.parent is not None else f"{os.getpid()}-{self.name}"
+                self._cgroup = cgroup.create(parent, f"acp-{name}")
+                if self._cgroup is not None:  # an empty one goes when the scope does (or at exit)
+                    weakref.finalize(self, cgroup.remove, self._cgroup)
         return self._cgroup  # type: ignore[return-value]
 
     @contextmanager
@@ -198,6 +203,8 @@ class Scope:
             if _reaper.leaders.get(pid) == self.leaders.get(pid):
                 _reaper.leaders.pop(pid, None)
         _reaper.wake.set()  # its orphans are ours now
+        if self._cgroup and cgroup.remove(self._cgroup):  # type: ignore[arg-type]
+            self._cgroup = False  # it left nothing behind; made again if needed
 
     # -- finding -----------------------------------------------------------------------
 
@@ -205,7 +212,7 @@ class Scope:
         """Every live process of the scope (its sub-scopes included), not us."""
         procs = proctree.snapshot()
         table = {p.pid: p for p in procs}
-        found = proctree.marked(self.marker, procs) | cgroup.procs(self.cgroup)
+        found = proctree.marked(self.marker, procs, self._born) | cgroup.procs(self._cgroup or None)
         for scope in self._family():
             for pid, start in scope.leaders.items():
                 p = table.get(pid)
@@ -252,20 +259,21 @@ class Scope:
         ``cgroup.kill``) the rest; returns what is still alive after that (empty
         unless a process ignores SIGKILL for a while)."""
         members = self.members()
-        if members:
+        left: set[int] = set()
+        if members:  # (none: nothing can fork either)
             self._signal(members, signal.SIGTERM)
             await proctree.wait_gone(members, grace)
-        cgroup.kill(self.cgroup)
-        left = self.members()
-        if left:
-            self._signal(left, signal.SIGKILL)
-            left = await proctree.wait_gone(left, KILL_WAIT)
+            cgroup.kill(self._cgroup or None)
+            left = self.members()
+            if left:
+                self._signal(left, signal.SIGKILL)
+                left = await proctree.wait_gone(left, KILL_WAIT)
         self._finish()
         return left
 
     def kill_now(self) -> None:
         """Synchronous SIGKILL of every member (atexit, a dying kernel)."""
-        cgroup.kill(self.cgroup)
+        cgroup.kill(self._cgroup or None)
         members = self.members()
         self._signal(members, signal.SIGKILL)
         self._finish()

@@ -324,9 +324,10 @@ class ProcessTransport:
                 await asyncio.wait_for(asyncio.shield(self.exited), grace)
             except asyncio.TimeoutError:
                 pass
-        if self._ending is not None:
+        if self._ending is not None:  # it exited: the scope is ended there
             await asyncio.shield(self._ending)
-        await self.scope.end()
+        else:
+            await self.scope.end()
         watchdog.unwatch(pid)
         if not self.exited.done():
             try:
