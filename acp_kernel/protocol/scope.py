@@ -4,10 +4,11 @@ A :class:`Scope` is a set of processes that ends together: a client's
 session (the agent and its terminals), the agent alone, one terminal. Three
 ways find its members, because a process can slip out of each but not all:
 
-- **the tree**: descendants of the leaders, plus their process groups. This
-  process is a child *subreaper* on Linux (``PR_SET_CHILD_SUBREAPER``), so an
-  orphan below us (the grandchild of a double fork) is re-parented to us, not
-  to init; ``setsid`` does not take a process out of the tree either;
+- **the tree**: descendants of the leaders, plus their process groups. The
+  kernel and the CLI make themselves child *subreapers* on Linux
+  (:func:`adopt_orphans`, ``PR_SET_CHILD_SUBREAPER``), so an orphan below
+  them (the grandchild of a double fork) is re-parented to them, not to init;
+  ``setsid`` does not take a process out of the tree either;
 - **the marker**: each leader's environment carries ``ACP_KERNEL_SCOPE=<id>``
   (a random id per scope, nested ``parent.child``), inherited by everything
   below; ``/proc/*/environ`` of our uid's processes is read when a scope ends,
@@ -21,11 +22,13 @@ Ending a scope: SIGTERM to every member, a bounded wait on their pidfds, then
 processes found by one of the three ways are signalled, never by name.
 
 Being a subreaper means adopted orphans become *our* zombies: the
-:class:`_Reaper` thread reaps those, and only those (a marked process seen
-alive as our child, or a zombie in the session of one of our leaders), never
-a child that asyncio's child watcher or a ``Popen`` waits for: leaders are
-registered before anything can reap them, and nothing is reaped while a
-scope is starting one.
+:class:`_Reaper` thread reaps those, and only those, never a child that
+asyncio's child watcher or a ``Popen`` waits for. A zombie child is adopted
+for sure when its session is neither ours nor its own (a process we fork
+inherits our session or starts its own: any other one came from below), or
+when it is a marked process seen alive as our child that is no leader we
+started (leaders are registered before anything can reap them, and nothing
+is reaped while a scope is starting one).
 """
 
 from __future__ import annotations
@@ -93,6 +96,7 @@ class _Reaper:
     def reap(self) -> None:
         """Reap our adopted zombies; note marked orphans seen alive."""
         root = root_marker()
+        my_sid = os.getsid(0)
         with self.lock:
             if self.spawning:
                 self.wake.set()  # look again once the start is done
@@ -102,8 +106,10 @@ class _Reaper:
                 if p is None or self.leaders.get(pid) == p.start:
                     continue
                 if p.state in (b"Z", b"X"):
+                    # A child we forked has our session or its own: any other came from below.
+                    foreign = p.sid not in (my_sid, pid)
                     in_session = (p.sid in self.sessions or p.pgrp in self.sessions) and pid not in (p.sid, p.pgrp)
-                    if self.adopted.get(pid) == p.start or in_session:
+                    if foreign or in_session or self.adopted.get(pid) == p.start:
                         try:
                             os.waitpid(pid, os.WNOHANG)
                         except ChildProcessError:
