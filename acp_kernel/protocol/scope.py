@@ -49,8 +49,9 @@ TERM_GRACE = 1.5
 #: How long to wait for SIGKILLed members to be gone (a process in
 #: uninterruptible sleep may take a moment).
 KILL_WAIT = 2.0
-#: The reaper's look at our children while scopes are alive (seconds).
+#: The reaper's look at our children while scopes are alive, and otherwise (seconds).
 REAP_TICK = 1.0
+IDLE_TICK = 5.0
 
 _ids = itertools.count(1)
 _root: tuple[int, str] | None = None
@@ -86,7 +87,7 @@ class _Reaper:
 
     def _run(self) -> None:
         while True:
-            self.wake.wait(REAP_TICK if _live else None)
+            self.wake.wait(REAP_TICK if _live else IDLE_TICK)  # orphans of others (passthrough) too
             self.wake.clear()
             try:
                 self.reap()
