@@ -260,11 +260,19 @@ PASSTHROUGH: dict[str, Passthrough] = {
         ("codex",), clear_input=CTRL_U, cancel_keys=((ESC, 0.0),),  # Ctrl-C opens a dialog
         ready_pattern=r"Ask Codex to do anything|\? for shortcuts", busy_pattern=r"esc to interrupt|Working \(",
         chrome_pattern=_INK_CHROME + r"|Ask Codex to do anything|context left|^\s*›",
+        # 0.171: the composer `› text` (its placeholder when empty), continuation rows indented; keys
+        # typed during its start-up splash are dropped, and a submit then waits under "Waiting for startup"
+        input_pattern=r"^› (.*(?:\n  \S.*)*)", input_placeholder=r"Ask Codex to do anything",
+        startup_pattern=r"Waiting for startup",
         resume_args=("resume", "--last"), install="npm install -g @openai/codex"),
     "gemini": Passthrough(
         ("gemini",), clear_input=CTRL_U, cancel_keys=((ESC, 0.0),),  # a second Ctrl-C quits
         ready_pattern=r"Type your message", busy_pattern=r"esc to cancel",
         chrome_pattern=_INK_CHROME + r"|Type your message|context left|no sandbox",
+        # 0.61: the input box ` > text` between a ▄ and a ▀ rule (the transcript echoes prompts in the
+        # same box; the last one is the input), its placeholder when empty; keys typed while it starts are dropped
+        input_pattern=r"^▄{20,}\n >(.*(?:\n(?!▀{20,}).*)*)\n▀{20,}",
+        input_placeholder=r"Type your message or @path/to/file",
         resume_args=("--resume", "latest"), install="npm install -g @google/gemini-cli"),
     "pi": Passthrough(
         ("pi",), clear_input=CTRL_U, cancel_keys=((ESC, 0.0),),  # Ctrl-C only clears the editor

@@ -73,8 +73,11 @@ CLEAR_PAUSE = 0.05
 MODE_POLL = 0.05
 #: Output this recent means it is still pouring in: the screen is fed when it pauses.
 STREAMING = 0.05
-#: Times a prompt is typed at most when the screen shows the CLI did not take it.
+#: Times a prompt is submitted at most when the screen shows the CLI did not take it.
 MAX_TRIES = 3
+#: Times at most a prompt is typed and never shows in the input box (a CLI still starting
+#: drops keys): nothing was submitted, so these go on until the ready timeout, up to this many.
+MAX_UNSEEN = 20
 #: Presses of the clear-input keys at most, while the input box still shows text.
 CLEAR_MAX = 16
 #: How often a wait for the screen looks again when nothing is read (a CLI may draw nothing new).
@@ -83,7 +86,7 @@ LOOK_AGAIN = 0.2
 Outcome = Literal["idle", "interrupted", "exited", "timeout"]
 #: How a wait for the screen ended, and how a try at typing a prompt did.
 Seen = Literal["ok", "timeout", "interrupted", "exited"]
-Tried = Literal["sent", "again", "interrupted", "exited"]
+Tried = Literal["sent", "again", "unseen", "interrupted", "exited"]
 
 __all__ = ["PassthroughError", "PassthroughManager", "PassthroughTerminal", "Reply"]
 
@@ -578,9 +581,10 @@ class PassthroughTerminal:
                 raise PassthroughError(f"{self.name} has {self.describe_exit()}; start it again with %passthrough")
             s = self.settings
             seq = self._interrupt_seq
-            tries, why = 0, ""
+            tries, unseen, why = 0, 0, ""
             mark: Mark | None = None
             submitted_at = 0.0
+            give_up = self._loop.time() + s.ready_timeout  # for tries whose keys never showed
             try:
                 while True:
                     if self._need_ready:
@@ -600,12 +604,18 @@ class PassthroughTerminal:
                     if mark is not None and self._took(text, mark):
                         submitted_at = self._submitted_at
                         break  # the try before was taken after all, late
-                    if tries >= MAX_TRIES:
+                    if tries >= MAX_TRIES or unseen >= MAX_UNSEEN or (unseen and self._loop.time() > give_up):
                         await self._clear(seq)  # leave no half-typed prompt for the next cell
-                        return self._unsent(text, "timeout", f"the prompt was not sent ({tries} tries): {why}", tries)
-                    tries += 1
+                        return self._unsent(text, "timeout", f"the prompt was not sent ({tries + unseen} tries): {why}",
+                                            tries + unseen)
                     state, why = await self._try(text, seq)
                     mark = self._mark
+                    if state == "unseen":
+                        unseen += 1
+                        mark = None  # not submitted: nothing to be taken late
+                        self._need_ready = True
+                        continue
+                    tries += 1
                     if state == "sent":
                         submitted_at = self._submitted_at
                         break
@@ -635,8 +645,9 @@ class PassthroughTerminal:
     async def _try(self, text: str, seq: int) -> tuple[Tried, str]:
         """Type the prompt once: empty the input box, paste, see the text in the box,
         let the screen settle, press submit and see it taken. ``("sent", "")``,
-        ``("again", why)`` when the screen shows it was not taken, or
-        ``("interrupted" | "exited", "")``. Without an input box (no
+        ``("again", why)`` when the screen shows the submit was not taken,
+        ``("unseen", why)`` when the box never showed the text (nothing was
+        submitted), or ``("interrupted" | "exited", "")``. Without an input box (no
         ``input_pattern``) the screen's changes stand in, and a try is never
         made again."""
         s, box = self.settings, self._box
@@ -645,21 +656,22 @@ class PassthroughTerminal:
         if stopped in ("interrupted", "exited"):
             return self._stop_state(), ""
         if stopped:
-            return "again", stopped
+            return "unseen", stopped
         self._mark = mark = self.screen.mark()
+        before = box.raw(self.screen.text()) if box is not None else None
         pasted_at = self._loop.time()
         self._typed()
         self.write(pty_input.paste(text, s.bracketed_paste and self.modes.bracketed_paste))
         if not await self._drained(seq):
             return self._stop_state(), ""
-        if box is not None:
-            typed = await self.wait_screen(lambda: bool(box.text(self.screen.text())), self.pace.confirm(), seq)
+        if box is not None:  # the box shows more than before (which may be a placeholder)
+            typed = await self.wait_screen(lambda: self._box_took_paste(box, before), self.pace.confirm(), seq)
         else:
             typed = await self.wait_screen(lambda: self._last_change > pasted_at, self.pace.confirm(), seq)
         if typed == "interrupted" or typed == "exited":
             return typed, ""
         if typed == "timeout" and box is not None:
-            return "again", "its input box did not show the typed text"
+            return "unseen", "its input box did not show the typed text"
         # The CLI has taken the whole paste (its screen settled) before the submit key: a
         # submit in the same burst as the paste is a newline to some (Ink, on a slow machine).
         window = max(s.submit_delay, 2 * self.pace.latency)
@@ -679,7 +691,7 @@ class PassthroughTerminal:
             return "sent", ""
         if took == "interrupted" or took == "exited":
             return took, ""
-        if box.text(self.screen.text()):
+        if self._holds(text):
             return "again", f"the CLI did not take {pty_input.key_name(s.submit)}: its input box still shows the prompt"
         return "again", "the prompt left the input box, but the CLI neither showed it nor went busy"
 
@@ -692,9 +704,9 @@ class PassthroughTerminal:
         box = self._box
         if box is None:
             return self._last_change > self._submitted_at
-        screen = self.screen.text()
-        if box.text(screen):
+        if self._holds(text):
             return False
+        screen = self.screen.text()
         now = self.screen.scrolled_since(mark) + box.outside(screen).splitlines()
         return echoes(now, text) > echoes(mark.lines, text)
 
@@ -727,8 +739,8 @@ class PassthroughTerminal:
                 self.pace.confirm(), seq)
             if got == "interrupted" or got == "exited":
                 return got
-            if held and not changed():
-                return f"{pty_input.key_name(s.clear_input)} did not empty its input box (it shows {held!r})"
+            if held and not changed():  # a placeholder of the CLI's (or it takes no keys: the paste tells)
+                return ""
         return f"its input box still shows {box.text(self.screen.text())!r} after {CLEAR_MAX} presses of " \
                f"{pty_input.key_name(s.clear_input)}"
 
@@ -738,6 +750,15 @@ class PassthroughTerminal:
     def _quiet_since(self, since: float, window: float) -> bool:
         """The screen has not changed for ``window`` seconds since ``since`` (keys written then)."""
         return self._loop.time() - max(self._last_change, since) >= window
+
+    def _holds(self, text: str) -> bool:
+        """The input box still shows the start of ``text`` (a long paste shown as a
+        placeholder of the CLI's own does not count)."""
+        held = self._box.text(self.screen.text()) if self._box is not None else None
+        return bool(held) and echoes([" ".join((held or "").split())], text) > 0
+
+    def _box_took_paste(self, box: InputBox, before: str | None) -> bool:
+        return bool(box.text(self.screen.text())) and box.raw(self.screen.text()) != before
 
     def _box_changed(self, box: InputBox, drawn: str) -> bool:
         return box.raw(self.screen.text()) != drawn
