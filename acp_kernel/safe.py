@@ -26,10 +26,20 @@ result is parsed again and checked; if the check fails the text is shown
 verbatim in a code block instead. :func:`markdown_html` renders agent
 markdown to HTML for the turn widget (markdown-it with raw HTML off): images
 become placeholders the widget loads only on a click.
+
+JupyterLab does more than CommonMark with ``text/markdown``: it takes math
+out of the source first (``$``, ``\\\\(``, ``\\\\[``, ``\\begin``) and MathJax
+typesets the page. So the markdown we emit holds no ``$`` and no backslash
+(character references instead; code holding them is ``<code>``/``<pre>``
+HTML we write) and no ``@@N@@``; :func:`bundle` wraps it in an element
+MathJax skips and adds the ``text/html`` JupyterLab, nbconvert and VS Code
+prefer: :func:`inert_html`, our own markdown rendered by markdown-it, in
+the same element. :func:`check_data` refuses markdown or HTML outside it.
 """
 
 from __future__ import annotations
 
+import functools
 import html as _html
 import os
 import re
@@ -54,6 +64,8 @@ __all__ = [
     "markdown_html",
     "plain",
     "text",
+    "unwrapped",
+    "wrapped",
 ]
 
 #: Link schemes a click may follow. No scheme (a relative link) is allowed too.
@@ -163,34 +175,73 @@ def _short(s: str, limit: int) -> str:
 
 
 # -- markdown pieces -------------------------------------------------------------
+#
+# JupyterLab does not hand ``text/markdown`` to a markdown parser as is: it
+# first pulls math out of the *source* (``$…$``, ``$$…$$``, ``\\(…\\)``,
+# ``\\[…\\]``, ``\begin{…}…\end{…}``), renders the rest with marked, puts the
+# math back as ``@@N@@`` placeholders are replaced, and MathJax typesets the
+# page. A pre-pass that does not know markdown can end a code span early
+# and let raw HTML through, and MathJax typesets agent text. So the markdown
+# we emit holds no ``$`` and no ``\`` from an agent at all (outside code they
+# are character references, which every parser decodes to the same visible
+# character; code that holds them is HTML we write, with references too), no
+# ``@@N@@`` (a placeholder), and :func:`bundle` wraps it in an element MathJax
+# skips (:data:`IGNORE_CLASS`).
 
-# Characters that can start or change inline markdown (and JupyterLab's $math$).
-_MD_PUNCT = re.compile(r"([\\`*\[\]<>!|~&$])")
+#: Classes MathJax 3 (``tex2jax_ignore``) and MathJax 4 (``mathjax_ignore``) skip.
+IGNORE_CLASS = "tex2jax_ignore mathjax_ignore"
+_WRAP_OPEN = f'<div class="{IGNORE_CLASS}">'
+_WRAP_CLOSE = "</div>"
+
+# Characters that can start or change inline markdown, JupyterLab's math
+# (``$``, ``\``) or its ``@@N@@`` placeholders: written as character references.
+_MD_SPECIAL = re.compile(r"[\\`*_\[\]<>!|~&$#]|@(?=@)")
+_REFS = {c: f"&#{ord(c)};" for c in "\\`*_[]!|~$#@"}
+_REFS.update({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
 # Block markers that matter only at the start of a line.
-_MD_LEAD = re.compile(r"^(\s*)([#+\-=]|\d+[.)])")
+_MD_LEAD = re.compile(r"^(\s*)([+\-=]|\d+[.)])")
+
+
+def _refs(s: str) -> str:
+    """Markdown specials as character references (the same visible text)."""
+    return _MD_SPECIAL.sub(lambda m: _REFS[m.group(0)], s)
+
+
+def _lead(s: str) -> str:
+    """A line's leading block marker (``-``, ``+``, ``=``, ``1.``) as a reference."""
+    lead = _MD_LEAD.match(s)
+    if lead is None:
+        return s
+    mark = lead.group(2)
+    return lead.group(1) + mark[:-1] + f"&#{ord(mark[-1])};" + s[lead.end():]
 
 
 def text(value: Any, limit: int = INLINE_LIMIT) -> Markdown:
     """Agent text shown literally in markdown, on one line (a title, a name, a
-    message): markdown characters are backslash-escaped, newlines become
-    spaces, controls are shown as control pictures (:func:`visible_controls`)."""
+    message): markdown characters become character references (never a
+    backslash: see above), newlines become spaces, controls are shown as
+    control pictures (:func:`visible_controls`)."""
     if isinstance(value, Markdown):
         return value
     s = _short(" ".join(visible_controls(str(value)).split("\n")), limit)
-    s = _MD_PUNCT.sub(r"\\\1", s)
-    lead = _MD_LEAD.match(s)
-    if lead is not None:
-        s = lead.group(1) + lead.group(2)[:-1] + "\\" + lead.group(2)[-1] + s[lead.end():]
-    return Markdown(s)
+    return Markdown(_lead(_refs(s)))
+
+
+# In a code span a reference does not decode: code holding these is HTML.
+_CODE_RISKY = re.compile(r"[$\\|]|@@\d+@@")
 
 
 def code(value: Any, limit: int = INLINE_LIMIT) -> Markdown:
-    """Agent text (a path, an id, a command) as an inline code span: newlines
-    shown as ``␊`` and other controls as control pictures, so the span cannot
-    end a line (a code span across a line break can let block syntax through)."""
+    """Agent text (a path, an id, a command) as inline code: newlines shown
+    as ``␊`` and other controls as control pictures, so it cannot end a line
+    (a code span across a line break can let block syntax through). Text
+    holding ``$``, ``\\``, ``|`` or ``@@N@@`` is a ``<code>`` element we write,
+    its text as character references."""
     s = _short(visible_controls(str(value), keep_newlines=False), limit)
     if not s:
         return Markdown("` `")
+    if _CODE_RISKY.search(s):
+        return Markdown("<code>" + _refs(s) + "</code>")
     longest = max((len(m) for m in re.findall(r"`+", s)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if s[0] in "` " or s[-1] in "` " else ""
@@ -198,16 +249,26 @@ def code(value: Any, limit: int = INLINE_LIMIT) -> Markdown:
 
 
 _SAFE_INFO = re.compile(r"[^\w+.#-]")
+_BLOCK_RISKY = re.compile(r"[$\\]|@@\d+@@")
+_PRE_REFS = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "$": "&#36;", "\\": "&#92;", "@": "&#64;"}
+_PRE_SPECIAL = re.compile(r"[&<>$\\]|@(?=@)")
 
 
 def block(value: Any, lang: str = "") -> Markdown:
     """Agent text verbatim in a fenced code block it cannot close (the fence
-    is longer than any backtick run inside), starting on a line of its own."""
+    is longer than any backtick run inside), starting on a line of its own.
+    Text holding ``$``, ``\\`` or ``@@N@@`` is a ``<pre><code>`` HTML block we
+    write instead (it ends only at ``</pre>``, so blank lines inside are
+    fine), its text escaped and those characters as references."""
     s = visible_controls(str(value))
+    info = _SAFE_INFO.sub("", lang)
+    body = s if s.endswith("\n") or not s else s + "\n"
+    if _BLOCK_RISKY.search(s):
+        cls = f' class="language-{info}"' if info else ""
+        return Markdown(f"<pre><code{cls}>" + _PRE_SPECIAL.sub(lambda m: _PRE_REFS[m.group(0)], body) + "</code></pre>")
     longest = max((len(m) for m in re.findall(r"`{3,}", s)), default=0)
     fence = "`" * max(3, longest + 1)
-    body = s if s.endswith("\n") or not s else s + "\n"
-    return Markdown(f"{fence}{_SAFE_INFO.sub('', lang)}\n{body}{fence}")
+    return Markdown(f"{fence}{info}\n{body}{fence}")
 
 
 def html(value: Any) -> Html:
@@ -236,7 +297,30 @@ def safe_url(url: str) -> bool:
 
 
 class _Renderers:
-    """mdformat renderers for what agent markdown must not keep live."""
+    """mdformat renderers for agent markdown: nothing live, and no ``$``,
+    ``\\`` or ``@@`` in what they write (see "markdown pieces")."""
+
+    @staticmethod
+    def text(node: Any, context: Any) -> str:
+        s = _refs(re.sub(" {2,}", " ", node.content.replace("\t", " ")))
+        return s.replace("\n\n", "&#10;&#10;")
+
+    @staticmethod
+    def code_inline(node: Any, context: Any) -> str:
+        return str(code(node.content, limit=1 << 62))
+
+    @staticmethod
+    def fence(node: Any, context: Any) -> str:
+        info = (node.info or "").strip().split(" ", 1)[0] if node.info else ""
+        return str(block(node.content, info))
+
+    @staticmethod
+    def code_block(node: Any, context: Any) -> str:
+        return str(block(node.content))
+
+    @staticmethod
+    def hardbreak(node: Any, context: Any) -> str:
+        return "<br />\n"
 
     @staticmethod
     def html_block(node: Any, context: Any) -> str:
@@ -244,7 +328,7 @@ class _Renderers:
 
     @staticmethod
     def html_inline(node: Any, context: Any) -> str:
-        return _html.escape(node.content, quote=False)
+        return _refs(node.content)
 
     @staticmethod
     def link(node: Any, context: Any) -> str:
@@ -285,25 +369,24 @@ def is_data_image(src: str) -> bool:
 
 
 def _url_escape(url: str) -> str:
-    """A link destination inside ``<...>``: no ``<``, ``>``, newlines or spaces."""
-    return re.sub(r"[<>\s\\]", lambda m: "%{:02X}".format(ord(m.group(0))), url)
+    """A link destination inside ``<...>``: no ``<``, ``>``, newlines, spaces,
+    ``\\``, ``$`` or ``@@``; ``&`` as a reference (it decodes back)."""
+    url = re.sub(r"[<>\s\\$]|@(?=@)", lambda m: "%{:02X}".format(ord(m.group(0))), url)
+    return url.replace("&", "&amp;")
 
 
 class _Plugin:
     """An mdformat parser extension carrying our renderers."""
 
-    RENDERERS = {
-        "html_block": _Renderers.html_block,
-        "html_inline": _Renderers.html_inline,
-        "link": _Renderers.link,
-        "image": _Renderers.image,
-    }
+    RENDERERS = {name: fn for name, fn in vars(_Renderers).items() if isinstance(fn, staticmethod)}
     POSTPROCESSORS: dict[str, Any] = {}
 
     @staticmethod
     def update_mdit(mdit: Any) -> None:
         pass
 
+
+_Plugin.RENDERERS = {name: getattr(_Renderers, name) for name in _Plugin.RENDERERS}
 
 _local = threading.local()
 
@@ -328,18 +411,50 @@ def _parsers() -> tuple[Any, Any]:
     return pair
 
 
+#: The only tags our markdown holds: our templates' and the ones this module writes.
+OWN_TAGS = frozenset({
+    "<code>", "</code>", "<pre>", "</pre>", "<br />", "<sub>", "</sub>", "<details>", "</details>",
+    "<summary>", "</summary>", _WRAP_OPEN, _WRAP_CLOSE,
+})
+_OWN_TAG = re.compile(r'<code class="language-[\w+.#-]*">\Z')
+_TAG = re.compile(r"<[^<>]*>")
+# What JupyterLab's math pre-pass and its placeholders look for.
+_MATHY = re.compile(r"[$\\]|@@\d+@@")
+
+
+def _foreign_html(content: str) -> str | None:
+    """The first piece of ``content`` (an HTML token) that is not ours."""
+    at = 0
+    for m in _TAG.finditer(content):
+        if "<" in content[at:m.start()] or ">" in content[at:m.start()]:
+            return content[at:m.start()]
+        tag = m.group(0)
+        if tag not in OWN_TAGS and not _OWN_TAG.match(tag):
+            return tag
+        at = m.end()
+    rest = content[at:]
+    return rest if "<" in rest or ">" in rest else None
+
+
 def problems(md: str) -> list[str]:
     """What would be live in ``md`` when rendered as CommonMark with raw HTML
-    on (as JupyterLab renders trusted output): HTML, unsafe links, images."""
+    on (as JupyterLab renders trusted output): HTML other than our own tags,
+    unsafe links, images; and what JupyterLab's math pre-pass would take
+    (``$``, ``\\``) or replace (``@@``)."""
     _, checker = _parsers()
     found: list[str] = []
+    mathy = _MATHY.search(md)
+    if mathy is not None:
+        found.append(f"math pre-pass {mathy.group(0)!r} at {mathy.start()}")
     stack = list(checker.parse(md))
     while stack:
         tok = stack.pop()
         if tok.children:
             stack.extend(tok.children)
         if tok.type in ("html_block", "html_inline"):
-            found.append(f"raw HTML {tok.content[:40]!r}")
+            bad = _foreign_html(tok.content)
+            if bad is not None:
+                found.append(f"raw HTML {bad[:40]!r}")
         elif tok.type == "image":
             found.append(f"image {tok.attrGet('src')!r}")
         elif tok.type == "link_open" and not safe_url(str(tok.attrGet("href") or "")):
@@ -347,22 +462,31 @@ def problems(md: str) -> list[str]:
     return found
 
 
+# Agent text needs the full parse when it can hold HTML, a link, math for
+# JupyterLab's pre-pass, a placeholder or a fence (which must be closed).
+_NEEDS_PARSE = re.compile(r"[<\[$\\]|@@\d+@@|```|~~~")
+# mdformat's own escapes (a line start that would be a list, a heading...).
+_MD_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
+
+
 def markdown(value: Any) -> Markdown:
     """Agent markdown, still markdown, with nothing live: raw HTML shown as
-    text, links only to http(s)/mailto/relative targets, images as links.
+    text, links only to http(s)/mailto/relative targets, images as links,
+    no ``$``, ``\\`` or ``@@`` (character references or our code HTML).
 
-    Text with no ``<`` and no ``[`` cannot hold HTML, a link or an image and
-    is returned as is (the common case, and the fast one)."""
+    Text that needs none of that (no ``<``, ``[``, ``$``, ``\\``, ``@@`` or
+    fence) is returned as is (the common case, and the fast one)."""
     if isinstance(value, Markdown):
         return value
     s = visible_controls(str(value))
-    if "<" not in s and "[" not in s:
+    if not _NEEDS_PARSE.search(s):
         return Markdown(s)
     writer, _ = _parsers()
     try:
         out = writer.render(s)
     except (RecursionError, ValueError, AssertionError, IndexError, KeyError):  # a parser corner
         return block(s)
+    out = _MD_ESCAPE.sub(lambda m: f"&#{ord(m.group(1))};", out)
     if problems(out):
         return block(s)
     # mdformat ends with one newline; the stream's pieces are joined by us.
@@ -372,30 +496,35 @@ def markdown(value: Any) -> Markdown:
 _html_local = threading.local()
 
 
-def _html_renderer() -> Any:
-    """markdown-it with raw HTML off (it escapes any), our link and image rules."""
-    md = getattr(_html_local, "md", None)
-    if md is None:
+def _link_open(self: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
+    href = str(tokens[idx].attrGet("href") or "")
+    if not safe_url(href):
+        return "<a>"
+    return '<a href="{}" target="_blank" rel="noopener noreferrer nofollow">'.format(_html.escape(href, quote=True))
+
+
+def _image(self: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
+    tok = tokens[idx]
+    alt = self.renderInlineAsText(tok.children or [], options, env) or "image"
+    return str(image_placeholder(str(tok.attrGet("src") or ""), alt))
+
+
+def _html_renderers() -> tuple[Any, Any]:
+    """(agent, ours): markdown-it with raw HTML off (it escapes any) for agent
+    markdown, on for our own inert markdown; our link and image rules."""
+    pair = getattr(_html_local, "pair", None)
+    if pair is None:
         from markdown_it import MarkdownIt
 
-        md = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
-        md.validateLink = lambda url: safe_url(url) or is_data_image(url)
-
-        def link_open(self: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
-            href = str(tokens[idx].attrGet("href") or "")
-            if not safe_url(href):
-                return "<a>"
-            return '<a href="{}" target="_blank" rel="noopener noreferrer nofollow">'.format(_html.escape(href, quote=True))
-
-        def image(self: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
-            tok = tokens[idx]
-            alt = self.renderInlineAsText(tok.children or [], options, env) or "image"
-            return str(image_placeholder(str(tok.attrGet("src") or ""), alt))
-
-        md.add_render_rule("link_open", link_open)
-        md.add_render_rule("image", image)
-        md = _html_local.md = md
-    return md
+        made = []
+        for raw in (False, True):
+            md = MarkdownIt("commonmark", {"html": raw}).enable(["table", "strikethrough"])
+            md.validateLink = lambda url: safe_url(url) or is_data_image(url)
+            md.add_render_rule("link_open", _link_open)
+            md.add_render_rule("image", _image)
+            made.append(md)
+        pair = _html_local.pair = (made[0], made[1])
+    return pair
 
 
 def image_placeholder(src: str, alt: str) -> Html:
@@ -411,16 +540,77 @@ def image_placeholder(src: str, alt: str) -> Html:
         src.strip(), host, alt, host)
 
 
+def ignored(fragment: Html) -> Html:
+    """HTML inside an element MathJax does not typeset (:data:`IGNORE_CLASS`)."""
+    if fragment.startswith(_WRAP_OPEN):
+        return fragment
+    return Html(_WRAP_OPEN + str(fragment) + _WRAP_CLOSE)
+
+
 def markdown_html(value: Any) -> Html:
     """Agent markdown as HTML for the turn widget: raw HTML escaped, links only
-    to safe targets (opening a new tab), images as click-to-load placeholders."""
+    to safe targets (opening a new tab), images as click-to-load placeholders,
+    inside an element MathJax skips."""
     if isinstance(value, Html):
-        return value
+        return ignored(value)
     s = visible_controls(str(value))
     try:
-        return Html(_html_renderer().render(s))
+        return ignored(Html(_html_renderers()[0].render(s)))
     except (RecursionError, ValueError, AssertionError, IndexError, KeyError):  # a parser corner
-        return Html("<pre>{}</pre>").format(s)
+        return ignored(Html("<pre>{}</pre>").format(s))
+
+
+@functools.lru_cache(maxsize=512)
+def _inert_html(md: str) -> str:
+    try:
+        return _html_renderers()[1].render(md)
+    except (RecursionError, ValueError, AssertionError, IndexError, KeyError):  # a parser corner
+        return "<pre>" + _html.escape(md) + "</pre>"
+
+
+def inert_html(md: Markdown) -> Html:
+    """Our markdown (every agent string in it escaped here) as ``text/html``:
+    its only raw HTML is our own, links open a new tab; inside an element
+    MathJax skips. Cached: a turn's fallback re-renders unchanged blocks."""
+    if not isinstance(md, Markdown):
+        raise UnsafeOutput("inert_html takes markdown made by acp_kernel.safe")
+    inner = str(md)
+    if inner.startswith(_WRAP_OPEN):
+        return Html(_inert_html(inner))
+    return Html(_WRAP_OPEN + _inert_html(inner) + _WRAP_CLOSE)
+
+
+def inert_html_inner(md: Markdown) -> Html:
+    """:func:`inert_html` without the wrapper, for joining cached pieces
+    (then :func:`ignored` the whole)."""
+    if not isinstance(md, Markdown):
+        raise UnsafeOutput("inert_html takes markdown made by acp_kernel.safe")
+    return Html(_inert_html(str(md)))
+
+
+def wrapped(md: Markdown) -> Markdown:
+    """Our markdown inside an element MathJax skips: the ``div`` is an HTML
+    block of its own line, blank lines keep the markdown between markdown."""
+    if md.startswith(_WRAP_OPEN):
+        return md
+    return Markdown(f"{_WRAP_OPEN}\n\n{md}\n\n{_WRAP_CLOSE}")
+
+
+def unwrapped(md: str) -> str:
+    """The markdown inside :func:`wrapped` (what a reader of the source
+    sees; tests compare it); anything else as it is."""
+    head, tail = _WRAP_OPEN + "\n\n", "\n\n" + _WRAP_CLOSE
+    if md.startswith(head) and md.endswith(tail):
+        inner = md[len(head):len(md) - len(tail)]
+        return Markdown(inner) if isinstance(md, Markdown) else inner
+    return md
+
+
+def source_plain(md: Markdown) -> Plain:
+    """Our markdown source as ``text/plain`` (callers with a better text pass
+    their own: :mod:`acp_kernel.view.plaintext` renders it): our tags dropped,
+    character references decoded, so ``$`` reads ``$`` and not ``&#36;``."""
+    return plain(_html.unescape(_TAG.sub("", str(md))))  # a reference can spell a control
 
 
 # -- display data ------------------------------------------------------------------
@@ -429,17 +619,25 @@ _CHECKED = {"text/markdown": Markdown, "text/html": Html, "text/plain": Plain}
 
 
 def bundle(md: Markdown | None = None, plain_text: Any = None, html_text: Html | None = None,
-           extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """A display's data, checked. ``plain_text`` (agent text is made
-    :class:`Plain`) defaults to the markdown source; ``extra`` holds other
-    mime types (a widget view)."""
+           extra: Mapping[str, Any] | None = None, *, derive: bool = True) -> dict[str, Any]:
+    """A display's data, checked. The markdown is :func:`wrapped`; unless
+    ``derive`` is false, ``text/html`` (which JupyterLab, nbconvert and VS
+    Code prefer) defaults to :func:`inert_html` of it and ``plain_text``
+    (agent text is made :class:`Plain`) to :func:`source_plain`; ``extra``
+    holds other mime types (a widget view)."""
     data: dict[str, Any] = dict(extra or {})
     if md is not None:
-        data["text/markdown"] = md
+        if not isinstance(md, Markdown):
+            raise UnsafeOutput(f"text/markdown output was not made by acp_kernel.safe ({type(md).__name__})")
+        data["text/markdown"] = wrapped(md)
+        if html_text is None and derive:
+            html_text = inert_html(md)
+        if plain_text is None and derive:
+            plain_text = source_plain(md)
     if html_text is not None:
-        data["text/html"] = html_text
-    if plain_text is None and md is not None:
-        plain_text = Plain(str(md))  # our markdown source is safe to print
+        if not isinstance(html_text, Html):
+            raise UnsafeOutput(f"text/html output was not made by acp_kernel.safe ({type(html_text).__name__})")
+        data["text/html"] = ignored(html_text)
     if plain_text is not None:
         data["text/plain"] = plain(plain_text)
     check_data(data)
@@ -447,8 +645,20 @@ def bundle(md: Markdown | None = None, plain_text: Any = None, html_text: Html |
 
 
 def check_data(data: Mapping[str, Any]) -> None:
-    """What every sink calls: text outputs must come from this module."""
+    """What every sink calls: text outputs must come from this module, and
+    markdown and HTML must be inside the element MathJax skips, the markdown
+    with nothing JupyterLab's math pre-pass takes (``$``, ``\\``, ``@@``)."""
     for mime, kind in _CHECKED.items():
         value = data.get(mime)
         if value is not None and not isinstance(value, kind):
             raise UnsafeOutput(f"{mime} output was not made by acp_kernel.safe ({type(value).__name__})")
+    md = data.get("text/markdown")
+    if md is not None:
+        if not md.startswith(_WRAP_OPEN):
+            raise UnsafeOutput("text/markdown output is not inside the math-ignoring element (use safe.bundle)")
+        found = _MATHY.search(md)
+        if found is not None:
+            raise UnsafeOutput(f"text/markdown output holds {found.group(0)!r}, which JupyterLab's math pre-pass takes")
+    html_value = data.get("text/html")
+    if html_value is not None and not html_value.startswith(_WRAP_OPEN):
+        raise UnsafeOutput("text/html output is not inside the math-ignoring element (use safe.bundle)")

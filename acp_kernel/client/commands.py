@@ -12,7 +12,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field
 
-from ..safe import Markdown
+from ..safe import Markdown, code
 
 KERNEL = "kernel"
 MAGICS = "magics"
@@ -208,8 +208,10 @@ def _check_positionals(call: Call, usage: str) -> None:
 def help_markdown(frontend: str) -> Markdown:
     """The help table for a front-end, straight from :data:`VERBS`."""
     def row(usage: str, text: str) -> str:
-        # A "|" inside a table cell must be escaped, even inside backticks.
-        return "| `" + usage.replace("|", "\\|") + f"` | {text} |"
+        # A "|" inside a table cell ends it, even inside backticks: safe.code
+        # writes such code as a <code> element with "|" as a reference (no
+        # backslash escape, which JupyterLab's math pre-pass would see).
+        return "| " + str(code(usage)) + f" | {text} |"
 
     rows = [row(v.usage(frontend), v.help) for v in verbs(frontend)]
     rows += [row(usage, text) for where, usage, text in CELL_MAGICS if frontend in where]

@@ -13,8 +13,15 @@ verbatim). The result still goes through :func:`acp_kernel.safe.plain`
 
 from __future__ import annotations
 
+import html
+import re
 import threading
 from typing import Any
+from ..safe import bundle
+
+# Our markdown's only HTML is our own (agent text in it is escaped): its tags
+# are markup, dropped from the text; a ``<br />`` is a line break.
+_TAG = re.compile(r"<[^<>]*>")
 
 _local = threading.local()
 
@@ -34,8 +41,10 @@ def _inline(children: list[Any]) -> str:
     start: list[int] = []
     for tok in children or []:
         kind = tok.type
-        if kind in ("text", "code_inline", "html_inline"):
+        if kind in ("text", "code_inline"):
             out.append(tok.content)
+        elif kind == "html_inline":
+            out.append("\n" if tok.content.startswith("<br") else "")
         elif kind in ("softbreak", "hardbreak"):
             out.append("\n")
         elif kind == "image":
@@ -109,8 +118,10 @@ def markdown_plain(md: str) -> str:
         elif kind in ("paragraph_close", "heading_close") and not lists:
             gap = True
         elif kind == "html_block":
-            emit(tok.content.rstrip("\n"))
-            gap = not lists
+            body = html.unescape(_TAG.sub("", tok.content)).rstrip("\n")
+            if body.strip():
+                emit(body)
+                gap = not lists
         elif kind == "hr":
             emit("---")
             gap = True

@@ -18,7 +18,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..safe import Markdown, bundle, check_data
+from ..safe import Html, Markdown, bundle, check_data, unwrapped
 
 
 class DisplaySink(Protocol):
@@ -32,11 +32,12 @@ class DisplaySink(Protocol):
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
 
-def widget_bundle(widget: Any, plain: str, md: Markdown | None = None) -> dict[str, Any]:
+def widget_bundle(widget: Any, plain: str, md: Markdown | None = None, html: Html | None = None) -> dict[str, Any]:
     """A display's data: the widget's view (when there is a widget) with text
-    (and markdown) for frontends and saved notebooks without widgets."""
+    (and markdown, and its HTML) for frontends and saved notebooks without
+    widgets. ``html`` defaults to the markdown's (:func:`~acp_kernel.safe.inert_html`)."""
     extra = {WIDGET_MIME: {"model_id": widget.model_id, "version_major": 2, "version_minor": 1}} if widget is not None else None
-    return bundle(md, plain, extra=extra)
+    return bundle(md, plain, html, extra=extra)
 
 
 class CellContext:
@@ -165,8 +166,9 @@ class RecordingSink:
         return outs
 
     def markdown(self) -> str:
-        """All outputs' markdown (or plain text), joined: what a reader sees."""
+        """All outputs' markdown (or plain text), joined: what a reader sees
+        (without the element around it that keeps MathJax off)."""
         parts = []
         for data in self.outputs():
-            parts.append(data.get("text/markdown") or data.get("text/plain") or "")
+            parts.append(unwrapped(data.get("text/markdown") or "") or data.get("text/plain") or "")
         return "\n\n".join(parts)

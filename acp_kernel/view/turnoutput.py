@@ -38,7 +38,7 @@ from functools import partial
 from typing import Any
 
 from ..client import turn as tm
-from ..safe import Markdown, markdown, markdown_html, plain
+from ..safe import Html, Markdown, ignored, inert_html_inner, markdown, markdown_html, plain
 from ..services import events as se
 from .. import termsafe
 from .ansi import AnsiStream, colour
@@ -77,7 +77,7 @@ CANCELLING = "cancelling"  # the key of the session's notice (client/session.py)
 class Block:
     """One block of the turn: its widget state and its part of the fallback."""
 
-    __slots__ = ("index", "key", "kind", "state", "md", "text", "sent", "row", "prompt", "form", "streams")
+    __slots__ = ("index", "key", "kind", "state", "md", "text", "sent", "row", "prompt", "form", "streams", "html", "html_of")
 
     def __init__(self, index: int, kind: str) -> None:
         self.index = index
@@ -91,6 +91,14 @@ class Block:
         self.prompt: Any = None
         self.form: Any = None  # an elicitation's fields, in order
         self.streams: dict[str, AnsiStream] = {}
+        self.html: Html = Html("")  # the fallback's HTML of ``md``, made when the fallback is
+        self.html_of: Markdown | None = None  # the ``md`` it was made from
+
+    def fallback_html(self) -> Html:
+        """``md`` as HTML, rendered again only when ``md`` changed."""
+        if self.html_of is not self.md:
+            self.html, self.html_of = inert_html_inner(self.md), self.md
+        return self.html
 
 
 class _Rows:
@@ -300,7 +308,11 @@ class TurnOutput(TurnBase):
         md = self.markdown()
         text = self.plain_text() or "(the agent's turn)"
         self._fallback_sent = (md, text)
-        return widget_bundle(self.widget, plain(text), md or Markdown("*(the agent's turn)*"))
+        if not md:
+            return widget_bundle(self.widget, plain(text), Markdown("*(the agent's turn)*"))
+        # The HTML of each block is kept with it: a rebuild renders only the blocks that changed.
+        html = ignored(Html("\n").join(b.fallback_html() for b in self.blocks if b.md))
+        return widget_bundle(self.widget, plain(text), md, html)
 
     def _boundary(self) -> None:
         """A block ended: the fallback follows, at most every FALLBACK_INTERVAL seconds."""

@@ -139,7 +139,7 @@ def _tail_bundle(md: str) -> dict[str, Any]:
     """The open tail, refreshed often: markdown only. A ``text/plain`` copy
     would double the traffic of every refresh, and only notebooks (which
     render the markdown) apply the refreshes; the final content has both."""
-    return {"text/markdown": markdown(md)}
+    return bundle(markdown(md), derive=False)
 
 
 class TurnView(TurnBase):

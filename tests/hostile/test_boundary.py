@@ -15,7 +15,17 @@ from acp_kernel.services import events as se
 from acp_kernel.client.turn import Notice, Turn
 from acp_kernel.view import RecordingSink, TurnView, render_markdown
 from acp_kernel.view.transcript import auth_markdown, notice_markdown, permission_markdown, plan_markdown
-from tests.hostile.render import live, render_html
+from tests.hostile.render import (
+    IGNORE_OPEN,
+    inert_data,
+    live,
+    live_html,
+    math_openings,
+    mistune_html,
+    render_html,
+    typesettable_text,
+    visible_text,
+)
 
 IMG = "<img src=x onerror=alert(1)>"
 PAYLOADS = [
@@ -187,15 +197,6 @@ def test_plain_text_has_no_escape_sequences():
 # -- the turn widget's HTML (safe.markdown_html): the page sets it as innerHTML ----------------
 
 
-def live_html(html: str) -> list[str]:
-    from tests.hostile.render import _Scan
-
-    scan = _Scan()
-    scan.feed(html)
-    scan.close()
-    return scan.found
-
-
 @pytest.mark.parametrize("payload", PAYLOADS)
 def test_widget_html_of_agent_markdown_has_nothing_live(payload):
     out = safe.markdown_html(payload)
@@ -230,3 +231,144 @@ def test_remote_images_are_placeholders_naming_their_host_and_load_nothing(monke
     monkeypatch.setattr(safe, "REMOTE_IMAGES", "drop")
     assert "data-src" not in safe.markdown_html("![chart](https://img.example.com/c.png)")
     assert "img.example.com" not in safe.markdown("![chart](https://img.example.com/c.png)")
+
+
+# -- JupyterLab's math pre-pass and MathJax, nbconvert's mistune, markdown-it (issue 21) -------------
+#
+# JupyterLab takes math out of a text/markdown *source* before marked parses
+# it; a code span's closing backtick can go with it, and the raw HTML after
+# it is live. MathJax then typesets agent text anywhere. The oracle here runs
+# markdown-it and nbconvert's real mistune renderer, and checks that the
+# source gives the pre-pass nothing at all (tests/rendermime/ runs
+# JupyterLab's own pipeline in Chromium).
+
+ATTACKS = [
+    "Try `<img src=x onerror=alert(1)>\\\\(` then \\\\)",  # the pre-pass eats the code span's closing backtick
+    "> ```\n> <img src=x onerror=alert(1)>\\\\(\n>\n> ```\n\\\\)",  # a fence in a block quote: ">" lines are not blank
+    "$x$", "$$x$$ and $y$", "\\\\(x\\\\) and \\\\[y\\\\]", "\\begin{x}<img src=x onerror=alert(1)>\\end{x}",
+    "$\\style{background-color:red}{x}$",
+    "\\$5 and \\$6",
+    "@@0@@ and @@1@@", "$a$ @@0@@ $b$",
+    "`a\nb` <img src=x onerror=alert(1)>",  # a code span across a line break
+    "<img src=x onerror=alert(1)>",
+    "&lt;b&gt; &amp;amp; &#36;x&#36;",  # references the agent wrote
+    "`$x$` and\n\n```\n$y$ \\\\(\n\n@@0@@\n```\n",
+    "| a | b |\n|---|---|\n| `$x|y$` | \\\\(z\\\\) |",
+    "a hard break\\\nand a trailing \\\\",
+    "1. `\\\\(`\n2. $\n\n   ```\n   \\\\)\n   ```",
+    "/tmp/evil\n# heading\n<img src=x onerror=alert(6)>.py",
+]
+
+_AGENT_VIEW = None
+
+
+def agent_markdown_text(md: str) -> str:
+    """What a reader sees of agent markdown in CommonMark with raw HTML shown as text."""
+    global _AGENT_VIEW
+    if _AGENT_VIEW is None:
+        from markdown_it import MarkdownIt
+
+        _AGENT_VIEW = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
+    return visible_text(_AGENT_VIEW.render(md))
+
+
+@pytest.mark.parametrize("payload", ATTACKS)
+def test_agent_markdown_is_inert_and_reads_the_same_in_every_renderer(payload):
+    md = safe.markdown(payload)
+    assert math_openings(md) == [] and safe.problems(md) == [], md
+    data = safe.bundle(md)
+    assert inert_data(data) == [], (md, inert_data(data))
+    page = visible_text(data["text/html"])
+    # The same words whichever renderer reads which form, and as CommonMark reads the agent's text.
+    assert page == visible_text(render_html(data["text/markdown"])) == visible_text(mistune_html(data["text/markdown"]))
+    assert page == agent_markdown_text(safe.visible_controls(payload)), (page, md)
+
+
+def test_agent_math_and_placeholders_show_as_written():
+    data = safe.bundle(safe.markdown("cost $5 and \\$6, $x$ $$y$$ \\\\(z\\\\) @@0@@ `$w$`"))
+    assert visible_text(data["text/html"]) == "cost $5 and $6, $x$ $$y$$ \\(z\\) @@0@@ $w$"
+    assert "&#36;5" in data["text/markdown"] and "<code>&#36;w&#36;</code>" in data["text/markdown"]
+    assert data["text/plain"] == "cost $5 and $6, $x$ $$y$$ \\(z\\) @@0@@ $w$"
+
+
+@pytest.mark.parametrize("payload", ATTACKS)
+def test_titles_code_and_blocks_of_attacks_are_inert_and_literal(payload):
+    shown = safe.visible_controls(payload)
+    assert inert_data(safe.bundle(safe.block(payload, 'sh"><img'))) == []  # a hostile language name too
+    # (stripped for the bold: "** x **" is no emphasis in any renderer, but the same text in each)
+    md = safe.Markdown("**{}** at {}\n\n{}").format(payload.strip(), safe.code(payload), safe.block(payload, "sh"))
+    assert math_openings(md) == [] and safe.problems(md) == [], md
+    data = safe.bundle(md)
+    assert inert_data(data) == [], inert_data(data)
+    page = visible_text(data["text/html"])
+    assert page == visible_text(render_html(data["text/markdown"])) == visible_text(mistune_html(data["text/markdown"]))
+    one_line = " ".join(" ".join(shown.strip().split("\n")).split())
+    assert page.startswith(one_line + " at " + " ".join(safe.visible_controls(payload, keep_newlines=False).split()))
+    assert page.endswith(" ".join(shown.split()))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(PIECES + ["$", "$$", "\\\\(", "\\\\)", "\\\\[", "\\begin{x}", "\\end{x}", "@@0@@",
+                                          "\\style{color:red}{x}", "\n>\n> ", "&#36;", "&#92;", "@@", "1"]),
+                max_size=40).map("".join))
+def test_property_every_form_of_agent_markdown_is_inert(md):
+    out = safe.markdown(md)
+    assert inert_data(safe.bundle(out)) == []
+    assert inert_data(safe.bundle(safe.Markdown("{} {}\n\n{}").format(safe.text(md), safe.code(md), safe.block(md)))) == []
+    html = safe.markdown_html(md)
+    assert live_html(html) == [] and typesettable_text(html) == []
+
+
+def test_problems_allow_only_our_own_tags():
+    for ours in (safe.code("a|b $c"), safe.block("$x\n\n\\y", "sh"), safe.markdown("a\\\nb"),
+                 safe.Markdown("<details><summary>x</summary>\n\ny\n\n</details>\n\n<sub>z</sub>")):
+        assert safe.problems(ours) == [], ours
+    for bad in ('<code onclick="x">a</code>', '<pre style="x">a</pre>', "<img src=x>", '<div class="tex2jax_ignore">',
+                '<pre><code class="x" id=y>a</code></pre>', "<code>a $b</code>", "a \\* b", "@@0@@", "<b>x</b>"):
+        assert safe.problems(bad), bad
+
+
+def test_sinks_refuse_markdown_outside_the_mathjax_ignore_element_or_with_math():
+    sink = RecordingSink()
+    with pytest.raises(safe.UnsafeOutput):
+        sink.display({"text/markdown": safe.Markdown("ok")})  # not from bundle: no ignore element
+    with pytest.raises(safe.UnsafeOutput):
+        sink.display({"text/html": safe.Html("<b>ok</b>")})
+    with pytest.raises(safe.UnsafeOutput):
+        safe.bundle(safe.Markdown("a template with $1"))  # our own text must not feed the pre-pass either
+    data = safe.bundle(safe.Markdown("ok"))
+    assert data["text/markdown"].startswith(IGNORE_OPEN) and data["text/html"].startswith(IGNORE_OPEN)
+    sink.display(data)
+
+
+@pytest.mark.parametrize("payload", ATTACKS)
+def test_widget_html_is_inside_the_mathjax_ignore_element(payload):
+    html = safe.markdown_html(payload)
+    assert html.startswith(IGNORE_OPEN) and typesettable_text(html) == [] and live_html(html) == []
+
+
+@pytest.mark.parametrize("payload", ATTACKS)
+def test_a_whole_turn_of_attacks_in_every_output_and_the_transcript(payload):
+    turn, sink = Turn("s1"), RecordingSink()
+    TurnView(turn, sink)
+    turn.apply_update({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": payload + "\n\n"}})
+    turn.apply_update({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": payload}})
+    turn.apply_update({
+        "sessionUpdate": "tool_call", "toolCallId": payload, "title": payload, "kind": "execute", "status": "completed",
+        "locations": [{"path": payload, "line": 3}], "rawInput": {"command": payload},
+        "content": [{"type": "content", "content": {"type": "text", "text": payload}},
+                    {"type": "diff", "path": payload, "oldText": payload, "newText": "x"}],
+    })
+    turn.apply_update({"sessionUpdate": "plan", "entries": [{"content": payload, "status": "in_progress", "priority": "low"}]})
+    turn.apply_update({"sessionUpdate": "usage_update", "used": 1, "size": 2, "cost": {"amount": 0.5, "currency": "USD"}})
+    turn.add(Notice("warning", payload))
+    turn.add(se.PermissionResolved("s1", payload, payload, payload, payload, "policy"))
+    turn.apply_update({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "the end"}})
+    turn.finish("end_turn")
+    outs = sink.outputs()
+    for data in outs:
+        assert inert_data(data) == [], (data, inert_data(data))
+    assert "$0.50" in visible_text(outs[-1]["text/html"])  # our own "$" (the cost) is a reference too
+    saved = safe.bundle(render_markdown(turn))
+    assert inert_data(saved) == []
+    assert "the end" in visible_text(saved["text/html"])

@@ -4,7 +4,9 @@ every route an agent string takes into a cell's outputs.
 Text, thoughts, tool titles, paths, plans, stderr, error messages, session
 titles, mode and model names, login method names and replayed history all
 carry payloads; each output's markdown is rendered by a CommonMark parser
-with raw HTML on and must have nothing live; plain text has no escapes.
+with raw HTML on and by nbconvert's mistune and must have nothing live,
+give JupyterLab's math pre-pass nothing (no ``$``, no backslash) and sit,
+with its HTML, inside the element MathJax skips; plain text has no escapes.
 """
 
 from __future__ import annotations
@@ -13,15 +15,18 @@ import json
 
 import pytest
 
-from tests.hostile.render import live, render_html
+from tests.hostile.render import inert_data, render_html, visible_text
 from tests.kernel.conftest import acp_kernel, kernel_env, kernelspec_path, scripted_command  # noqa: F401
 
 PAY = (
     "`a\nb` <img src=x onerror=alert(1)> <script>alert(2)</script> [x](javascript:alert(3)) "
     "![leak](http://127.0.0.1:9/leak.png?secret=1) <details open ontoggle=alert(4)> "
-    "\x1b]52;c;ZXZpbA==\x07\x1b[2J"
+    "\x1b]52;c;ZXZpbA==\x07\x1b[2J "
+    # JupyterLab's math pre-pass: it would eat the code span's closing backtick and let the img through
+    "Try `<img src=x onerror=alert(8)>\\\\(` then \\\\) $x$ $\\style{background-color:red}{x}$ \\$5 and \\$6 "
+    "@@0@@ \\begin{x}y\\end{x} \\\\[z\\\\]"
 )
-LINE = "<img src=x onerror=alert(5)> `x"  # for one-line fields
+LINE = "<img src=x onerror=alert(5)> `x $y$ \\\\( @@0@@"  # for one-line fields
 PATH = "/tmp/evil\n# heading\n<img src=x onerror=alert(6)>.py"
 
 
@@ -57,6 +62,8 @@ SCENARIO = {
                     "content": [{"type": "content", "content": {"type": "text", "text": PAY}},
                                 {"type": "diff", "path": PATH, "oldText": PAY, "newText": "x"}]}},
         {"update": {"sessionUpdate": "plan", "entries": [{"content": PAY, "status": "in_progress", "priority": "high"}]}},
+        {"update": {"sessionUpdate": "available_commands_update",
+                    "availableCommands": [{"name": "pwn", "description": PAY, "input": {"hint": LINE}}]}},
         {"update": {"sessionUpdate": "session_info_update", "title": PAY}},
         {"update": {"sessionUpdate": "x_unknown<img src=x onerror=alert(7)>", "value": PAY}},
         {"stderr": PAY},
@@ -67,7 +74,7 @@ SCENARIO = {
 
 
 def assert_inert(result) -> None:
-    """Every display in the cell: markdown with nothing live, html escaped, plain without escapes."""
+    """Every display in the cell, in every MIME type (:func:`tests.hostile.render.inert_data`)."""
     seen = 0
     for msg in result.outputs:
         content = msg["content"]
@@ -77,10 +84,8 @@ def assert_inert(result) -> None:
         data = content.get("data", {})
         if "text/markdown" in data:
             seen += 1
-            assert live(data["text/markdown"]) == [], data["text/markdown"]
-        html = data.get("text/html", "")
-        assert "<img" not in html and "<script" not in html
-        assert "\x1b" not in data.get("text/plain", "")
+            assert "text/html" in data, data  # what JupyterLab, nbconvert and VS Code render
+        assert inert_data(data) == [], (data, inert_data(data))
     assert seen, "the cell showed no markdown at all"
 
 
@@ -95,8 +100,17 @@ async def test_every_kernel_output_route_is_inert(acp_kernel):  # noqa: F811
     page = render_html("\n\n".join(
         m["content"]["data"]["text/markdown"] for m in res.outputs if "text/markdown" in m["content"].get("data", {})))
     assert "onerror=alert(1)" in page and "done" in page  # shown as text, not dropped
+    shown = " ".join(visible_text(m["content"]["data"]["text/html"]) for m in res.outputs
+                     if "text/html" in m["content"].get("data", {}))
+    # The agent's markdown as CommonMark reads it (a code span, then an escaped backslash), never math:
+    assert "Try <img src=x onerror=alert(8)>\\\\( then \\) $x$" in shown
 
-    for cell in ("%status", "%mode", "%model", "%sessions", f"%mode {LINE}", "fail"):
+    reply = await k.kc.inspect("/pwn", 4, reply=True)  # a completion tooltip: the agent's description and hint
+    assert reply["content"]["found"]
+    assert inert_data(reply["content"]["data"]) == []
+    assert "$x$" in visible_text(reply["content"]["data"]["text/html"])
+
+    for cell in ("%status", "%mode", "%model", "%config", "%sessions", f"%mode {LINE}", "fail"):
         res = await k.execute(cell)
         assert_inert(res)
     res = await k.execute("%load " + json.dumps("sess-1"))

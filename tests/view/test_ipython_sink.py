@@ -7,7 +7,8 @@ import textwrap
 
 import pytest
 
-from tests.hostile.render import live, render_html
+from acp_kernel.safe import unwrapped
+from tests.hostile.render import inert_data, live, render_html
 
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
@@ -45,7 +46,8 @@ def test_a_notebook_run_keeps_markdown_fallbacks_and_widget_views():
     client.execute()
     outputs = nb.cells[0].outputs
     assert all(o.output_type == "display_data" for o in outputs), outputs
-    md = [o.data.get("text/markdown", "") for o in outputs]
+    md = [unwrapped(o.data.get("text/markdown", "")) for o in outputs]
+    assert all(inert_data(o.data) == [] for o in outputs), [inert_data(o.data) for o in outputs]
     # Updates were applied in place by display id: the first output holds the final text.
     assert live(md[0]) == [] and "Hello &lt;script&gt;alert(1)&lt;/script&gt; from the agent." in render_html(md[0])
     assert "application/vnd.jupyter.widget-view+json" in outputs[1].data

@@ -9,7 +9,8 @@ import time
 from acp_kernel.services import events as se
 from acp_kernel.client.turn import Notice, Turn
 from acp_kernel.view import RecordingSink, TurnView, render_markdown
-from tests.hostile.render import live, render_html
+from tests.hostile.render import live, render_html, visible_text
+from acp_kernel.safe import unwrapped
 
 from .helpers import (
     FakeTerminal,
@@ -67,8 +68,8 @@ async def test_one_megabyte_in_5000_chunks_costs_about_twice_its_size():
     turn.finish("end_turn")
     size = sum(len(c.encode()) for c in chunks)
     assert size > 990_000
-    # markdown + plain text of each block, sent once: ~2x, never n^2.
-    assert sink.total_bytes <= 2.2 * size
+    # markdown + its HTML + plain text of each block, sent once: ~3x, never n^2.
+    assert sink.total_bytes <= 3.3 * size
     # Tail updates are bounded by the rate, not by the 5,000 chunks.
     assert len(text_messages(sink, "update")) <= elapsed * 10 + 3
     assert view.closed
@@ -82,7 +83,7 @@ async def test_a_response_without_blank_lines_or_newlines_stays_linear():
     for c in chunks:
         turn.apply_update(text(c))
     turn.finish("end_turn")
-    assert sink.total_bytes <= 2.2 * sum(len(c) for c in chunks)
+    assert sink.total_bytes <= 3.3 * sum(len(c) for c in chunks)  # markdown, HTML, plain: ~3x
 
 
 async def test_tail_updates_follow_the_timer_not_the_chunks():
@@ -104,7 +105,7 @@ async def test_tail_updates_follow_the_timer_not_the_chunks():
     assert len(text_messages(sink, "update")) <= 12 * 2
     view.close()
     outs = sink.outputs()
-    joined = " ".join(o["text/markdown"] for o in outs)
+    joined = " ".join(unwrapped(o["text/markdown"]) for o in outs)
     assert joined.split() == ("start " + " ".join(f"b{b}w{i}" for b in range(12) for i in range(100))).split()
 
 
@@ -116,10 +117,10 @@ async def test_thoughts_are_one_collapsed_display_updated_in_place():
     turn.apply_update(text("Answer."))
     turn.finish("end_turn")
     outs = sink.outputs()
-    assert outs[0]["text/markdown"].startswith("<details><summary>Thinking</summary>")
+    assert unwrapped(outs[0]["text/markdown"]).startswith("<details><summary>Thinking</summary>")
     assert "hmm 499" in outs[0]["text/markdown"]
     assert live(outs[0]["text/markdown"]) == [] and "<script" not in outs[0]["text/html"]
-    assert outs[1]["text/markdown"] == "Answer."
+    assert unwrapped(outs[1]["text/markdown"]) == "Answer."
     thought_ids = {m.display_id for m in sink.messages if (m.display_id or "").startswith("acp-thought")}
     assert len(thought_ids) == 1
 
@@ -142,7 +143,7 @@ async def test_outputs_follow_event_order_and_a_tool_call_closes_the_tail():
     turn.finish("end_turn")
     kinds = []
     for o in sink.outputs():
-        md = o.get("text/markdown", "")
+        md = unwrapped(o.get("text/markdown", ""))
         if WIDGET in o:
             kinds.append("tool")
         elif md.startswith("**Plan**"):
@@ -168,7 +169,7 @@ async def test_view_attached_late_replays_the_turn():
     turn.apply_update(text("later"))
     view.close()
     view.close()  # idempotent
-    md = [o.get("text/markdown") for o in sink.outputs()]
+    md = [unwrapped(o.get("text/markdown") or "") for o in sink.outputs()]
     assert (md[0], md[1], md[3]) == ("early", "words", "later")
     assert WIDGET in sink.outputs()[2]
     assert len(sink.outputs()) == 4  # the turn has not ended: no status line
@@ -180,7 +181,7 @@ async def test_unknown_updates_render_as_collapsed_raw_json():
     turn.apply_update({"sessionUpdate": "_vendor/thing", "payload": {"a": SCRIPT}})
     turn.apply_update("not even an object")
     turn.finish("end_turn")
-    md = sink.outputs()[0]["text/markdown"]
+    md = unwrapped(sink.outputs()[0]["text/markdown"])
     assert md.startswith("<details><summary>unknown update <code>_vendor/thing</code>")
     assert "```json" in md and '"payload"' in md
     assert "ignored a session/update" in sink.outputs()[1]["text/markdown"]
@@ -269,8 +270,9 @@ async def test_terminal_output_is_live_as_deltas_and_final_in_the_row_state(fron
     # ... and the frontend's model has the same final row.
     assert frontend.models[row.widget.comm.comm_id]["row:0"]["terminals"][0] == t
     assert term.subscribers == 0  # unsubscribed at the end; output kept in the row state
-    md = sink.outputs()[0]["text/markdown"]
-    assert "$ pytest -q" in md and "test 199 ok" in md and "exit code 0" in md
+    md, page = sink.outputs()[0]["text/markdown"], visible_text(sink.outputs()[0]["text/html"])
+    assert "$ pytest -q" in page and "test 199 ok" in md and "exit code 0" in md
+    assert "&#36; pytest -q" in md and "$" not in md  # nothing for JupyterLab's math pre-pass
 
 
 async def test_terminal_started_after_the_tool_call_names_it():
@@ -338,7 +340,7 @@ def kinds_of(sink: RecordingSink) -> list[str]:
         if WIDGET in o:
             out.append("tools(" + ", ".join(line.split(" ", 1)[1].split(" · ")[0] for line in o["text/plain"].split("\n")) + ")")
         else:
-            out.append(o.get("text/markdown", ""))
+            out.append(unwrapped(o.get("text/markdown", "")))
     return out
 
 
@@ -510,8 +512,8 @@ async def test_permission_resolved_by_policy_is_one_line():
     TurnView(turn, sink)
     turn.add(se.PermissionResolved("s1", "t9", f"Read {IMG}", "allow", "allow_once", "policy"))
     (out,) = sink.outputs()
-    md = out["text/markdown"]
-    assert live(md) == []
+    md = unwrapped(out["text/markdown"])
+    assert live(md) == [] and live(out["text/markdown"]) == []
     assert render_html(md).strip() == (
         "<p>🔐 Permission for Read &lt;img src=x onerror=alert(1)&gt;: <strong>allow_once</strong> (policy)</p>")
 
@@ -601,7 +603,8 @@ async def test_transcript_has_text_tools_plan_and_status():
     assert "Edit app.py" in md and "-a\n+b" in md
     assert "- [x] read" in md and "**edit** *(in progress)*" in md
     assert "<details><summary>Thinking</summary>" in md
-    assert "Done · 1,234/200,000 tokens · \\$0.02 · code mode" in md  # "$" escaped: no math from agent text
+    # "$" as a reference: JupyterLab's math pre-pass finds no "$" (and no backslash) to take.
+    assert "Done · 1,234/200,000 tokens · &#36;0.02 · code mode" in md and "$" not in md and "\\" not in md
     assert live(md) == []
     status = sink.outputs()[-1]["text/plain"]
     assert status.startswith("Done · 1,234/200,000 tokens · $0.02 · code mode")

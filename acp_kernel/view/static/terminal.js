@@ -100,7 +100,7 @@ async function copyText(text) {
 function render({ model, el }) {
   const view = Math.random().toString(36).slice(2, 10);
   let typed = 0; // input messages sent by this view
-  const root = h("div", "acp-pty");
+  const root = h("div", "acp-pty tex2jax_ignore mathjax_ignore");
   // Lumino's shortcuts stop here: keys typed in the terminal are the program's
   // (the notebook's own keys are let through one keydown at a time, see below).
   root.setAttribute("data-lm-suppress-shortcuts", "true");

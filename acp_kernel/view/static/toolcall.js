@@ -17,7 +17,7 @@
 const rowKey = (i) => `row:${i}`;
 
 function render({ model, el }) {
-  const list = h("div", "acp-tcs");
+  const list = h("div", "acp-tcs tex2jax_ignore mathjax_ignore");
   el.appendChild(list);
   const live = new Map(); // row key + "\n" + terminal id -> text received live
   const rows = []; // index -> row

@@ -332,7 +332,7 @@ const DRAFTS = new Map();
 
 function render({ model, el }) {
   const ctx = { model, live: new Map(), drafts: DRAFTS, uid: `acp${++uidCounter}` };
-  const root = h("div", "acp-turn");
+  const root = h("div", "acp-turn tex2jax_ignore mathjax_ignore"); // MathJax never typesets agent text
   const more = h("button", "acp-more");
   more.type = "button";
   const list = h("div", "acp-blocks");
