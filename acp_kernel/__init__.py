@@ -54,12 +54,12 @@ def __getattr__(name: str) -> Any:
 
 def load_ipython_extension(ip: Any) -> None:
     """``%load_ext acp_kernel``: the magics (:mod:`acp_kernel.magics`)."""
-    from .magics import load_ipython_extension as load
+    from .magics import load_ipython_extension as load  # lazy: start-up time
 
     load(ip)
 
 
 def unload_ipython_extension(ip: Any) -> None:
-    from .magics import unload_ipython_extension as unload
+    from .magics import unload_ipython_extension as unload  # lazy: start-up time
 
     unload(ip)

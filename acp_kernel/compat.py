@@ -181,11 +181,12 @@ def launch_kernel_app(kernel_class: Any) -> None:
 
     class AcpKernelApp(kernelapp.IPKernelApp):
         def init_iopub(self, context: Any) -> None:
-            saved, kernelapp.IOPubThread = kernelapp.IOPubThread, _NoForkPipe
+            # Swapping the class ipykernel's module builds its IOPub thread from (a private seam).
+            saved, kernelapp.IOPubThread = kernelapp.IOPubThread, _NoForkPipe  # type: ignore[misc,assignment]
             try:
                 super().init_iopub(context)
             finally:
-                kernelapp.IOPubThread = saved
+                kernelapp.IOPubThread = saved  # type: ignore[misc]
 
     AcpKernelApp.launch_instance(kernel_class=kernel_class)
 

@@ -25,13 +25,12 @@ import atexit
 from typing import Any
 
 from .transform import transform_cell
+from acp_kernel.client.commands import MAGICS, help_plain
 
 __all__ = ["load_ipython_extension", "unload_ipython_extension"]
 
 
 def _help() -> str:
-    from acp_kernel.client.commands import MAGICS, help_plain
-
     return help_plain(MAGICS)
 
 
@@ -46,7 +45,7 @@ def run_sync(coro: Any) -> Any:
       connections already live on the kernel's loop, a usage error says what
       works instead.
     """
-    from .runtime import runtime
+    from .runtime import runtime  # lazy: start-up time
 
     try:
         asyncio.get_running_loop()
@@ -58,19 +57,19 @@ def run_sync(coro: Any) -> Any:
 
 
 def _acp_line(line: str) -> Any:
-    from .runtime import runtime
+    from .runtime import runtime  # lazy: start-up time
 
     return run_sync(runtime().line(line))
 
 
 def _acp_cell(line: str, cell: str) -> Any:
-    from .runtime import runtime
+    from .runtime import runtime  # lazy: start-up time
 
     return run_sync(runtime().cell(line, cell))
 
 
 def _shell_cell(line: str, cell: str) -> Any:
-    from .runtime import runtime
+    from .runtime import runtime  # lazy: start-up time
 
     return run_sync(runtime().shell(line, cell))
 
@@ -84,10 +83,10 @@ def load_ipython_extension(ip: Any) -> None:
     ip.register_magic_function(_shell_cell, "cell", "shell")
     kernel = getattr(ip, "kernel", None)
     if kernel is not None:  # from now on, see which clients announce a widget manager
-        from acp_kernel.frontends.api import widget_clients
+        from acp_kernel.frontends.api import widget_clients  # lazy: start-up time
 
         widget_clients(kernel)
-    from .runtime import kill_all_now
+    from .runtime import kill_all_now  # lazy: start-up time
 
     atexit.register(kill_all_now)
 

@@ -28,6 +28,10 @@ from acp_kernel.client.turn import Turn
 
 from .bridge import LoopHome, UsageError
 from .cellinput import ATTACH_CAP, attachment, cell_parser, interpolate
+from acp_kernel.passthrough.ptycell import Target, Terminals, resolve
+from acp_kernel.view.plaintext import message
+from acp_kernel.frontends.shellcell import ShellCellError, parse_options, run_shell
+from acp_kernel.services.terminals import TerminalError
 
 __all__ = ["ATTACH_CAP", "Runtime", "UsageError", "attachment", "kill_all_now", "runtime"]
 
@@ -38,8 +42,6 @@ class Runtime(LoopHome):
     _interpolate = staticmethod(interpolate)
 
     def __init__(self) -> None:
-        from acp_kernel.passthrough.ptycell import Terminals
-
         self.frontend = IPythonFrontend()
         self.conns: dict[str, Controller] = {}
         self.default: str | None = None
@@ -52,8 +54,6 @@ class Runtime(LoopHome):
         return bool(self.conns or self.ptys.panels)
 
     def _say(self, md: Markdown) -> None:
-        from acp_kernel.view.plaintext import message
-
         self.frontend.sink().display(message(md))  # text/plain: the rendered text (terminal IPython prints it)
 
     @staticmethod
@@ -81,10 +81,11 @@ class Runtime(LoopHome):
             own = getattr(self, "_verb_" + verb, None)
             if own is not None:
                 return await self._interruptible(own(call))
-            alias = call.option("--as")
-            if verb == "cancel" and (alias or self.default) in self.ptys.panels:
-                return self.ptys.get(alias or self.default).terminal.interrupt()  # type: ignore[arg-type]
-            conn = self.conns.get(alias) if verb == "agents" and not alias else self._conn(alias)  # type: ignore[arg-type]
+            alias = call.text("--as")
+            target = alias or self.default
+            if verb == "cancel" and target is not None and target in self.ptys.panels:
+                return self.ptys.get(target).terminal.interrupt()
+            conn = self.conns.get(alias or "") if verb == "agents" and not alias else self._conn(alias)
             if conn is None:  # %acp agents with nothing connected
                 conn = Controller(self.frontend, parts=PARTS, config=self.config)
             await self._interruptible(conn.run(call), conn)
@@ -117,18 +118,18 @@ class Runtime(LoopHome):
         return self.conns[key]
 
     async def _verb_connect(self, call: Call) -> None:
-        command = call.option("--command")
+        command = call.words("--command")
         try:
-            spec = adhoc_agent(list(command)) if command else self.config.agent(  # type: ignore[arg-type]
+            spec = adhoc_agent(command) if command else self.config.agent(
                 call.arg(0) or self.config.default_agent)
         except AcpError as exc:  # an unknown name, an unreadable command
             raise UsageError(str(exc)) from None
-        alias = str(call.option("--as") or spec.name)
+        alias = call.text("--as") or spec.name
         if alias in self.conns or alias in self.ptys.panels:
             await self._close(alias)
         guard()
-        conn = Controller(self.frontend, parts=PARTS, spec=spec, config=self.config, cwd=call.option("--cwd"),  # type: ignore[arg-type]
-                          permissions=call.option("--permissions"), label=alias, ptys=self.ptys)  # type: ignore[arg-type]
+        conn = Controller(self.frontend, parts=PARTS, spec=spec, config=self.config, cwd=call.text("--cwd"),
+                          permissions=call.text("--permissions"), label=alias, ptys=self.ptys)
         if call.option("--no-mcp"):
             conn.notebook_mcp = False
         conn.config_error, self.config_error = self.config_error, None
@@ -163,7 +164,7 @@ class Runtime(LoopHome):
             self._say(Markdown("Disconnected **{}**.").format(text(alias)))
 
     async def _verb_status(self, call: Call) -> None:
-        alias = call.option("--as")
+        alias = call.text("--as")
         if not self.conns and not self.ptys.panels:
             self._say(Markdown("No connections. `%acp connect demo` opens one."))
             return
@@ -182,17 +183,15 @@ class Runtime(LoopHome):
 
     async def _verb_passthrough(self, call: Call) -> None:
         """Open the agent's own CLI in a terminal; ``%%acp`` cells are typed into it."""
-        from acp_kernel.passthrough.ptycell import Target, resolve
-
-        command = call.option("--command")
-        words = ["--command", *command] if command else call.args  # type: ignore[misc]
-        target = resolve(list(words), self.config, self.config.agent(self.config.default_agent))
-        alias = str(call.option("--as") or f"{target.name}-cli")
+        command = call.words("--command")
+        words = ["--command", *command] if command else call.args
+        target = resolve(words, self.config, self.config.agent(self.config.default_agent))
+        alias = call.text("--as") or f"{target.name}-cli"
         if alias in self.conns:
             await self._close(alias)
         guard()
         panel = self.ptys.open(Target(alias, target.settings, target.env, target.title),
-                               str(call.option("--cwd") or os.getcwd()))
+                               call.text("--cwd") or os.getcwd())
         self.default = panel.terminal.name
         panel.show(self.frontend.sink())
         note = self.ptys.note(panel.terminal.name)  # why the notebook MCP server is off, if it is
@@ -215,7 +214,7 @@ class Runtime(LoopHome):
         if alias in self.ptys.panels:
             if ns.attach:
                 raise UsageError("--attach sends variables to ACP agents; a passthrough terminal takes text only")
-            return await self._pty_cell(alias, prompt)  # type: ignore[arg-type]
+            return await self._pty_cell(alias, prompt)
         conn = self._conn(ns.alias)
         blocks = [text_block(prompt)]
         for name in ns.attach:
@@ -244,9 +243,6 @@ class Runtime(LoopHome):
     # -- %%shell --------------------------------------------------------------
 
     async def shell(self, args: str, body: str) -> Any:
-        from acp_kernel.frontends.shellcell import ShellCellError, parse_options, run_shell
-        from acp_kernel.services.terminals import TerminalError
-
         try:
             opts = parse_options(args)
         except ShellCellError as exc:

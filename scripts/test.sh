@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Install everything the tests need into the project's .venv (made on first
 # run: the package with its test and lab extras, Playwright), Debian's
-# Chromium with apt-get (root or sudo; skipped when already there), and run
-# the whole suite. Extra arguments go to pytest, e.g. `-m "not slow"`.
+# Chromium with apt-get (root or sudo; skipped when already there), run the
+# gates (scripts/lint.sh) and then the whole suite. Extra arguments go to
+# pytest, e.g. `-m "not slow"`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/project-venv.sh
@@ -15,6 +16,10 @@ step "checking the browser tests' dependencies (Chromium, fonts, Playwright, Jup
 PYTHON="$VENV_PYTHON" bash scripts/install-browser-deps.sh
 # The browser deps are installed above, so the browser tests must run, not skip.
 export ACP_REQUIRE_BROWSER=1
+# The gates first (seconds, not minutes): lint, layers and types. A red gate stops the run
+# before the suite starts; `bash scripts/lint.sh` runs them alone.
+step "running the gates (scripts/lint.sh: ruff, lazy imports, import layers, mypy)"
+PYTHON="$VENV_PYTHON" bash scripts/lint.sh
 # Three workers: most tests wait on processes (kernels, agents, PTYs, a browser), not
 # the CPU. The browser tests share one JupyterLab and Chromium, so they stay on one
 # worker (tests/conftest.py groups them); `-n 0` runs everything in this process.

@@ -118,6 +118,16 @@ class Call:
     def option(self, name: str) -> object:
         return self.options.get(name)
 
+    def text(self, name: str) -> str | None:
+        """A one-word option's value (``--as NAME``); None when not given."""
+        value = self.options.get(name)
+        return value if isinstance(value, str) else None
+
+    def words(self, name: str) -> list[str]:
+        """A rest-of-line option's words (``--command CMD ARGS...``); [] when not given."""
+        value = self.options.get(name)
+        return [str(w) for w in value] if isinstance(value, (list, tuple)) else []
+
 
 def split(line: str, prog: str) -> list[str]:
     try:

@@ -417,9 +417,9 @@ class Controller:
         return await handler(call)
 
     async def verb_agent(self, call: Call) -> None:
-        command = call.option("--command")
+        command = call.words("--command")
         if command:
-            spec = adhoc_agent(list(command))  # type: ignore[arg-type]
+            spec = adhoc_agent(command)
         elif call.arg(0):
             spec = self.config.agent(call.arg(0) or "")
         else:
@@ -602,7 +602,8 @@ class Controller:
     async def verb_passthrough(self, call: Call) -> None:
         """The ACP kernel's ``%passthrough``: the next cells are typed into the
         terminal (``pty_target``) until ``off``. The magics open terminals by alias."""
-        args = call.args + [w for k in ("--command",) if call.option(k) for w in (k, *call.option(k))]  # type: ignore[misc]
+        command = call.words("--command")
+        args = call.args + (["--command", *command] if command else [])
         verb = args[0] if args else ""
         if verb == "off":
             self.pty_target = None

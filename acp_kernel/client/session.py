@@ -23,6 +23,7 @@ from .host import ClientSettings
 from .registry import AgentSpec
 from ..protocol.transport import ProcessTransport
 from .turn import STOP_REASONS, Notice, Turn
+from .. import services as services_mod
 
 log = logging.getLogger(__name__)
 
@@ -545,8 +546,6 @@ class Client:
     # -- lifecycle ----------------------------------------------------------
 
     async def start(self) -> "Client":
-        from .. import services as services_mod
-
         limits = self.settings.limits
         self.transport = ProcessTransport(
             self.spec.command, env=self.spec.env, cwd=self.cwd, hint=self.spec.install,

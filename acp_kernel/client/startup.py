@@ -35,6 +35,7 @@ from ..errors import (
 from .discovery import first_start_download
 from .registry import AgentSpec, launched_package
 from ..safe import Markdown
+from ..protocol.transport import CommandNotFound
 
 __all__ = ["Failure", "explain_failure", "starting_line"]
 
@@ -118,8 +119,6 @@ def explain_failure(spec: AgentSpec, exc: BaseException, *, stderr: str = "", re
     exception does not carry them (an ``RpcError``; a write that found the
     agent gone before it exited); ``environ`` is where API keys are looked
     for (default: this process's environment)."""
-    from ..protocol.transport import CommandNotFound
-
     env = os.environ if environ is None else environ
     name = spec.display_name()
     tail = _tail(getattr(exc, "stderr", "") or stderr)

@@ -459,13 +459,15 @@ class Turn:
             text = ""
             keep: dict[str, Any] | None = update
             if content.get("type") == "text":
-                text = content.get("text")
-                if type(text) is not str:
+                got = content.get("text")
+                if type(got) is not str:
                     text = ""
-                elif not text:
+                elif not got:
                     return None  # empty chunks happen; they carry nothing
-                elif len(update) == 2 and len(content) == 2:
-                    keep = None  # plain text: rebuilt on demand
+                else:
+                    text = got
+                    if len(update) == 2 and len(content) == 2:
+                        keep = None  # plain text: rebuilt on demand
             if kind == "agent_message_chunk":
                 self._message.append(text)
                 return Chunk("agent", text, keep)

@@ -743,7 +743,7 @@ async def do_permission(t: Turn, rest: str) -> str | None:
     path = _demo_path(t, "demo-permission.txt")
     tid = t.new_tool_id()
     diff = [{"type": "diff", "path": path, "oldText": None, "newText": PERMISSION_TEXT}]
-    call = {"toolCallId": tid, "title": "Write demo-permission.txt", "kind": "edit", "status": "pending",
+    call: dict[str, Any] = {"toolCallId": tid, "title": "Write demo-permission.txt", "kind": "edit", "status": "pending",
             "locations": [{"path": path}], "rawInput": {"path": path, "content": PERMISSION_TEXT}, "content": diff}
     t.tool_call(tid, call["title"], "edit", locations=call["locations"], rawInput=call["rawInput"], content=diff)
     if t.s.always:
@@ -762,7 +762,7 @@ async def do_permission(t: Turn, rest: str) -> str | None:
             t.say_now("The permission request was cancelled; ending the turn.\n")
             return "cancelled"
         by_id = {o["optionId"]: o["kind"] for o in PERMISSION_OPTIONS}
-        kind = by_id.get(outcome.get("optionId"), "reject_once")
+        kind = by_id.get(str(outcome.get("optionId")), "reject_once")
         if kind.endswith("_always"):
             t.s.always = kind
     if kind.startswith("reject"):
@@ -952,7 +952,7 @@ async def _ask_for_tool(t: Turn, tool: str, args: dict[str, Any]) -> bool:
     """Ask the client before calling ``tool``, as Gemini CLI, Claude Code and Codex do
     for every MCP tool call; True when allowed."""
     tid = t.new_tool_id()
-    call = {"toolCallId": tid, "title": f"notebook: {tool} (asking first)", "kind": NOTEBOOK_KINDS.get(tool, "other"),
+    call: dict[str, Any] = {"toolCallId": tid, "title": f"notebook: {tool} (asking first)", "kind": NOTEBOOK_KINDS.get(tool, "other"),
             "status": "pending", "rawInput": args}
     t.tool_call(tid, call["title"], call["kind"], rawInput=args)
     try:
@@ -962,7 +962,7 @@ async def _ask_for_tool(t: Turn, tool: str, args: dict[str, Any]) -> bool:
         answer = {"outcome": {"outcome": "cancelled"}, "error": str(exc)}
     outcome = (answer or {}).get("outcome") or {}
     kinds = {o["optionId"]: o["kind"] for o in PERMISSION_OPTIONS}
-    allowed = outcome.get("outcome") == "selected" and kinds.get(outcome.get("optionId"), "").startswith("allow")
+    allowed = outcome.get("outcome") == "selected" and kinds.get(str(outcome.get("optionId")), "").startswith("allow")
     t.tool_update(tid, status="completed" if allowed else "failed",
                   content=[{"type": "content", "content": _text("Allowed." if allowed else "Not allowed.")}])
     if not allowed:
@@ -1001,7 +1001,7 @@ async def do_notebook(t: Turn, rest: str) -> None:
             t.say_now(report)
         return
     if tool not in client.tools:
-        said = f" It says:\n\n{_fence(client.instructions.strip())}" if (client.instructions or "").strip() else "\n"
+        said = f" It says:\n\n{_fence((client.instructions or '').strip())}" if (client.instructions or "").strip() else "\n"
         t.say_now(f"The `notebook` server does not offer `{tool}` here; it offers {offered}.{said}")
         return
     if ask_first and not await _ask_for_tool(t, tool, args):

@@ -32,6 +32,11 @@ from ..client.registry import AgentSpec, adhoc_agent
 from ..client.session import Choice, Session, text_block
 from ..client.turn import Turn
 from ..view.frontend import TERMINAL, Frontend, WidgetClients, frontend_for
+from ..view.sink import IPythonSink
+from ..client.notebook import ipython_side
+from .ask import StdinQuestions
+from ..protocol import watchdog
+from ..client.commands import POLICIES
 
 #: No display and nobody to answer: Python code outside IPython (or ``render=False``).
 UNSEEN = Frontend(widgets=False, updates=True, ask="none")
@@ -99,8 +104,6 @@ class IPythonFrontend:
     def sink(self) -> Any:
         if not self.render or _ipython() is None:
             return _Discard()
-        from ..view.sink import IPythonSink
-
         return IPythonSink()
 
     def frontend(self) -> Frontend:
@@ -126,8 +129,6 @@ class IPythonFrontend:
         ip = _ipython()
         if ip is None or getattr(ip, "kernel", None) is None:
             return None
-        from ..client.notebook import ipython_side
-
         return ipython_side(ip)
 
     def interactive(self) -> bool:
@@ -142,8 +143,6 @@ class IPythonFrontend:
         """Questions through stdin: ``input_request`` to a console, ``input()`` in terminal IPython."""
         if self.frontend().ask != "stdin":
             return None
-        from .ask import StdinQuestions
-
         kernel = getattr(_ipython(), "kernel", None)
         if kernel is None:
             return StdinQuestions.from_input(input)
@@ -160,8 +159,6 @@ def _isatty(stream: Any) -> bool:
 def guard() -> None:
     """Inside a kernel, agents die with it even on ``kill -9`` (see :mod:`acp_kernel.protocol.watchdog`)."""
     if getattr(_ipython(), "kernel", None) is not None:
-        from ..protocol import watchdog
-
         try:
             watchdog.enable()
         except OSError:
@@ -251,8 +248,6 @@ async def connect(agent: str | AgentSpec | None = None, *, command: str | list[s
     and open a session in ``cwd``. Raises :class:`~acp_kernel.client.controller.Unavailable`
     (after showing why, in IPython) when it cannot. ``mcp=False``: no
     ``notebook`` MCP server for this agent (the config's ``mcp`` otherwise)."""
-    from ..client.commands import POLICIES
-
     if permissions is not None and permissions not in POLICIES:
         raise ValueError(f"permissions: choose from {', '.join(POLICIES)}")
     guard()

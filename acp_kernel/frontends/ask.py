@@ -206,7 +206,7 @@ def parse_answer(schema: dict[str, Any], text: str) -> Any:
     Empty means "unset" (the schema's default, if any); choices are picked by
     number or by value; booleans are y/yes/true/1 or n/no/false/0.
     """
-    from ..view.form import UNSET, choices, field_kind
+    from ..view.form import UNSET, choices, field_kind  # lazy: start-up time (the CLI imports this module)
 
     text = text.strip()
     kind = field_kind(schema)
@@ -251,7 +251,7 @@ def parse_answer(schema: dict[str, Any], text: str) -> Any:
 def check_answer(name: str, schema: dict[str, Any], required: bool, text: str) -> tuple[Any, list[str]]:
     """A typed line as the value of one form field, and what is wrong with it
     (nothing: an empty list). Shared by the stdin and the CLI questions."""
-    from ..view.form import UNSET, validate
+    from ..view.form import UNSET, validate  # lazy: start-up time (the CLI imports this module)
 
     try:
         value = parse_answer(schema, text)
@@ -263,7 +263,7 @@ def check_answer(name: str, schema: dict[str, Any], required: bool, text: str) -
 
 def field_question(name: str, schema: dict[str, Any], required: bool) -> str:
     """How one form field is asked: label, kind, description, default, choices."""
-    from ..view.form import choices, field_kind, field_label
+    from ..view.form import choices, field_kind, field_label  # lazy: start-up time (the CLI imports this module)
 
     kind = field_kind(schema)
     head = f"  {line(field_label(name, schema, required))} ({kind})"
@@ -345,7 +345,7 @@ def permission_dialog(prompt: Any, input_fn: Input, call: Any = None, *, retries
 
 def form_dialog(prompt: Any, input_fn: Input, *, retries: int = RETRIES) -> dict[str, Any]:
     """Ask one form; returns the outcome to send (``{"action": ...}``)."""
-    from ..view.form import UNSET, validate
+    from ..view.form import UNSET, validate  # lazy: start-up time (the CLI imports this module)
 
     head = f"The agent asks: {line(prompt.message)}\n"
     if prompt.fields:
@@ -461,6 +461,7 @@ class StdinQuestions:
         def input_fn(text: str) -> str:
             return self.read(text, stop)
 
+        work: asyncio.Future[Any]
         if is_permission(prompt):
             work = asyncio.ensure_future(asyncio.to_thread(permission_dialog, prompt, input_fn, call))
         else:

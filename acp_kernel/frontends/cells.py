@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from ..client.commands import KERNEL, Call, UsageError, help_markdown as _help, help_plain, parse_line
 from ..safe import Markdown
+from ..client.params import parse_set
 
 _MENTION = re.compile(r"(?<![\w@])@((?:[\w.~/-]|\\ )+)")
 
@@ -65,8 +66,6 @@ def parse_cell(code: str) -> Cell:
         try:
             call = parse_line(line[1:], KERNEL, line)
             if call.verb.name == "set":  # a bad value is a usage error before anything runs
-                from ..client.params import parse_set
-
                 try:
                     parse_set(call.rest)
                 except ValueError as exc:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import io
 import dataclasses
 import json
 import os
@@ -30,6 +31,7 @@ from typing import Any, Sequence, TextIO
 from .ask import RAW_INPUT_SHOWN, action_details, check_answer, field_question, parse_answer, permission_question  # noqa: F401
 from .._version import VERSION
 from ..termsafe import clean, json_safe, line, scan
+from ..errors import AcpError, AuthRequired
 
 EXIT_OK, EXIT_AGENT, EXIT_USAGE, EXIT_AUTH, EXIT_REFUSAL, EXIT_CANCELLED, EXIT_LIMIT = range(7)
 STOP_EXIT = {
@@ -68,7 +70,7 @@ def _jsonable(value: Any) -> Any:
 
 def event_json(event: Any) -> dict[str, Any]:
     """One event as one JSON object for ``--format json``."""
-    from ..client.turn import Chunk, Notice, PlanEvent, StateEvent, ToolCallEvent, UnknownUpdate
+    from ..client.turn import Chunk, Notice, PlanEvent, StateEvent, ToolCallEvent, UnknownUpdate  # lazy: start-up time
 
     kind = type(event)
     if kind is Chunk:
@@ -103,7 +105,7 @@ def describe(event: Any) -> str | None:
 
     Every agent-derived field is cleaned (:mod:`acp_kernel.termsafe`).
     """
-    from ..client.turn import Chunk, Notice, PlanEvent, ToolCallEvent, UnknownUpdate
+    from ..client.turn import Chunk, Notice, PlanEvent, ToolCallEvent, UnknownUpdate  # lazy: start-up time
 
     kind = type(event)
     if kind is ToolCallEvent:
@@ -204,8 +206,13 @@ class _Lines:
             if self.closed:
                 return None
             ready: asyncio.Future[None] = loop.create_future()
+
+            def wake(f: asyncio.Future[None] = ready) -> None:
+                if not f.done():
+                    f.set_result(None)
+
             try:
-                loop.add_reader(self.fd, lambda f=ready: f.done() or f.set_result(None))
+                loop.add_reader(self.fd, wake)
             except (OSError, ValueError):
                 self.closed = True
                 return None
@@ -397,7 +404,7 @@ class _Asker:
             prompt.reject()
 
     async def _form(self, prompt: Any) -> None:
-        from ..view.form import UNSET, validate
+        from ..view.form import UNSET, validate  # lazy: start-up time
 
         self.lines.discard_typeahead()
         head = f"\n[form] the agent asks: {_block(prompt.message)}\n"
@@ -506,9 +513,8 @@ class _Signalled(Exception):
 
 
 async def run_prompt(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
-    from ..errors import AcpError
-    from ..client.registry import ConfigError, adhoc_agent, load_config
-    from ..client.session import Client
+    from ..client.registry import ConfigError, adhoc_agent, load_config  # lazy: start-up time
+    from ..client.session import Client  # lazy: start-up time
 
     out_, err_ = _Out(out), _Out(err)
     stopper = _Stopper(err_)
@@ -528,9 +534,8 @@ async def run_prompt(args: argparse.Namespace, out: TextIO = sys.stdout, err: Te
     if args.prompt:
         text = " ".join(args.prompt)
     else:
-        text = getattr(args, "stdin_text", None)
-        if text is None:
-            text = "" if _isatty(sys.stdin) else _read_stdin()
+        piped: str | None = getattr(args, "stdin_text", None)
+        text = piped if piped is not None else ("" if _isatty(sys.stdin) else _read_stdin())
     text, replaced = prompt_text(text)
     if replaced:
         err_.write(f"acp-kernel: the prompt held {replaced} byte(s) that are not valid "
@@ -572,10 +577,8 @@ async def run_prompt(args: argparse.Namespace, out: TextIO = sys.stdout, err: Te
 async def _converse(client: Any, text: str, args: argparse.Namespace, printer: _Printer,
                     asker: _Asker | None, stopper: _Stopper) -> int:
     """Start the agent, open a session, run one turn; the exit code."""
-    from ..errors import AcpError, AuthRequired
-
-    from ..client.discovery import first_start_download
-    from ..client.startup import explain_failure, starting_line
+    from ..client.discovery import first_start_download  # lazy: start-up time
+    from ..client.startup import explain_failure, starting_line  # lazy: start-up time
 
     err = printer.err
     spec = client.spec
@@ -668,10 +671,11 @@ def prompt_main(args: argparse.Namespace) -> int:
     for sig in _STOP_SIGNALS:
         signal.signal(sig, stop)
     for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.reconfigure(errors="replace")  # type: ignore[attr-defined]
-        except (AttributeError, ValueError):
-            pass
+        if isinstance(stream, io.TextIOWrapper):  # not a test's StringIO
+            try:
+                stream.reconfigure(errors="replace")
+            except ValueError:
+                pass
     try:
         if not args.prompt and not _isatty(sys.stdin):
             args.stdin_text = _read_stdin()
@@ -732,8 +736,8 @@ def run_agents(out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
     """The agents, each installed / downloadable (a launcher fetches it on
     first use) / missing (with how to install it) / broken (the program is
     there but ``--version`` fails), and its own CLI for passthrough terminals."""
-    from ..client import discovery
-    from ..client.registry import ConfigError, load_config
+    from ..client import discovery  # lazy: start-up time
+    from ..client.registry import ConfigError, load_config  # lazy: start-up time
 
     try:
         config = load_config(missing_ok=False)
@@ -749,7 +753,7 @@ def run_agents(out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
         state = discovery.availability(spec, probe_version=True, probes=probes)
         default = " (default)" if spec.name == config.default_agent else ""
         rows.append((spec, spec.name + default, line(spec.title), STATE_WORDS[state.state], state))
-    widths = [max(len(r[i]) for r in rows + [(None, "agent", "title", "status", None)]) for i in (1, 2, 3)]
+    widths = [max(len(str(r[i])) for r in rows + [(None, "agent", "title", "status", None)]) for i in (1, 2, 3)]
     pad = " " * (sum(widths) + 6)
     out.write(f"{'agent':<{widths[0]}}  {'title':<{widths[1]}}  {'status':<{widths[2]}}  command\n")
     for spec, name, title, word, state in rows:
@@ -784,8 +788,8 @@ def _agent_notes(spec: Any, state: Any) -> list[str]:
 
 
 def run_install(args: argparse.Namespace) -> int:
-    from .install import install
-    from ..client.registry import load_config
+    from .install import install  # lazy: start-up time
+    from ..client.registry import load_config  # lazy: start-up time
 
     spec = None
     if args.agent:
@@ -860,7 +864,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["demo-agent"]:
-        from ..demo.agent import main as demo_main
+        from ..demo.agent import main as demo_main  # lazy: start-up time
 
         return demo_main(argv[1:]) or 0
     parser = build_parser()
@@ -877,12 +881,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "install":
         return run_install(args)
     if args.command == "prompt":
-        from ..protocol.scope import adopt_orphans
+        from ..protocol.scope import adopt_orphans  # lazy: start-up time
 
         adopt_orphans()  # a daemon the agent double-forks is re-parented here and ended with it
         return prompt_main(args)
     if args.command == "mcp":
-        from ..notebook_mcp.server import main as mcp_main
+        from ..notebook_mcp.server import main as mcp_main  # lazy: start-up time
 
         return mcp_main(["--connection-file", args.connection_file, "--token", args.token])
     return EXIT_USAGE

@@ -15,6 +15,7 @@ from typing import Any
 from .. import safe
 from ..client.commands import KERNEL, POLICIES, VERBS, verbs
 from ..safe import Markdown
+from ..client.controller import available
 
 _WORD = re.compile(r"[^\s]*$")
 
@@ -29,8 +30,6 @@ def _session_values(controller: Any, what: str) -> list[str]:
     if session is None:
         return []
     if what in ("mode", "model"):
-        from ..client.controller import available
-
         return [c.id for c in available(session, what)]
     if what == "config":
         return [str(o.get("id")) for o in session.config_options]

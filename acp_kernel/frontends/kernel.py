@@ -36,6 +36,9 @@ from ..safe import Markdown, bundle, text
 from ..safe import code as inline_code  # not `code`: do_execute's parameter is the cell's source
 from ..client.session import __version__, resource_link, text_block
 from ..view.frontend import WidgetClients
+from .shellcell import ShellCellError, parse_options, run_shell
+from ..services.terminals import TerminalError
+from .complete import complete, inspect
 
 #: A whole cell that means "leave", as a console user types it.
 EXIT_WORDS = frozenset({"exit", "quit", "exit()", "quit()"})
@@ -55,6 +58,8 @@ class AcpKernel(Kernel):
         "codemirror_mode": "markdown",
     }
     help_links = [{"text": "Agent Client Protocol", "url": "https://agentclientprotocol.com"}]
+    #: Set by :func:`acp_kernel.compat.install_comms` (ipykernel's Kernel has none of its own).
+    comm_manager: Any
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -70,8 +75,9 @@ class AcpKernel(Kernel):
         self._handling = self._interrupted = False  # an interrupt between "busy" and the cell counts
         self.ptys = ptycell.Terminals()
         policy = os.environ.get("ACP_KERNEL_PERMISSIONS")
+        frontend = KernelFrontend(self)
         self.controller = Controller(
-            KernelFrontend(self), parts=PARTS, permissions=policy if policy in POLICIES else None,
+            frontend, parts=PARTS, permissions=policy if policy in POLICIES else None,
             key=store.notebook_key(self._kernel_id()), ptys=self.ptys)
         c = self.controller
         c.spec = c.config.agents.get(os.environ.get("ACP_KERNEL_AGENT", ""), None) or c.spec
@@ -79,7 +85,7 @@ class AcpKernel(Kernel):
         c.restore()
         self.ptys.config = c.config
         self.ptys.permissions = lambda: self.controller.settings.permissions
-        self.ptys.side = c.frontend.notebook_side
+        self.ptys.side = frontend.notebook_side
         self._loop: asyncio.AbstractEventLoop | None = None
         self._cell: asyncio.Task | None = None  # the running cell: an interrupt elsewhere cancels it
         #: Sources of the cells run here (the notebook MCP server's ``cells`` when the file is unknown).
@@ -173,7 +179,7 @@ class AcpKernel(Kernel):
         nbclient / nbconvert / papermill show as the reason), no traceback."""
         evalue = termsafe.clean(evalue.split("\n", 1)[0] if evalue else "", oneline=True)[:500]
         content = {"ename": ename, "evalue": evalue, "traceback": [f"{ename}: {evalue}"]}
-        if self._sink is not None:
+        if self._sink is not None and self.session is not None:
             self.session.send(self.iopub_socket, "error", content, parent=self._sink.parent, ident=compat.iopub_topic(self, "error"))
         return {"status": "error", "execution_count": self.execution_count, **content}
 
@@ -249,9 +255,6 @@ class AcpKernel(Kernel):
     # -- %%shell --------------------------------------------------------------
 
     async def _shell(self, cell: cells.Cell) -> dict[str, Any]:
-        from .shellcell import ShellCellError, parse_options, run_shell
-        from ..services.terminals import TerminalError
-
         sink = self._sink
         try:
             opts = parse_options(cell.shell_args)
@@ -273,14 +276,10 @@ class AcpKernel(Kernel):
         return {"status": status, **({"indent": ""} if status == "incomplete" else {})}
 
     async def do_complete(self, code: str, cursor_pos: int) -> dict[str, Any]:
-        from .complete import complete
-
         matches, start = complete(code, cursor_pos, controller=self.controller, pty_target=self.controller.pty_target)
         return {"status": "ok", "matches": matches, "cursor_start": start, "cursor_end": cursor_pos, "metadata": {}}
 
     async def do_inspect(self, code: str, cursor_pos: int, detail_level: int = 0, omit_sections: Any = ()) -> dict[str, Any]:
-        from .complete import inspect
-
         found = inspect(code, cursor_pos, controller=self.controller)
         if not found:
             return {"status": "ok", "found": False, "data": {}, "metadata": {}}

@@ -14,6 +14,8 @@ from .. import compat
 from ..client.commands import KERNEL
 from ..safe import check_data
 from ..view.frontend import Frontend
+from ..client.notebook import NotebookSide
+from .ask import StdinQuestions
 
 
 class KernelSink:
@@ -70,16 +72,12 @@ class KernelFrontend:
     def notebook_side(self) -> Any:
         """For the ``notebook`` MCP server: no Python namespace here, so
         ``cells`` only (the notebook file, else the cells this kernel ran)."""
-        from ..client.notebook import NotebookSide
-
         return NotebookSide(frozenset({"cells"}), history=lambda: list(self.kernel.cell_history))
 
     def asker(self) -> Any:
         """A console's questions go through ``input_request`` (widgets answer in a notebook)."""
         if self.frontend().ask != "stdin":
             return None
-        from .ask import StdinQuestions
-
         return StdinQuestions(compat.stdin_reader(self.kernel))
 
 

@@ -55,11 +55,11 @@ try:
     from papermill.translators import Translator as _Translator
     from papermill.translators import papermill_translators
 except ImportError:  # papermill is optional
-    _Translator = object  # type: ignore[assignment,misc]
+    _Translator = object  # type: ignore[assignment,misc,unused-ignore]  # needed only without papermill
     papermill_translators = None
 
 
-class AcpTranslator(_Translator):  # type: ignore[misc,valid-type]
+class AcpTranslator(_Translator):  # type: ignore[misc,valid-type,unused-ignore]  # likewise
     """papermill's translator for the ACP kernel (see the module docstring)."""
 
     @classmethod

@@ -21,7 +21,7 @@ from typing import Any, Iterator, Protocol, runtime_checkable
 from pydantic import ValidationError
 
 from . import tools
-from .wire import (ARGS, COMM_TARGET, TOOLS, Open, Ready, Refused, Reply, Request, Text,
+from .wire import (ARGS, COMM_TARGET, TOOLS, ExecuteArgs, Open, Ready, Refused, Reply, Request, Text,
                    VariablesArgs, error_reply)
 
 log = logging.getLogger(__name__)
@@ -153,7 +153,7 @@ def _on_msg(token: str, comm: Any, msg: dict) -> None:
     try:
         request = Request.model_validate(data)
     except ValidationError as exc:
-        rid = data.get("id") if isinstance(data, dict) and isinstance(data.get("id"), int) else -1
+        rid = data["id"] if isinstance(data, dict) and isinstance(data.get("id"), int) else -1
         _reply(token, comm, error_reply(rid, f"bad request: {exc.errors(include_url=False)}"))
         return
     bridge = _bridges.get(token)
@@ -176,9 +176,9 @@ def _on_msg(token: str, comm: Any, msg: dict) -> None:
 async def _serve(token: str, comm: Any, bridge: NotebookBridge, request: Request) -> None:
     try:
         args = ARGS[request.tool].model_validate(request.args)
-        if request.tool == "execute":
+        if isinstance(args, ExecuteArgs):
             reply = await execute(bridge, request.id, args.code)
-        elif request.tool == "variables":
+        elif isinstance(args, VariablesArgs):
             reply = variables(bridge, request.id, args)
         else:
             reply = cells(bridge, request.id)
@@ -248,6 +248,7 @@ async def execute(bridge: NotebookBridge, rid: int, code: str) -> Reply:
         bridge.interrupted()
         return Reply(id=rid, isError=True,
                      content=tools.execute_content(tools.Outcome(ok=False, error=INTERRUPTED), captured))
+    assert view is not None  # set before the run began, which ended (outcome is not None)
     if not outcome.ok and outcome.error:  # the traceback, where the user watches the run
         with contextlib.suppress(Exception):
             view.write("stderr", tools.cut(outcome.error, 4_000).rstrip("\n") + "\n")

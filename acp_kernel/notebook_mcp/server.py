@@ -204,7 +204,7 @@ class KernelLink:
         timeout = EXECUTE_TIMEOUT if tool == "execute" else REQUEST_TIMEOUT
         try:
             self._send("comm_msg", {"comm_id": self.comm_id,
-                                    "data": Request(id=rid, tool=tool, args=args).model_dump()})
+                                    "data": Request.model_validate({"id": rid, "tool": tool, "args": args}).model_dump()})
             return await asyncio.wait_for(asyncio.shield(future), timeout)
         except asyncio.TimeoutError:
             raise KernelGone(f"the kernel did not answer in {timeout} s: is it busy running a cell "
@@ -213,8 +213,8 @@ class KernelLink:
             self.pending.pop(rid, None)
 
 
-def _content(reply: Reply) -> list[types.TextContent | types.ImageContent]:
-    out: list[types.TextContent | types.ImageContent] = []
+def _content(reply: Reply) -> list[types.ContentBlock]:
+    out: list[types.ContentBlock] = []
     for item in reply.content:
         if isinstance(item, Image):
             out.append(types.ImageContent(type="image", data=item.data, mime_type=item.mimeType))

@@ -95,8 +95,10 @@ def run(code: str, namespace: dict) -> Outcome:
     try:
         tree = ast.parse(code, filename=filename, mode="exec")
         last: ast.expr | None = None
-        if tree.body and isinstance(tree.body[-1], ast.Expr):
-            last = tree.body.pop().value
+        final = tree.body[-1] if tree.body else None
+        if isinstance(final, ast.Expr):
+            tree.body.pop()
+            last = final.value
         body = compile(tree, filename, "exec")
         tail = compile(ast.Expression(last), filename, "eval") if last is not None else None
     except SyntaxError as exc:
@@ -179,6 +181,7 @@ def _as_text(obj: Any) -> str:
 
 
 def frame_preview(value: Any, rows: int) -> str:
+    shape: tuple[Any, ...] | str
     try:
         shape = tuple(value.shape)
     except Exception:  # noqa: BLE001

@@ -37,6 +37,9 @@ from typing import Any
 from ..safe import Markdown, block, bundle, code, text
 from ..client.notebook import ALL_TOOLS, NotebookSide, known_notebook
 from ..client.registry import Passthrough
+from ..services.events import PermissionPrompt
+from ..view.prompts import PermissionForm
+from ..notebook_mcp import offer, withdraw
 
 #: What the server is called in the generated file (and what the CLI's tools are prefixed with).
 SERVER_NAME = "notebook"
@@ -169,9 +172,6 @@ def _show(sink: Any, data: dict, display_id: str | None = None, *, update: bool 
 
 async def _ask(cell: Cell, name: str, code_: str) -> tuple[bool, str]:
     """The permission buttons (:class:`acp_kernel.view.prompts.PermissionForm`) in the cell; the answer."""
-    from ..services.events import PermissionPrompt
-    from ..view.prompts import PermissionForm
-
     loop = asyncio.get_running_loop()
     prompt = PermissionPrompt(
         session_id=f"notebook-mcp:{name}", request=None, kind="execute", future=loop.create_future(), loop=loop,
@@ -258,8 +258,6 @@ class NotebookLink:
             return
         self.closed = True
         try:
-            from ..notebook_mcp import withdraw
-
             withdraw(self.entry)
         except Exception:  # noqa: BLE001 - the file goes anyway
             pass
@@ -309,10 +307,6 @@ def offer_terminal(name: str, settings: Passthrough, *, enabled: bool, policy: C
     if not enabled or not settings.mcp_args:
         return Offered(settings)
     off = Markdown("*The notebook MCP server is off for {}: {}.*")
-    try:
-        from ..notebook_mcp import offer, withdraw
-    except ImportError as exc:
-        return Offered(settings, note=off.format(code(name), text(f"it cannot load ({exc})")))
     try:
         bridge = PassthroughBridge(name, policy, side=side, on_interrupt=on_interrupt)
         entry = offer(bridge)

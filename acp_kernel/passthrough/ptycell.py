@@ -156,7 +156,7 @@ class Terminals:
         started: list[PassthroughTerminal] = []
         offered = offer_terminal(target.name, target.settings, enabled=self._config().notebook_mcp,
                                  policy=self._policy, side=self.side() if self.side is not None else None,
-                                 on_interrupt=lambda: started and started[0].interrupt())
+                                 on_interrupt=lambda: started[0].interrupt() if started else None)
         try:
             terminal = self._manager.open(target.name, offered.settings, cwd=cwd, env=target.env)
         except CommandNotFound as exc:

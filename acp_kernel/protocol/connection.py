@@ -19,6 +19,7 @@ here (the demo agent). What it promises, and why:
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -244,10 +245,10 @@ class Connection:
 
     def _on_data(self, data: bytes) -> None:
         for line in self._splitter.feed(data):
-            if type(line) is not Oversized:
-                self._dispatch(line)
+            if isinstance(line, Oversized):
+                self._report_oversized(line)
             else:
-                self._report_oversized(line)  # type: ignore[arg-type]
+                self._dispatch(line)
 
     def _dispatch(self, line: bytes) -> None:
         parsed = framing.classify(line, self.max_depth)
@@ -256,7 +257,7 @@ class Connection:
             self.on_report("noise", f"{parsed.reason}: {parsed.preview()}")
             return
         if type(parsed) is TooDeep:
-            self._refuse_deep(parsed)  # type: ignore[arg-type]
+            self._refuse_deep(parsed)
             return
         kind, msg = parsed  # type: ignore[misc]
         if kind == NOTIFICATION:
@@ -285,16 +286,16 @@ class Connection:
         elif kind == REQUEST:
             rid = msg["id"]
             key = _id_key(rid)
-            handler = self._requests.get(msg["method"])
-            if handler is None:
+            serve = self._requests.get(msg["method"])
+            if serve is None:
                 self._reply_error(rid, METHOD_NOT_FOUND, f"method not found: {msg['method']}")
                 return
             if key in self._serving:
                 self._reply_error(rid, INTERNAL_ERROR, f"request id {rid!r} is already in use")
                 return
-            task = asyncio.get_running_loop().create_task(self._serve(rid, msg["method"], handler, msg.get("params")))
+            task = asyncio.get_running_loop().create_task(self._serve(rid, msg["method"], serve, msg.get("params")))
             self._serving[key] = task
-            task.add_done_callback(lambda t, rid=rid, key=key: self._served(t, rid, key))
+            task.add_done_callback(functools.partial(self._served, rid=rid, key=key))
 
     async def _serve(self, rid: Any, method: str, handler: RequestHandler, params: Any) -> None:
         key = _id_key(rid)
@@ -373,7 +374,7 @@ class Connection:
 
     def _on_eof(self) -> None:
         for line in self._splitter.flush():
-            if type(line) is not Oversized:
+            if not isinstance(line, Oversized):
                 self._dispatch(line)
         if self._closed.done():
             return

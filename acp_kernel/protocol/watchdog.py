@@ -134,7 +134,7 @@ def _stat(pid: int) -> tuple[int, int, int] | None:
 
 
 def _table() -> dict[int, tuple[int, int, int]]:
-    out = {}
+    out: dict[int, tuple[int, int, int]] = {}
     try:
         entries = os.listdir("/proc")
     except OSError:

@@ -56,7 +56,7 @@ class ElicitationService:
         req = CreateFormSessionElicitationRequest.model_validate(params)
         ctx = self.host.session_context(req.session_id)
         schema = req.requested_schema.model_dump(by_alias=True, exclude_none=True)
-        raw_schema = params.get("requestedSchema") if isinstance(params.get("requestedSchema"), dict) else schema
+        raw_schema = params["requestedSchema"] if isinstance(params.get("requestedSchema"), dict) else schema
         fields, required = schema_fields(raw_schema)
         if not ctx.interactive:
             ctx.emit(Notice("warning", f"The agent asked for input ({req.message!r}); declined: nobody can answer here (not interactive).", req.session_id))

@@ -253,7 +253,7 @@ class Action:
         cwd = ""
         env: tuple[tuple[str, str], ...] = ()
         if isinstance(raw_input, dict):
-            cwd = raw_input.get("cwd") if isinstance(raw_input.get("cwd"), str) else ""
+            cwd = raw_input["cwd"] if isinstance(raw_input.get("cwd"), str) else ""
             env = env_pairs(raw_input.get("env"))
             code = code_of(raw_input)
             others = without_code(raw_input, code)

@@ -47,6 +47,7 @@ from ..errors import INVALID_PARAMS, RESOURCE_NOT_FOUND, RpcError
 from .output_buffer import OutputBuffer, StreamDecoder
 from .events import Notice, TerminalExited, TerminalStarted
 from .shell import looks_like_shell_line, shell_argv
+from .permissions import PermissionBroker
 
 log = logging.getLogger(__name__)
 
@@ -332,10 +333,10 @@ class Terminal:
                         cb(tail)
                     except Exception:
                         log.exception("terminal output subscriber failed")
-        subs, self._exit_subs = self._exit_subs, []
-        for cb in subs:
+        exits, self._exit_subs = self._exit_subs, []
+        for on_exit in exits:
             try:
-                cb(status)
+                on_exit(status)
             except Exception:
                 log.exception("terminal exit subscriber failed")
         if self._done is not None and not self._done.done():
@@ -428,8 +429,6 @@ class TerminalService:
     """Answers ``terminal/*`` for every session of one client."""
 
     def __init__(self, host: Any, broker: Any = None) -> None:
-        from .permissions import PermissionBroker
-
         self.host = host
         self.broker = broker if broker is not None else PermissionBroker(host)
         self._terminals: dict[str, tuple[str, Terminal]] = {}

@@ -131,6 +131,4 @@ def markdown_plain(md: str) -> str:
 def message(md: Any, plain_text: Any = None) -> dict[str, Any]:
     """A kernel message's display data: ``md`` (our markdown) and its
     rendered text as ``text/plain`` (or ``plain_text`` when given)."""
-    from ..safe import bundle
-
     return bundle(md, markdown_plain(md) if plain_text is None and md is not None else plain_text)

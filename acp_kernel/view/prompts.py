@@ -172,8 +172,8 @@ class ElicitationForm:
         common = {"description": label, "style": style, "description_allow_html": False}
         if kind == "multi":
             opts = choices(schema["items"]) or []
-            value = tuple(v for v in default if v in [o[1] for o in opts]) if isinstance(default, list) else ()
-            return w.SelectMultiple(options=opts, value=value, **common)
+            picked = tuple(v for v in default if v in [o[1] for o in opts]) if isinstance(default, list) else ()
+            return w.SelectMultiple(options=opts, value=picked, **common)
         if kind == "choice":
             opts = choices(schema) or []
             # No default: the choice starts unset (a required one must be chosen), never the first option.
@@ -262,7 +262,7 @@ class ElicitationForm:
         self.outcome = outcome
         if self.widget is not None:
             self._lock()
-            action = outcome.get("action") if isinstance(outcome, dict) else "cancel"
+            action = str(outcome.get("action")) if isinstance(outcome, dict) else "cancel"
             _set(self.status, Html({"accept": "→ <b>submitted</b>", "decline": "→ <i>declined</i>"}.get(action, "→ <i>cancelled</i>")))
 
     def markdown(self) -> Markdown:

@@ -47,6 +47,8 @@ from .transcript import (
     tool_call_markdown,
     tool_call_plain,
 )
+from ..compat import send_partial_state
+from .widgetbase import base_class
 
 TERM_KEEP = 64 * 1024  # characters of terminal output kept in the final row state
 #: The row's terminal id for command output the agent sent itself (no client terminal).
@@ -96,8 +98,6 @@ def prewarm() -> None:
 def _define_widget_class() -> Any:
     import traitlets as t
 
-    from ..compat import send_partial_state
-    from .widgetbase import base_class
 
     class ToolCallsWidget(base_class()):  # type: ignore[misc]
         """Synced state of a run of tool call rows (see static/toolcall.js).
@@ -134,7 +134,7 @@ def _define_widget_class() -> Any:
             if not changed:
                 return
             self._row_states.update(changed)
-            state = dict(changed)
+            state: dict[str, Any] = dict(changed)
             state["count"] = len(self._row_states)
             send_partial_state(self, state)
 
@@ -469,7 +469,7 @@ class ToolCallGroup:
     def markdown(self) -> Markdown:
         return Markdown("\n\n").join(row.markdown() for row in self.rows)
 
-    def bundle(self, md: str | None = None) -> dict[str, Any]:
+    def bundle(self, md: Markdown | None = None) -> dict[str, Any]:
         md = self.markdown() if md is None else md
         self._sent_md = md
         self._sent_plain = self.plain()

@@ -242,7 +242,7 @@ def plan_markdown(entries: Iterable[dict[str, Any]]) -> Markdown:
 
 def plan_text(entries: Iterable[dict[str, Any]]) -> str:
     marks = {"completed": "[x]", "in_progress": "[~]"}
-    return "Plan:\n" + "\n".join(f"  {marks.get(e.get('status'), '[ ]')} {e.get('content', '')}" for e in entries)
+    return "Plan:\n" + "\n".join(f"  {marks.get(str(e.get('status')), '[ ]')} {e.get('content', '')}" for e in entries)
 
 
 def notice_markdown(level: str, message: str) -> Markdown:

@@ -231,10 +231,54 @@ class TurnBase:
 
     # -- hooks with one meaning for both -------------------------------------
 
-    def _line(self, md: Markdown, text: str) -> None:
+    def _line(self, md: Markdown, text: str) -> Any:
         raise NotImplementedError
 
     def _notice(self, level: str, text: str) -> Any:
+        raise NotImplementedError
+
+    # -- hooks each subclass draws its own way (listed in the class docstring) ----
+
+    def _close_run(self) -> None:
+        raise NotImplementedError
+
+    def _open_text(self) -> None:
+        raise NotImplementedError
+
+    def _other_role(self) -> str | None:
+        raise NotImplementedError
+
+    def _open_other(self, role: str) -> None:
+        raise NotImplementedError
+
+    def _add_other(self, text: str) -> None:
+        raise NotImplementedError
+
+    def _flush_now(self) -> None:
+        raise NotImplementedError
+
+    def _notice_event(self, ev: Any) -> None:
+        raise NotImplementedError
+
+    def _plan_event(self) -> None:
+        raise NotImplementedError
+
+    def _unknown_event(self, ev: Any) -> None:
+        raise NotImplementedError
+
+    def _new_row(self, call: tm.ToolCall) -> ToolCallRow:
+        raise NotImplementedError
+
+    def _permission(self, prompt: se.PermissionPrompt) -> None:
+        raise NotImplementedError
+
+    def _elicitation(self, prompt: se.ElicitationPrompt) -> None:
+        raise NotImplementedError
+
+    def _show_error(self, text: str) -> None:
+        raise NotImplementedError
+
+    def _close(self) -> None:
         raise NotImplementedError
 
     # -- the end --------------------------------------------------------------

@@ -29,6 +29,7 @@ append-only mode; notebooks without widgets its markdown displays.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -62,6 +63,8 @@ from .transcript import (
 )
 from .turnbase import TurnBase, notice_icon, outcome_of
 from .turnwidget import block_key, turn_widget_class
+from .form import UNSET
+from .turnview import TurnView
 
 log = logging.getLogger(__name__)
 
@@ -384,7 +387,7 @@ class TurnOutput(TurnBase):
         """A tool call is a block of its own."""
         self._close_run()
         block = self._new("tool")
-        row = ToolCallRow(call, _Rows(), block.index, lambda b=block: self._touch(b))  # type: ignore[arg-type]
+        row = ToolCallRow(call, _Rows(), block.index, functools.partial(self._touch, block))  # type: ignore[arg-type]  # _Rows stands in for a group
         row.key = block.key
         block.row = row
         self.rows[call.id] = row
@@ -484,7 +487,7 @@ class TurnOutput(TurnBase):
             state["state"] = "cancelled" if outcome is None else "answered"
             state["chosen"] = "" if outcome is None else termsafe.line(option_name(block.prompt.options, outcome))
         else:
-            action = outcome.get("action") if isinstance(outcome, dict) else "cancel"
+            action = str(outcome.get("action")) if isinstance(outcome, dict) else "cancel"
             state["state"] = {"accept": "submitted", "decline": "declined"}.get(action, "cancelled")
         block.state = state
         self._prompt_fallback(block, outcome, answered=True)
@@ -527,8 +530,6 @@ class TurnOutput(TurnBase):
         prompt = block.prompt
         if not isinstance(values, dict):
             return
-        from .form import UNSET
-
         out: dict[str, Any] = {}
         for name in block.form:
             schema = prompt.fields[name]
@@ -609,8 +610,6 @@ def view_for(turn: tm.Turn, sink: DisplaySink, *, frontend: Frontend | None = No
              **kwargs: Any) -> Any:
     """The live view a frontend needs: one output (a widget) for notebooks,
     :class:`.turnview.TurnView` (markdown displays, or append-only) otherwise."""
-    from .turnview import TurnView
-
     fe = frontend if frontend is not None else Frontend(widgets=widgets)
     if fe.widgets and fe.updates and widgets:
         return TurnOutput(turn, sink, frontend=fe, **kwargs)

@@ -48,6 +48,8 @@ from .transcript import (
     user_markdown,
 )
 from .turnbase import TurnBase, notice_icon, outcome_of
+from .prompts import PermissionForm
+from .prompts import ElicitationForm
 
 log = logging.getLogger(__name__)
 
@@ -306,8 +308,8 @@ class TurnView(TurnBase):
         self._order[call.id] = len(self._order)
 
         if not self.updates:
-            group = ToolCallGroup(widgets=False, call_soon=self._call_soon)
-            row = group.add(call, on_dirty)
+            alone = ToolCallGroup(widgets=False, call_soon=self._call_soon)
+            row = alone.add(call, on_dirty)
             self.rows[call.id] = row
             self._append(bundle(row.markdown(), row.plain()))
             return row
@@ -383,15 +385,11 @@ class TurnView(TurnBase):
         self._watch(form.prompt, partial(self._settled, form))
 
     def _permission(self, prompt: se.PermissionPrompt) -> None:
-        from .prompts import PermissionForm
-
         call, detail = self._asked_call(prompt)
         form = PermissionForm(prompt, widgets=self.widgets, detail=detail)
         self._show_form(form, call)
 
     def _elicitation(self, prompt: se.ElicitationPrompt) -> None:
-        from .prompts import ElicitationForm
-
         form = ElicitationForm(prompt, widgets=self.widgets)
         self._show_form(form, None)
 

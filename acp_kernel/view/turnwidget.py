@@ -28,6 +28,9 @@ import re
 import threading
 from pathlib import Path
 from typing import Any
+from .toolcall import esm_source
+from ..compat import send_partial_state
+from .widgetbase import base_class
 
 STATIC = Path(__file__).parent / "static"
 #: How many of the last blocks the page shows before "show N earlier".
@@ -42,8 +45,6 @@ _TRIM = re.compile(r"^[ \t]*(?:(?://|/\*).*)?\n|^[ \t]+", re.M)
 @functools.cache
 def module_assets() -> dict[str, str]:
     """The turn's real module and stylesheet, and their version (a hash of both)."""
-    from .toolcall import esm_source
-
     esm = esm_source("turn.js")
     css = "".join((STATIC / f).read_text(encoding="utf-8") for f in ("toolcall.css", "turn.css"))
     version = hashlib.sha256((esm + "\0" + css).encode()).hexdigest()[:16]
@@ -78,8 +79,6 @@ def turn_widget_class() -> Any:
 def _define() -> Any:
     import traitlets as t
 
-    from ..compat import send_partial_state
-    from .widgetbase import base_class
 
     esm, css = loader_source()
 
@@ -118,7 +117,7 @@ def _define() -> Any:
             if not changed:
                 return
             self._blocks.update(changed)
-            state = dict(changed)
+            state: dict[str, Any] = dict(changed)
             state["count"] = len(self._blocks)
             send_partial_state(self, state)
 

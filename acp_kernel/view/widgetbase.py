@@ -11,9 +11,8 @@ Defined on first use, so importing the view imports no widget library.
 from __future__ import annotations
 
 from typing import Any
+from ..compat import class_traits_anywidget
 
 
 def base_class() -> Any:
-    from ..compat import class_traits_anywidget
-
     return class_traits_anywidget()

@@ -77,6 +77,8 @@ def answer(t: str) -> str:
         f"RAW <img src=x onerror={_js(t + ':img')}> <svg onload={_js(t + ':svg')}><circle r=5 /></svg> "
         f"<script>{_js(t + ':script')}</script> [click](javascript:{_js(t + ':link')})",
         "",
+        f"AUTOLINK see www.example.com`<img src=x onerror={_js(t + ':autolink')}>` here",
+        "",
         "@@0@@ placeholder",
         "",
         f"LAST {t} answer",
@@ -84,7 +86,7 @@ def answer(t: str) -> str:
 
 
 #: Text each rendering must show (markdown escapes done: ``\\$5`` shows ``$5``).
-VISIBLE = ["KNOWN1", "onerror=", "KNOWN2", "INFO", "MATH", "$x$", "STYLED", "MONEY", "$5 and", "PATH", "/tmp/a",
+VISIBLE = ["KNOWN1", "onerror=", "KNOWN2", "AUTOLINK", "INFO", "MATH", "$x$", "STYLED", "MONEY", "$5 and", "PATH", "/tmp/a",
            "b.py", "RAW", "<script>", "@@0@@"]
 
 

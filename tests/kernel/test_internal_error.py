@@ -52,12 +52,17 @@ async def test_internal_error_is_an_error_reply_and_the_kernel_lives(kernel_env,
                    if m["msg_type"] == "display_data" and "text/markdown" in m["content"]["data"]]
         notice = next(n for n in notices if "Internal error" in n)
         assert "the kernel is still alive" in notice
-        # The exception text is one inline code span: the newline shown as a picture,
-        # the backticks fenced by a longer run, so no HTML, math or block syntax is live.
+        # The exception text is one inline code span (safe.code: a backtick span, or a
+        # <code> element with its text as entities): the newline shown as a picture, so
+        # no HTML, math or block syntax is live.
         span = notice.split("Internal error:** ", 1)[1].rsplit(" (the kernel", 1)[0]
-        assert span.startswith("``") and span.endswith("``")
         assert "\n" not in span and "\u240a" in span
-        assert "RuntimeError: " + HOSTILE.split("\n")[0] in span
+        if span.startswith("<code>"):
+            assert span.endswith("</code>") and span.count("<") == 2  # no tag but its own
+            assert "RuntimeError: &lt;img src=x onerror=alert(1)&gt;" in span and "$" not in span
+        else:
+            assert span.startswith("``") and span.endswith("``")
+            assert "RuntimeError: " + HOSTILE.split("\n")[0] in span
 
         # The kernel still answers: a command and a plain cell both get replies.
         after = await k.execute("%help", timeout=60)

@@ -42,7 +42,7 @@ LINK = [
     "[x](http://example.com/a_b)", "[x](http://a.b \"t\")", "[x][r]", "\n\n[r]: javascript:" + RUN + "\n",
     "![a](http://127.0.0.1:9/x.png)", "![a](javascript:" + RUN + ")", "![a](data:image/png;base64,AAAA)",
     "![a](x.png)", "<javascript:" + RUN + ">", "<http://a.b/c>", "<a@b.c>", "http://a.b/$x$", "www.a.b",
-    "javascript://%0A" + RUN, "[", "]", "(", ")", "![", "](", "[x]:", "[^1]", "[ ] ", "[x] ",
+    "javascript://%0A" + RUN, "www.a.b`", "http://b`", "x@y.z`", "[](svg/onload=" + RUN + ")", "[", "]", "(", ")", "![", "](", "[x]:", "[^1]", "[ ] ", "[x] ",
 ]
 PLACEHOLDER = ["@@0@@", "@@1@@", "@@12@@", "@@", "@@0@@@@1@@"]
 ESCAPE = ["\\", "\\\\", "\\`", "\\<", "\\*", "\\_", "\\[", "\\]", "\\&", "\\|", "\\\n", "\\$"]

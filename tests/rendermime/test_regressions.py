@@ -43,6 +43,11 @@ CASES = {
     f"```\"><img src=x onerror={RUN}>\ncode\n```": ["code"],
     f"| a | b |\n| - | - |\n| `$x$` | <img src=x onerror={RUN}> |": ["$x$", "onerror="],
     "&#x3C;img src=x onerror=alert(1)&#x3E; &lt;b&gt;": ["onerror=alert(1)"],
+    # marked's GFM autolink takes the backtick that opens a code span: its text is raw HTML.
+    f"see www.example.com`<img src=x onerror={RUN}>` here": ["onerror=", "here"],
+    f"see http://b`<img src=x onerror={RUN}>` here": ["onerror=", "here"],
+    # A <...> link destination after a hard break in a list item is no link to marked.
+    f"- ?\n\\\n[](svg/onload={RUN})": ["?"],
     # JupyterLab's plain-text renderer links any scheme://... and data:...
     f"see javascript://%0A{RUN} and data:text/html,x and http://a.b/": ["javascript:", "data:text/html"],
 }
