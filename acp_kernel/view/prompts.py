@@ -32,6 +32,13 @@ def _html_widget(value: Html) -> Any:
     return _set(w.HTML(), value)
 
 
+def _no_math(widget: Any) -> None:
+    """MathJax skips the widget's subtree: ipywidgets typesets descriptions
+    (an agent's field label "$x$" would be math) and a page may typeset all."""
+    widget.add_class("tex2jax_ignore")
+    widget.add_class("mathjax_ignore")
+
+
 def _set(widget: Any, value: Html) -> Any:
     if not isinstance(value, Html):
         raise TypeError("HTML widget values must be acp_kernel.safe.Html")
@@ -112,6 +119,7 @@ class PermissionForm:
             rows.append(w.HBox([b, beside]))
         self.status = _html_widget(Html(""))
         self.widget = w.VBox([self.header, w.VBox(rows), self.status])
+        _no_math(self.widget)
 
     def _handler(self, option_id: str) -> Callable[[Any], None]:
         def click(_button: Any) -> None:
@@ -213,6 +221,7 @@ class ElicitationForm:
         self.buttons = [submit, decline, cancel]
         self.status = _html_widget(Html(""))
         self.widget = w.VBox([*children, self.errors, w.HBox(self.buttons), self.status])
+        _no_math(self.widget)
 
     def values(self) -> dict[str, Any]:
         out: dict[str, Any] = {}

@@ -9,7 +9,7 @@ import time
 from acp_kernel.services import events as se
 from acp_kernel.client.turn import Notice, Turn
 from acp_kernel.view import RecordingSink, TurnView, render_markdown
-from tests.hostile.render import live, render_html, visible_text
+from tests.hostile.render import inert_data, live, render_html, visible_text
 from acp_kernel.safe import unwrapped
 
 from .helpers import (
@@ -578,6 +578,24 @@ async def test_elicitation_decline():
     turn.add(prompt)
     view.forms[0].buttons[1].click()
     assert await asyncio.wait_for(prompt.future, 1) == {"action": "decline"}
+
+
+async def test_question_widgets_are_outside_mathjax():
+    """ipywidgets typesets a control's description with MathJax: an agent's
+    field label or title "$x$" would be math. The forms' boxes carry the
+    classes MathJax 3 and 4 skip, and their HTML is our escaped text."""
+    turn, sink = Turn("s1"), RecordingSink()
+    view = TurnView(turn, sink)
+    turn.add(permission_prompt(title="Run $x$ \\\\( <img src=x onerror=alert(1)> @@0@@"))
+    prompt = elicitation_prompt()
+    prompt.fields["name"]["title"] = "Name $\\style{background-color:red}{x}$"
+    turn.add(prompt)
+    for form in view.forms:
+        assert {"tex2jax_ignore", "mathjax_ignore"} <= set(form.widget._dom_classes)
+    assert "<img" not in view.forms[0].header.value and "$x$" in view.forms[0].header.value
+    for data in sink.outputs():
+        assert inert_data(data) == [], inert_data(data)
+    view.forms[1].buttons[2].click()
 
 
 # -- the transcript and the status line ---------------------------------------------
