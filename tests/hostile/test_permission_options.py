@@ -221,6 +221,29 @@ async def test_option_words_and_colour_come_from_the_kind_in_every_front_end(hos
 CODE = f"import pathlib\npathlib.Path({str(NL_PATH)!r}).write_text({IMG!r})  # {SPAN} {MATH}\n"
 
 
+async def test_the_whole_payload_is_shown_in_every_front_end_never_cut(host_ctx, frontend):  # noqa: F811
+    host, ctx = host_ctx
+    broker = PermissionBroker(host)
+    long_code = "".join(f"step_{i} = {i}  # {IMG if i % 500 == 0 else ''}\n" for i in range(3000))
+    raw = {"command": ["make", f"--file={NL_PATH}"], "cwd": f"/work/{IMG}", "env": [{"name": "PATH", "value": f"/evil\nbin {MATH}"}],
+           "file_path": NL_PATH, "code": long_code, "extra": {"why": HOSTILE}}
+    task = asyncio.ensure_future(broker.request_permission(_request("s1", "t1", "execute", raw, f"Build {HOSTILE}")))
+    prompt, = await ctx.until(PermissionPrompt)
+    shown = shown_everywhere(prompt, frontend)
+    assert_inert(shown)
+    for where in ("console", "plain", "markdown"):
+        text = shown[where]
+        for part in ("make", "--file=/tmp/evil", "cwd: /work/", "PATH=/evil", "bin ", "# heading", "step_0 = 0",
+                     "step_2999 = 2999", '"why"'):
+            assert part in text, (where, part)
+        assert "more characters not shown" not in text and "more lines" not in text, where
+    assert shown["block"]["detail"].count("step_") == 3000 and "cwd: /work/" in shown["block"]["detail"]
+    assert shown["html"].count("step_") == 3000 and "max-height" in shown["html"]  # whole, in a scrolled box
+    assert shown["console"].count("    | step_") == 3000  # every line of the code, each marked
+    prompt.reject()
+    await asyncio.wait_for(task, 5)
+
+
 async def test_code_in_a_read_titled_request_is_shown_and_a_read_grant_does_not_cover_the_execute(ws, frontend):  # noqa: F811
     verdicts: list[tuple[bool, str]] = []
     shown: dict[str, Any] = {}
