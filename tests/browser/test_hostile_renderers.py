@@ -177,6 +177,8 @@ def _check(nb: Notebook, phase: str, cells: list[int], tag: str) -> list[str]:
     """Problems in the page now; a screenshot either way."""
     page = nb.page
     shot = f"hostile-renderers-{nb.variant}-{phase}.png"  # type: ignore[attr-defined]
+    if cells:  # the notebook scrolls inside the page: show the answer's middle
+        nb.output(cells[0]).get_by_text("MONEY").first.scroll_into_view_if_needed()
     nb.screenshot(shot)
     problems = [f"{phase}: {p}" for p in page.evaluate(SCAN)]
     pwned = page.evaluate("window.__acp_pwned === undefined ? null : window.__acp_pwned")
