@@ -82,6 +82,25 @@ async def test_a_terminals_double_forked_daemon_ends_with_its_release(tmp_path):
         cleanup(pidfile)
 
 
+async def test_a_daemon_that_drops_the_marker_is_still_ended_by_its_cgroup(tmp_path):
+    from acp_kernel.protocol import cgroup
+
+    if cgroup.base() is None:
+        pytest.skip("no writable cgroup v2 here: the marker and the tree are all there is")
+    pidfile = tmp_path / "daemon.pid"
+    # No marker, out of the group and the tree (re-parented to init: a library user is no subreaper).
+    term = await Terminal(["env", "-u", proctree.MARKER_VAR, PY, DAEMONIZE, str(pidfile)]).start()
+    try:
+        assert (await asyncio.wait_for(term.wait(), 20)).exit_code == 0
+        pid = daemon_pid(pidfile)
+        assert proctree.marker_of(pid) is None and pid not in proctree.tree(term.pid)
+        assert pid in cgroup.procs(term.scope.cgroup)
+        await term.release()
+        assert not proctree.alive(pid)
+    finally:
+        cleanup(pidfile)
+
+
 @pytest.mark.parametrize("how", ["session-close", "disconnect"])
 async def test_an_agent_terminals_daemon_ends_with_the_session(tmp_path, how):
     pidfile = tmp_path / "daemon.pid"
