@@ -110,10 +110,10 @@ class _Safe(str):
             return type(self)(str.__add__(self._escape(other), self))
         return NotImplemented
 
-    def join(self, parts: Iterable[Any]) -> Any:  # type: ignore[override]
+    def join(self, parts: Iterable[Any]) -> Any:
         return type(self)(str.join(self, (self._coerce(p) for p in parts)))
 
-    def format(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+    def format(self, *args: Any, **kwargs: Any) -> Any:
         return type(self)(
             str.format(self, *(self._coerce(a) for a in args), **{k: self._coerce(v) for k, v in kwargs.items()})
         )
@@ -399,14 +399,14 @@ def _parsers() -> tuple[Any, Any]:
         from mdformat.renderer import MDRenderer
         import mdformat_tables
 
-        writer = MarkdownIt(renderer_cls=MDRenderer)
+        writer = MarkdownIt(renderer_cls=MDRenderer)  # type: ignore[arg-type]  # mdformat's renderer: a class, as mdformat passes it
         writer.options["mdformat"] = {}
         writer.options["store_labels"] = False
         writer.options["codeformatters"] = {}
         writer.options["parser_extension"] = [mdformat_tables.plugin, _Plugin]
         mdformat_tables.plugin.update_mdit(writer)
         checker = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
-        checker.validateLink = lambda url: True  # see every link, judge it ourselves
+        checker.validateLink = lambda url: True  # type: ignore[method-assign]  # markdown-it's way: see every link, judge it ourselves
         pair = _local.pair = (writer, checker)
     return pair
 
@@ -464,7 +464,9 @@ def problems(md: str) -> list[str]:
 
 # Agent text needs the full parse when it can hold HTML, a link, math for
 # JupyterLab's pre-pass, a placeholder or a fence (which must be closed).
-_NEEDS_PARSE = re.compile(r"[<\[$\\]|@@\d+@@|```|~~~")
+_NEEDS_PARSE = re.compile(r"[<\[\\]|@@\d+@@|```|~~~")
+# Where a character reference would not decode: code spans, indented code.
+_CODE_LIKE = re.compile(r"`|^(?: {4}|\t)", re.M)
 # mdformat's own escapes (a line start that would be a list, a heading...).
 _MD_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
 
@@ -474,13 +476,17 @@ def markdown(value: Any) -> Markdown:
     text, links only to http(s)/mailto/relative targets, images as links,
     no ``$``, ``\\`` or ``@@`` (character references or our code HTML).
 
-    Text that needs none of that (no ``<``, ``[``, ``$``, ``\\``, ``@@`` or
-    fence) is returned as is (the common case, and the fast one)."""
+    Text that needs none of that (no ``<``, ``[``, ``\\``, ``@@N@@`` or
+    fence) is returned as is, its ``$`` as references when no code could
+    hold one (the common case, and the fast one)."""
     if isinstance(value, Markdown):
         return value
     s = visible_controls(str(value))
     if not _NEEDS_PARSE.search(s):
-        return Markdown(s)
+        if "$" not in s:
+            return Markdown(s)
+        if not _CODE_LIKE.search(s):  # prose with "$": a reference decodes to the same "$" everywhere
+            return Markdown(s.replace("$", "&#36;"))
     writer, _ = _parsers()
     try:
         out = writer.render(s)
@@ -519,7 +525,7 @@ def _html_renderers() -> tuple[Any, Any]:
         made = []
         for raw in (False, True):
             md = MarkdownIt("commonmark", {"html": raw}).enable(["table", "strikethrough"])
-            md.validateLink = lambda url: safe_url(url) or is_data_image(url)
+            md.validateLink = lambda url: safe_url(url) or is_data_image(url)  # type: ignore[method-assign]  # markdown-it's way
             md.add_render_rule("link_open", _link_open)
             md.add_render_rule("image", _image)
             made.append(md)

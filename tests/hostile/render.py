@@ -105,6 +105,10 @@ def math_openings(md: str) -> list[str]:
     return found
 
 
+_BLOCKS = {"p", "div", "pre", "blockquote", "ul", "ol", "li", "table", "thead", "tbody", "tr", "td", "th", "br", "hr",
+           "h1", "h2", "h3", "h4", "h5", "h6", "details", "summary"}
+
+
 class _Text(HTMLParser):
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
@@ -114,6 +118,8 @@ class _Text(HTMLParser):
         self.unignored_text: list[str] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in _BLOCKS:
+            self.parts.append(" ")  # a block's edge is a line break, whatever the renderer's source spacing
         classes = (dict(attrs).get("class") or "").split()
         ignored = "tex2jax_ignore" in classes and "mathjax_ignore" in classes
         if tag not in ("br", "hr", "img", "input"):
@@ -121,6 +127,8 @@ class _Text(HTMLParser):
             self.ignored_depth += ignored
 
     def handle_endtag(self, tag: str) -> None:
+        if tag in _BLOCKS:
+            self.parts.append(" ")
         if tag not in ("br", "hr", "img", "input") and self.stack:
             self.ignored_depth -= self.stack.pop()
 

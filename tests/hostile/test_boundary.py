@@ -289,6 +289,9 @@ def test_agent_math_and_placeholders_show_as_written():
     assert visible_text(data["text/html"]) == "cost $5 and $6, $x$ $$y$$ \\(z\\) @@0@@ $w$"
     assert "&#36;5" in data["text/markdown"] and "<code>&#36;w&#36;</code>" in data["text/markdown"]
     assert data["text/plain"] == "cost $5 and $6, $x$ $$y$$ \\(z\\) @@0@@ $w$"
+    # Prose whose "$" no code could hold takes the fast path: references, no parse.
+    assert safe.markdown("it costs $5, not $6") == "it costs &#36;5, not &#36;6"
+    assert safe.markdown("a\n\n    $x") != "a\n\n    &#36;x"  # indented code: a reference would show as written
 
 
 @pytest.mark.parametrize("payload", ATTACKS)
