@@ -214,15 +214,16 @@ def own_children() -> list[int]:
 
 
 _subreaper: bool | None = None
+_subreaper_pid = 0
 
 
 def become_subreaper() -> bool:
     """Make this process a child subreaper (Linux ``PR_SET_CHILD_SUBREAPER``):
     an orphan below us (a double-forked daemon) is re-parented to us instead of
     to init, so it stays findable as our descendant. Idempotent; False elsewhere."""
-    global _subreaper
-    if _subreaper is None:
-        _subreaper = False
+    global _subreaper, _subreaper_pid
+    if _subreaper is None or _subreaper_pid != os.getpid():
+        _subreaper, _subreaper_pid = False, os.getpid()
         if _LINUX:
             try:
                 import ctypes
@@ -232,6 +233,12 @@ def become_subreaper() -> bool:
             except (OSError, AttributeError):
                 pass
     return _subreaper
+
+
+def is_subreaper() -> bool:
+    """True once :func:`become_subreaper` succeeded in this process (a fork
+    child does not inherit the setting)."""
+    return bool(_subreaper) and _subreaper_pid == os.getpid()
 
 
 async def wait_gone(pids: Iterable[int], timeout: float) -> set[int]:

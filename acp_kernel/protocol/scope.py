@@ -95,7 +95,11 @@ class _Reaper:
                 pass
 
     def reap(self) -> None:
-        """Reap our adopted zombies; note marked orphans seen alive."""
+        """Reap our adopted zombies; note marked orphans seen alive. Only in a
+        process that made itself a subreaper (:func:`adopt_orphans`): anywhere
+        else orphans are not ours to reap."""
+        if not proctree.is_subreaper():
+            return
         root = root_marker()
         my_sid = os.getsid(0)
         with self.lock:
@@ -148,7 +152,7 @@ class Scope:
     def __init__(self, name: str = "scope", parent: Scope | None = None) -> None:
         self.parent = parent
         self.name = f"{name}{next(_ids)}-{os.urandom(3).hex()}"
-        self.marker: str = f"{parent.marker if parent else root_marker()}.{self.name}"
+        self.marker = f"{parent.marker if parent else root_marker()}.{self.name}"
         self.leaders: dict[int, int] = {}  # pid -> start time
         self._seen: dict[int, int] = {}
         self._cgroup: str | None | bool = False  # False: not made yet
@@ -166,6 +170,11 @@ class Scope:
         env = dict(os.environ if base is None else base)
         env[proctree.MARKER_VAR] = self.marker
         return env
+
+    @property
+    def _made(self) -> str | None:
+        """The cgroup if one was made (this never makes one; ``_cgroup`` is False until :attr:`cgroup` tries)."""
+        return self._cgroup if isinstance(self._cgroup, str) and self._cgroup else None
 
     @property
     def cgroup(self) -> str | None:
@@ -219,7 +228,7 @@ class Scope:
         """Every live process of the scope (its sub-scopes included), not us."""
         procs = proctree.snapshot()
         table = {p.pid: p for p in procs}
-        found = proctree.marked(self.marker, procs, self._born) | cgroup.procs(self._cgroup or None)
+        found = proctree.marked(self.marker, procs, self._born) | cgroup.procs(self._made)
         for scope in self._family():
             for pid, start in scope.leaders.items():
                 p = table.get(pid)
@@ -270,7 +279,7 @@ class Scope:
         if members:  # (none: nothing can fork either)
             self._signal(members, signal.SIGTERM)
             await proctree.wait_gone(members, grace)
-            cgroup.kill(self._cgroup or None)
+            cgroup.kill(self._made)
             left = self.members()
             if left:
                 self._signal(left, signal.SIGKILL)
@@ -280,7 +289,7 @@ class Scope:
 
     def kill_now(self) -> None:
         """Synchronous SIGKILL of every member (atexit, a dying kernel)."""
-        cgroup.kill(self._cgroup or None)
+        cgroup.kill(self._made)
         members = self.members()
         self._signal(members, signal.SIGKILL)
         self._finish()
