@@ -152,7 +152,7 @@ class Scope:
     def __init__(self, name: str = "scope", parent: Scope | None = None) -> None:
         self.parent = parent
         self.name = f"{name}{next(_ids)}-{os.urandom(3).hex()}"
-        self.marker = f"{parent.marker if parent else root_marker()}.{self.name}"
+        self.marker: str = f"{parent.marker if parent else root_marker()}.{self.name}"
         self.leaders: dict[int, int] = {}  # pid -> start time
         self._seen: dict[int, int] = {}
         self._cgroup: str | None | bool = False  # False: not made yet
