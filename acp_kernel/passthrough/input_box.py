@@ -76,6 +76,23 @@ class InputBox:
         return screen if found is None else screen[:found.start()] + screen[found.end():]
 
 
+_NOT_WORD = re.compile(r"[\W_]+")
+
+
+def words(text: str) -> str:
+    """The text's words only (a box may draw a line break as ``⏎`` or wrap with indents)."""
+    return _NOT_WORD.sub(" ", text).strip()
+
+
+def extra(held: str, prompt: str) -> str:
+    """The words of an input box holding ``held`` when it shows more than ``prompt`` ("" when
+    it shows the prompt, a part of it, or nothing of it, e.g. a CLI's "[Pasted text]" summary)."""
+    h, want = words(held), words(prompt)
+    if not h or h in want or words(sample(prompt)) not in h:
+        return ""
+    return h
+
+
 def sample(prompt: str) -> str:
     """The start of the prompt's first non-blank line, spaces made one."""
     for line in prompt.splitlines():

@@ -5,7 +5,7 @@ terminado owns the PTYs: :class:`PassthroughManager` is a small
 by the watchdog, reaped off the event loop, ended as a whole tree). A
 terminal's readers are terminado's duck-typed clients (``size``,
 ``on_pty_read``, ``on_pty_died``): :class:`PassthroughTerminal` is the one
-that knows about prompts, and the notebook widget (``view/terminal.py``) is
+that knows about prompts, and the notebook widget (``passthrough/panel.py``) is
 another.
 
 Each terminal runs a terminal emulator (``screen.ScreenModel``, pyte) over
@@ -50,7 +50,7 @@ from tornado.ioloop import IOLoop
 
 from ..protocol import proctree, watchdog
 from . import pty_input
-from .input_box import InputBox, Pace, echoes
+from .input_box import InputBox, Pace, echoes, extra
 from .screen import FEED_MAX, Mark, ScreenModel, last_lines, reply_text
 from ..errors import PassthroughError
 from ..client.registry import Passthrough
@@ -678,6 +678,9 @@ class PassthroughTerminal:
         settled = await self.wait_screen(lambda: self._quiet_since(pasted_at, window), self.pace.confirm(), seq)
         if settled == "interrupted" or settled == "exited":
             return settled, ""
+        extra = self._box_extra(text)
+        if extra:  # never submit a prompt merged with what was left in the box
+            return "unseen", f"its input box showed more than the prompt ({extra!r})"
         if self._capture is None:
             self._capture, self._captured = [], 0
         self._busy_seen = False
@@ -741,6 +744,9 @@ class PassthroughTerminal:
                 return got
             if held and not changed():  # a placeholder of the CLI's (or it takes no keys: the paste tells)
                 return ""
+            now = box.text(self.screen.text()) or ""
+            if held and len(now) > len(held):
+                return f"{pty_input.key_name(s.clear_input)} did not clear its input box (it shows {now!r})"
         return f"its input box still shows {box.text(self.screen.text())!r} after {CLEAR_MAX} presses of " \
                f"{pty_input.key_name(s.clear_input)}"
 
@@ -756,6 +762,11 @@ class PassthroughTerminal:
         placeholder of the CLI's own does not count)."""
         held = self._box.text(self.screen.text()) if self._box is not None else None
         return bool(held) and echoes([" ".join((held or "").split())], text) > 0
+
+    def _box_extra(self, text: str) -> str:
+        """What the input box shows besides the prompt (:func:`input_box.extra`): the
+        leftovers of a clear key the CLI took as text, say."""
+        return extra(self._box.text(self.screen.text()) or "", text) if self._box is not None else ""
 
     def _box_took_paste(self, box: InputBox, before: str | None) -> bool:
         return bool(box.text(self.screen.text())) and box.raw(self.screen.text()) != before

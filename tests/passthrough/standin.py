@@ -28,6 +28,9 @@ Flags:
   --notice-drops WHAT an Enter before the notice is ignored; enter (default): the text
                       stays typed (Claude Code 2.1.83); input: the notice also empties the
                       input box (newer Claude Code, its "Auto mode" notice)
+  --starting-ctrl-u text
+                      before the notice, Ctrl-U types a "u" and the input box is drawn empty
+                      whatever was typed (Claude Code 2.1.83 while starting)
   --multiline-input   the input box shows each line of the input on a row of its own, and
                       Ctrl-U clears the last line, or on an empty last line deletes the line
                       break before it (Claude Code 2.1.197)
@@ -190,10 +193,11 @@ class App:
 
     def frame(self) -> str:
         rows, cols = self.size()
+        shown = "" if not self.noticed and self.args.starting_ctrl_u == "text" else self.input
         if self.args.multiline_input:
-            box_lines = ["> " + self.input.split("\n")[0], *("  " + ln for ln in self.input.split("\n")[1:])]
+            box_lines = ["> " + shown.split("\n")[0], *("  " + ln for ln in shown.split("\n")[1:])]
         else:
-            box_lines = ["> " + self.input.replace("\n", " ⏎ ")]
+            box_lines = ["> " + shown.replace("\n", " ⏎ ")]
         area = rows - 3 - len(box_lines)
         lines = self.transcript[-area:] if area > 0 else []
         lines = lines + [""] * (area - len(lines))
@@ -247,7 +251,10 @@ class App:
             elif ch == "\x03":
                 self.key_ctrl_c()
             elif ch == "\x15":
-                self.key_ctrl_u()
+                if not self.noticed and self.args.starting_ctrl_u == "text":
+                    self.input += "u"  # Claude Code 2.1.83 while starting: the key's letter, typed
+                else:
+                    self.key_ctrl_u()
             elif ch in "\r\n":
                 if self.args.ink_paste and pasted:
                     self.input += "\n"  # Ink: an Enter inside the paste burst
@@ -416,6 +423,7 @@ def main() -> int:
     ap.add_argument("--notice", type=float, default=0.0)
     ap.add_argument("--notice-drops", choices=["enter", "input"], default="enter")
     ap.add_argument("--multiline-input", action="store_true")
+    ap.add_argument("--starting-ctrl-u", choices=["clear", "text"], default="clear")
     ap.add_argument("--cancel-restores", action="store_true")
     ap.add_argument("--lag", type=float, default=0.0)
     ap.add_argument("--busy-late", type=float, default=0.0)

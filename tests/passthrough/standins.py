@@ -26,6 +26,7 @@ PROFILES: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
     # issue 23: prompts lost or merged by the real CLIs
     "notice": (("--notice", "2", "--notice-drops", "enter"), {}),  # an Enter while starting is ignored
     "vanish": (("--notice", "2", "--notice-drops", "input"), {}),  # the notice empties the input box
+    "notice-u": (("--notice", "5", "--starting-ctrl-u", "text"), {}),  # input unseen, Ctrl-U types "u"
     "restore": (("--multiline-input", "--cancel-restores"), {}),  # a cancel puts the prompt back
     "lag": (("--lag", "0.6", "--ink-paste"), {}),  # late reads: paste and Enter in one read
     "late": (("--busy-late", "2.5"), {}),  # the echo, then nothing for a while, then the reply

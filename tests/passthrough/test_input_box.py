@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from acp_kernel.client.registry import PASSTHROUGH
-from acp_kernel.passthrough.input_box import CONFIRM_MIN, InputBox, Pace, echoes, sample
+from acp_kernel.passthrough.input_box import CONFIRM_MIN, InputBox, Pace, echoes, extra, sample
 from acp_kernel.passthrough.screen import ScreenModel
 
 from .standins import INPUT_PATTERN
@@ -71,3 +71,15 @@ def test_pace_scales_the_waits_with_the_slowest_echo():
     assert pace.quiet() == pytest.approx(0.4) and pace.no_reply_quiet() >= 15.0
     pace.observe(-1.0)  # a change that came before the keys: not a measure
     assert pace.latency == pytest.approx(0.1)
+
+
+@pytest.mark.parametrize("held, want", [
+    ("alpha oneualpha one", "alpha oneualpha one"),  # Claude Code 2.1.83 took a Ctrl-U as "u" while starting
+    ("left over: alpha one", "left over alpha one"),
+    ("alpha one", ""), ("alpha", ""), ("[Pasted text #1 +12 lines]", ""),
+    ("delta first ⏎ delta second", ""),  # a line break drawn as a mark
+    (f"{HOSTILE}", ""),
+])
+def test_extra_is_what_the_box_shows_besides_the_prompt(held, want):
+    prompt = "delta first\ndelta second" if held.startswith("delta") else HOSTILE if held == HOSTILE else "alpha one"
+    assert extra(held, prompt) == want

@@ -6,6 +6,8 @@ jupyter_client as a notebook's Run All sends cells (all queued at once):
 - ``notice``: the input box shows while the CLI is still starting, and an
   Enter then is ignored (Claude Code 2.1.83 beside its offline notice);
 - ``vanish``: the same, and the notice empties the input box (newer Claude Code);
+- ``notice-u``: the Enter ignored, and a Ctrl-U meanwhile types "u" (Claude Code
+  2.1.83: a retry's clear key left "alpha oneualpha one" to submit);
 - ``lag``: input read late, so the paste and the Enter arrive in one read and
   the Enter is a newline (Gemini CLI on a loaded machine);
 - ``late``: the echo, then nothing for a while before the reply (kimi and
@@ -39,7 +41,8 @@ PROFILES["claude-like"] = (("--notice", "1.5", "--notice-drops", "input", "--ink
 @pytest.fixture
 async def notebook(kernel_env, tmp_path):
     log = tmp_path / "standin.jsonl"
-    agents = {name: config_entry(name, log) for name in ("notice", "vanish", "lag", "late", "restore", "claude-like")}
+    agents = {name: config_entry(name, log)
+              for name in ("notice", "vanish", "notice-u", "lag", "late", "restore", "claude-like")}
     (tmp_path / "acp_kernel.json").write_text(json.dumps({"agents": agents}))
     async with running_kernel(kernel_env, tmp_path / "work") as (km, kc):
         nb = Notebook(km, kc)
@@ -63,7 +66,7 @@ async def run_all(nb: Notebook, name: str) -> list[str]:
     return cells
 
 
-@pytest.mark.parametrize("name", ["notice", "vanish", "lag", "late"])
+@pytest.mark.parametrize("name", ["notice", "vanish", "notice-u", "lag", "late"])
 async def test_run_all_loses_no_prompt(notebook, name):
     nb = notebook
     await run_all(nb, name)
