@@ -39,7 +39,7 @@ from ..client.notebook import ALL_TOOLS, NotebookSide, known_notebook
 from ..client.registry import Passthrough
 from ..services.events import PermissionPrompt
 from ..view.prompts import PermissionForm
-from ..notebook_mcp import offer, withdraw
+from .. import notebook_mcp  # called as notebook_mcp.offer: the module's, as it is now
 
 #: What the server is called in the generated file (and what the CLI's tools are prefixed with).
 SERVER_NAME = "notebook"
@@ -258,7 +258,7 @@ class NotebookLink:
             return
         self.closed = True
         try:
-            withdraw(self.entry)
+            notebook_mcp.withdraw(self.entry)
         except Exception:  # noqa: BLE001 - the file goes anyway
             pass
         shutil.rmtree(os.path.dirname(self.path), ignore_errors=True)
@@ -309,7 +309,7 @@ def offer_terminal(name: str, settings: Passthrough, *, enabled: bool, policy: C
     off = Markdown("*The notebook MCP server is off for {}: {}.*")
     try:
         bridge = PassthroughBridge(name, policy, side=side, on_interrupt=on_interrupt)
-        entry = offer(bridge)
+        entry = notebook_mcp.offer(bridge)
     except Exception as exc:  # noqa: BLE001 - the terminal opens anyway
         return Offered(settings, note=off.format(code(name), text(f"it could not be offered ({exc})")))
     if entry is None:
@@ -317,7 +317,7 @@ def offer_terminal(name: str, settings: Passthrough, *, enabled: bool, policy: C
     try:
         path = write_config(entry)
     except (OSError, KeyError, TypeError, ValueError) as exc:
-        withdraw(entry)
+        notebook_mcp.withdraw(entry)
         return Offered(settings, note=off.format(code(name), text(f"its config file could not be written ({exc})")))
     import dataclasses
 
