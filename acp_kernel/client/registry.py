@@ -247,8 +247,9 @@ _INK_CHROME = r"^\s*[>❯›]\s*$|\? for shortcuts|esc to (interrupt|cancel)"
 PASSTHROUGH: dict[str, Passthrough] = {
     "claude": Passthrough(
         ("claude",), clear_input=CTRL_U, cancel_keys=((ESC, 0.0),),
-        ready_pattern=r"\? for shortcuts|❯", busy_pattern=r"esc to interrupt",
-        chrome_pattern=_INK_CHROME + r"|Ctrl\+Y to paste|^\s*[✻✽✶✳✢·]\s+\w+(ing…|ed for \d)",
+        # busy: "esc to interrupt", cut short ("esc to inter…") when a notice shares the footer row
+        ready_pattern=r"\? for shortcuts|❯", busy_pattern=r"esc to int",
+        chrome_pattern=_INK_CHROME + r"|Ctrl\+Y to paste|^\s*[✻✽✶✳✢·]\s+\w+(ing…|ed for \d)|esc to int",
         # the input box: `❯ text` and indented continuation rows between two full-width rules (2.1.197)
         input_pattern=r"^─{20,}.*\n❯ ?(.*(?:\n(?!─{20,}).*)*)\n─{20,}",
         resume_args=("--continue",),
