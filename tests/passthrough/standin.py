@@ -101,8 +101,6 @@ class McpLink:
         self.loop.run_until_complete(self._serve())
 
     async def _serve(self) -> None:
-        import asyncio
-
         from mcp import ClientSession
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
