@@ -128,6 +128,10 @@ async def running_kernel(env: dict[str, str], cwd: Any) -> AsyncIterator[tuple[A
     """An ACP kernel started in ``cwd`` and a client ready for it; after the
     block, the client's channels stopped and the kernel shut down."""
     km = AsyncKernelManager(kernel_name="acp")
+    # A kernel that exits by itself may take seconds on a loaded machine; jupyter_client's
+    # default (SIGTERM after 2.5 s) would turn that into a wall-clock limit. A kernel that
+    # hangs on shutdown still shows: SIGTERM after 30 s, exit status -15.
+    km.shutdown_wait_time = 60.0
     await km.start_kernel(env=env, cwd=str(cwd))
     kc = km.client()
     kc.start_channels()
