@@ -127,7 +127,9 @@ def _permission_buttons(out):
 def test_permission_buttons_allow_once(nb: Notebook) -> None:
     out = nb.run(0, "permission")
     form, buttons = _permission_buttons(out)
-    expect(buttons).to_have_text(["Allow once", "Always allow", "Reject", "Always reject"])
+    # Words from each option's kind; "always" says its scope; the agent's own name beside where it differs.
+    expect(buttons).to_have_text(["Allow once", re.compile(r"^Always allow edit of .*demo-permission\.txt in this session"),
+                                  "Reject", re.compile(r"^Always reject edit of .* in this session")])
     nb.screenshot("permission-asking.png")
     # The turn waits for the answer.
     expect(status_line(out)).to_have_count(0)
@@ -319,9 +321,9 @@ def test_agent_html_is_shown_as_text(nb: Notebook) -> None:
     form, buttons = _permission_buttons(out)
     expect(form).to_contain_text(f"Run {P_IMG}")
     expect(form.locator("pre")).to_have_text(f"echo {P_SCRIPT}")
-    expect(buttons).to_have_text([f"Allow {P_IMG}", "Reject"])
+    expect(buttons).to_have_text([f"Allow once \u2014 the agent's words: \u201cAllow {P_IMG}\u201d", "Reject"])
     buttons.first.click()
-    expect(form).to_contain_text(f"chose Allow {P_IMG}")
+    expect(form).to_contain_text(f"chose Allow once \u2014 the agent's words: \u201cAllow {P_IMG}\u201d")
     expect(status_line(out)).to_have_text(END_TURN, timeout=TURN)
     expect(out).to_contain_text('RESULT {"outcome": {"outcome": "selected", "optionId": "ok"}}')
     row = tool_row(out, "Edit")
