@@ -195,7 +195,7 @@ _WRAP_CLOSE = "</div>"
 
 # Characters that can start or change inline markdown, JupyterLab's math
 # (``$``, ``\``) or its ``@@N@@`` placeholders: written as character references.
-_MD_SPECIAL = re.compile(r"[\\`*_\[\]<>!|~&$#]|@(?=@)")
+_MD_SPECIAL = re.compile(r"[\\`*_\[\]<>!|~&$#@]")
 _REFS = {c: f"&#{ord(c)};" for c in "\\`*_[]!|~$#@"}
 _REFS.update({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
 # Block markers that matter only at the start of a line.
@@ -204,7 +204,7 @@ _MD_LEAD = re.compile(r"^(\s*)([+\-=]|\d+[.)])")
 
 def _refs(s: str) -> str:
     """Markdown specials as character references (the same visible text)."""
-    return _MD_SPECIAL.sub(lambda m: _REFS[m.group(0)], s)
+    return _MD_SPECIAL.sub(lambda m: _REFS[m.group(0)] if m.group(0) != "@" or s.startswith("@", m.end()) else "@", s)
 
 
 def _lead(s: str) -> str:
@@ -214,6 +214,23 @@ def _lead(s: str) -> str:
         return s
     mark = lead.group(2)
     return lead.group(1) + mark[:-1] + f"&#{ord(mark[-1])};" + s[lead.end():]
+
+
+_PLACEHOLDER = re.compile(r"@@\d+@@")
+
+
+def _mathy(s: str) -> bool:
+    """What JupyterLab's math pre-pass takes (``$``, a backslash) or its
+    placeholder pass replaces (``@@N@@``). Substring tests: a regex with
+    alternatives costs milliseconds on a long turn."""
+    return "$" in s or "\\" in s or ("@@" in s and _PLACEHOLDER.search(s) is not None)
+
+
+def _needs_parse(s: str) -> bool:
+    """Agent text that can hold HTML, a link, a backslash escape, a
+    placeholder or a fence (which must be closed)."""
+    return ("<" in s or "[" in s or "\\" in s or "```" in s or "~~~" in s
+            or ("@@" in s and _PLACEHOLDER.search(s) is not None))
 
 
 def text(value: Any, limit: int = INLINE_LIMIT) -> Markdown:
@@ -228,7 +245,6 @@ def text(value: Any, limit: int = INLINE_LIMIT) -> Markdown:
 
 
 # In a code span a reference does not decode: code holding these is HTML.
-_CODE_RISKY = re.compile(r"[$\\|]|@@\d+@@")
 
 
 def code(value: Any, limit: int = INLINE_LIMIT) -> Markdown:
@@ -240,7 +256,7 @@ def code(value: Any, limit: int = INLINE_LIMIT) -> Markdown:
     s = _short(visible_controls(str(value), keep_newlines=False), limit)
     if not s:
         return Markdown("` `")
-    if _CODE_RISKY.search(s):
+    if "|" in s or _mathy(s):
         return Markdown("<code>" + _refs(s) + "</code>")
     longest = max((len(m) for m in re.findall(r"`+", s)), default=0)
     fence = "`" * (longest + 1)
@@ -249,9 +265,8 @@ def code(value: Any, limit: int = INLINE_LIMIT) -> Markdown:
 
 
 _SAFE_INFO = re.compile(r"[^\w+.#-]")
-_BLOCK_RISKY = re.compile(r"[$\\]|@@\d+@@")
 _PRE_REFS = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "$": "&#36;", "\\": "&#92;", "@": "&#64;"}
-_PRE_SPECIAL = re.compile(r"[&<>$\\]|@(?=@)")
+_PRE_SPECIAL = re.compile(r"[&<>$\\@]")
 
 
 def block(value: Any, lang: str = "") -> Markdown:
@@ -263,9 +278,10 @@ def block(value: Any, lang: str = "") -> Markdown:
     s = visible_controls(str(value))
     info = _SAFE_INFO.sub("", lang)
     body = s if s.endswith("\n") or not s else s + "\n"
-    if _BLOCK_RISKY.search(s):
+    if _mathy(s):
         cls = f' class="language-{info}"' if info else ""
-        return Markdown(f"<pre><code{cls}>" + _PRE_SPECIAL.sub(lambda m: _PRE_REFS[m.group(0)], body) + "</code></pre>")
+        refs = _PRE_SPECIAL.sub(lambda m: _PRE_REFS[m.group(0)] if m.group(0) != "@" or body.startswith("@", m.end()) else "@", body)
+        return Markdown(f"<pre><code{cls}>{refs}</code></pre>")
     longest = max((len(m) for m in re.findall(r"`{3,}", s)), default=0)
     fence = "`" * max(3, longest + 1)
     return Markdown(f"{fence}{info}\n{body}{fence}")
@@ -419,7 +435,6 @@ OWN_TAGS = frozenset({
 _OWN_TAG = re.compile(r'<code class="language-[\w+.#-]*">\Z')
 _TAG = re.compile(r"<[^<>]*>")
 # What JupyterLab's math pre-pass and its placeholders look for.
-_MATHY = re.compile(r"[$\\]|@@\d+@@")
 
 
 def _foreign_html(content: str) -> str | None:
@@ -443,9 +458,8 @@ def problems(md: str) -> list[str]:
     (``$``, ``\\``) or replace (``@@``)."""
     _, checker = _parsers()
     found: list[str] = []
-    mathy = _MATHY.search(md)
-    if mathy is not None:
-        found.append(f"math pre-pass {mathy.group(0)!r} at {mathy.start()}")
+    if _mathy(md):
+        found.append("math for JupyterLab's pre-pass ($, a backslash or @@N@@)")
     stack = list(checker.parse(md))
     while stack:
         tok = stack.pop()
@@ -462,11 +476,11 @@ def problems(md: str) -> list[str]:
     return found
 
 
-# Agent text needs the full parse when it can hold HTML, a link, math for
-# JupyterLab's pre-pass, a placeholder or a fence (which must be closed).
-_NEEDS_PARSE = re.compile(r"[<\[\\]|@@\d+@@|```|~~~")
-# Where a character reference would not decode: code spans, indented code.
-_CODE_LIKE = re.compile(r"`|^(?: {4}|\t)", re.M)
+def _code_like(s: str) -> bool:
+    """Where a character reference would not decode: a code span, indented code."""
+    return "`" in s or "\t" in s or s.startswith("    ") or "\n    " in s
+
+
 # mdformat's own escapes (a line start that would be a list, a heading...).
 _MD_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
 
@@ -482,10 +496,10 @@ def markdown(value: Any) -> Markdown:
     if isinstance(value, Markdown):
         return value
     s = visible_controls(str(value))
-    if not _NEEDS_PARSE.search(s):
+    if not _needs_parse(s):
         if "$" not in s:
             return Markdown(s)
-        if not _CODE_LIKE.search(s):  # prose with "$": a reference decodes to the same "$" everywhere
+        if not _code_like(s):  # prose with "$": a reference decodes to the same "$" everywhere
             return Markdown(s.replace("$", "&#36;"))
     writer, _ = _parsers()
     try:
@@ -662,9 +676,8 @@ def check_data(data: Mapping[str, Any]) -> None:
     if md is not None:
         if not md.startswith(_WRAP_OPEN):
             raise UnsafeOutput("text/markdown output is not inside the math-ignoring element (use safe.bundle)")
-        found = _MATHY.search(md)
-        if found is not None:
-            raise UnsafeOutput(f"text/markdown output holds {found.group(0)!r}, which JupyterLab's math pre-pass takes")
+        if _mathy(md):
+            raise UnsafeOutput("text/markdown output holds $, a backslash or @@N@@, which JupyterLab's math pre-pass takes")
     html_value = data.get("text/html")
     if html_value is not None and not html_value.startswith(_WRAP_OPEN):
         raise UnsafeOutput("text/html output is not inside the math-ignoring element (use safe.bundle)")
