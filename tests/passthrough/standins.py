@@ -30,6 +30,8 @@ PROFILES: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
     "restore": (("--multiline-input", "--cancel-restores"), {}),  # a cancel puts the prompt back
     "lag": (("--lag", "0.6", "--ink-paste"), {}),  # late reads: paste and Enter in one read
     "late": (("--busy-late", "2.5"), {}),  # the echo, then nothing for a while, then the reply
+    "claude-like": (("--notice", "1.5", "--notice-drops", "input", "--ink-paste", "--multiline-input",
+                     "--cancel-restores"), {}),  # all of Claude Code's at once (the CPU-load test)
 }
 
 #: The stand-in's input box: the rows between the two rules, after "> " (registry data).

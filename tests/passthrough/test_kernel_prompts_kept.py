@@ -27,15 +27,13 @@ import sys
 import pytest
 
 from ..kernel.conftest import running_kernel
-from .standins import PROFILES, config_entry, events, prompts, wait_event
+from .standins import config_entry, events, prompts, wait_event
 from .test_kernel_runall import Notebook
 
 pytestmark = pytest.mark.slow
 #: The last one is hostile: markup, math delimiters and a code span the reply quotes back.
 PROMPTS = ["alpha one", "bravo two", "charlie <img src=x onerror=alert(1)> $x$ \\( \\[ \\begin{x} `a b`"]
 
-PROFILES["claude-like"] = (("--notice", "1.5", "--notice-drops", "input", "--ink-paste", "--multiline-input",
-                            "--cancel-restores"), {})
 
 
 @pytest.fixture
