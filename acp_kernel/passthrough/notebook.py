@@ -175,7 +175,7 @@ async def _ask(cell: Cell, name: str, code_: str) -> tuple[bool, str]:
     loop = asyncio.get_running_loop()
     prompt = PermissionPrompt(
         session_id=f"notebook-mcp:{name}", request=None, kind="execute", future=loop.create_future(), loop=loop,
-        options=[{"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+        options=[{"optionId": "allow", "name": "Allow once", "kind": "allow_once"},  # our words: the kind's
                  {"optionId": "reject", "name": "Reject", "kind": "reject_once"}],
         title=f"{name} wants to run code in this kernel (notebook MCP server)", command=code_)
     form = PermissionForm(prompt, widgets=True, detail=code_)

@@ -304,7 +304,7 @@ def clicker(harness, label: str):
 @pytest.mark.slow
 async def test_ask_puts_the_buttons_in_the_typing_cell(ipython, tmp_path):  # noqa: F811
     log, path, ready = await _open_standin(ipython, tmp_path, "ask")
-    clicked, hook = clicker(ipython, "Allow")
+    clicked, hook = clicker(ipython, "Allow once")
     res = await ipython.ok("%%acp\nmcp run w = 7", on_output=hook)
     assert clicked and _results(log)[-1]["lines"][0] == "mcp execute -> ok"
     assert "Permission requested" in res.text() and await ipython.value("w") == "7"
