@@ -264,18 +264,13 @@ class Action:
             rest = json.dumps(raw_input, ensure_ascii=False, default=repr)
         return cls(kind, command_line(raw_input), code_of(raw_input), cwd, env, touched_paths(raw_input, locations), rest)
 
-    @property
-    def concrete(self) -> bool:
-        return bool(self.command or self.code or self.paths)
-
-    def key(self) -> tuple[str, ...] | None:
-        return memory_key(self.kind, self.command, self.paths, self.code)
-
     def text(self) -> str:
         """The whole payload as plain text (a command alone: just its line; paths
         alone: one per line, as the question's detail always showed them). Longer than
         ``PAYLOAD_SHOWN``: cut with an explicit count of what is left out."""
-        bare = not (self.code or self.cwd or self.env or self.rest)
+        runs = bool(self.code or self.command)
+        mislabelled = runs and self.kind in READ_KINDS | {"edit", "delete", "move", "switch_mode"}
+        bare = not (self.code or self.cwd or self.env or self.rest or mislabelled)
         if bare and self.command and not self.paths:
             return _bounded(self.command)
         if bare and self.paths and not self.command:
@@ -293,7 +288,7 @@ class Action:
             lines.append(f"path: {path}")
         if self.rest:
             lines.append(f"other input: {self.rest}")
-        if (self.code or self.command) and self.kind in READ_KINDS | {"edit", "delete", "move", "switch_mode"}:
+        if mislabelled:
             lines.append(f"note: the agent calls this a {self.kind!r}, but it names "
                          f"{'code' if self.code else 'a command'} to run")
         return _bounded("\n".join(lines))
