@@ -177,6 +177,10 @@ class TurnOutput(TurnBase):
 
     def _make_widget(self) -> Any:
         w = turn_widget_class()(layout=shared_layout())
+        # MathJax skips the whole view, the reopened notebook's loader too (its
+        # element carries the classes): agent text is never typeset as math.
+        w.add_class("tex2jax_ignore")
+        w.add_class("mathjax_ignore")
         w.on_msg(self._on_widget_msg)
         return w
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from acp_kernel.client.commands import KERNEL, help_markdown
-from acp_kernel.safe import Markdown, block, code, text
+from acp_kernel.safe import Markdown, block, code, text, unwrapped
 from acp_kernel.view.plaintext import markdown_plain, message
 
 IMG = "<img src=x onerror=alert(1)>"
@@ -30,6 +30,7 @@ def test_tables_become_aligned_columns():
 
 def test_message_bundles_markdown_with_the_rendered_text():
     data = message(Markdown("*Mode: {}.*").format(code(IMG)))
-    assert data["text/markdown"] == f"*Mode: `{IMG}`.*" and data["text/plain"] == f"Mode: {IMG}."
+    assert unwrapped(data["text/markdown"]) == f"*Mode: `{IMG}`.*" and data["text/plain"] == f"Mode: {IMG}."
+    assert data["text/markdown"] != unwrapped(data["text/markdown"])  # inside the element MathJax skips
     assert message(Markdown("x"), "given")["text/plain"] == "given"
     assert message(Markdown("a\x1b[31mb"))["text/plain"] != "a\x1b[31mb"  # controls neutralised by safe.plain

