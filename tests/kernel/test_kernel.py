@@ -6,6 +6,7 @@ import asyncio
 import re
 
 from acp_kernel.protocol import proctree
+from acp_kernel.safe import unwrapped
 
 from tests.view.turnclick import permission_answerer
 
@@ -45,7 +46,8 @@ async def test_interrupt_cancels_within_two_seconds_and_next_cell_works(acp_kern
     async def on_output(msg):
         data = msg["content"].get("data", {})
         if (not started.done() and msg["msg_type"] in ("display_data", "update_display_data")
-                and data.get("text/markdown") and not data["text/markdown"].startswith("*Starting")):
+                and unwrapped(data.get("text/markdown") or "").strip()
+                and not unwrapped(data["text/markdown"]).startswith("*Starting")):
             # the turn's first text, not the start-up line (shown, then blanked)
             started.set_result(None)
 
