@@ -5,12 +5,16 @@ pip refuses to install into an interpreter whose ``sysconfig.get_path("stdlib")`
 holds an ``EXTERNALLY-MANAGED`` file, unless it runs inside a virtual
 environment. A venv of ours would not do (pip skips the check in a venv), so
 this makes a throwaway *prefix*: a copy of the running interpreter's binary,
-its standard library linked entry by entry, the marker, and a site-packages
-with only pip in it (Debian's python3-pip is there too, and refuses).
+its standard library linked entry by entry, the marker, and a site directory
+with only pip in it (Debian's python3-pip is there too, and refuses). Which
+site directory is the copied interpreter's own answer (``site.getsitepackages``):
+a pyenv or python.org build looks in ``lib/python3.X/site-packages``, Debian's
+own python3 only in ``dist-packages`` folders.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -40,13 +44,23 @@ def externally_managed_python(prefix: Path) -> Path:
     for entry in stdlib.iterdir():
         if entry.name not in ("site-packages", "EXTERNALLY-MANAGED"):
             (lib / entry.name).symlink_to(entry)
-    site = lib / "site-packages"
-    site.mkdir()
+    site = site_dirs(bindir / "python3")[-1]
+    assert site.is_relative_to(prefix), f"the copied python3 did not find its own prefix: {site}"
+    site.mkdir(parents=True)
     import pip
 
     (site / "pip").symlink_to(Path(pip.__file__).resolve().parent)
     (lib / "EXTERNALLY-MANAGED").write_text(MARKER)
     return bindir
+
+
+def site_dirs(python: Path) -> list[Path]:
+    """The interpreter's own site-packages folders (existing or not), in its order;
+    the last is under ``prefix/lib`` on every build seen (Debian adds ``local`` ones first)."""
+    out = subprocess.run([str(python), "-S", "-c", "import site, json; print(json.dumps(site.getsitepackages()))"],
+                         capture_output=True, text=True, check=True, timeout=60, stdin=subprocess.DEVNULL,
+                         env={"PATH": os.environ.get("PATH", "")})
+    return [Path(p) for p in json.loads(out.stdout)]
 
 
 def clone_head(dest: Path) -> Path:
