@@ -112,6 +112,15 @@ def pick(options: Iterable[dict[str, Any]], want: str, *, always_first: bool = F
     return None
 
 
+def policy_kind(kind: str | None, *, command: str = "", code: str = "") -> str | None:
+    """The kind a policy judges: what runs, not what the agent calls it. A request
+    of a read kind whose payload names a command or code would run it, so
+    ``allow-reads`` must not let it through as a read."""
+    if kind in READ_KINDS and (command or code):
+        return "execute"
+    return kind
+
+
 def policy_decision(policy: str, kind: str | None) -> str:
     """"allow", "reject" or "ask" for a tool kind under a policy."""
     if policy == "allow-all":
@@ -527,7 +536,8 @@ class PermissionBroker:
             return (selected(opt["optionId"]) if opt else CANCELLED), by
 
         what = f"{title or tool_call_id!r}" + (f" [{describe_action(command, paths)}]" if command or paths else "")
-        decision = policy_decision(policy or ctx.settings.permissions, kind)
+        decision = policy_decision(policy or ctx.settings.permissions,
+                                   policy_kind(kind, command=action.command, code=action.code))
         if decision == "reject":  # "deny" beats anything remembered
             opt = pick(options, "reject")
             return done(opt, "policy")

@@ -284,6 +284,19 @@ async def test_code_in_a_read_titled_request_is_shown_and_a_read_grant_does_not_
     assert "pathlib.Path(" in servers[0].command and "x = 1" in servers[1].command
 
 
+async def test_allow_reads_asks_a_read_titled_request_that_names_code_or_a_command(ws):
+    """``allow-reads`` judges what runs, not what the agent calls it: a plain read
+    is allowed by the policy, a "read" whose payload is code or a command is asked."""
+    actions = [permission(f"Read notes.txt {IMG}", {"path": str(ws / "notes.txt")}, kind="read", tcid="plain"),
+               permission(f"Read notes.txt {HOSTILE}", {"code": CODE, "path": NL_PATH}, kind="read", tcid="code"),
+               permission("Search", {"command": f"touch {ws / 'ran'}"}, kind="search", tcid="cmd")]
+    async with Run({"prompts": {"go": actions}}, ws, lambda p, r: p.reject(), policy="allow-reads") as run:
+        turn = await run.turn("go")
+    got = [result["outcome"].get("optionId") for _, result in answers(turn)]
+    assert got == ["yes", "no", "no"]  # the plain read by policy; the other two were asked and refused
+    assert sorted(p.request.tool_call.tool_call_id for p in run.asked) == ["cmd", "code"]
+
+
 @pytest.mark.parametrize("kind,raw", [
     ("execute", {"code": CODE}),
     ("other", {"server": "notebook", "tool": "execute", "arguments": {"code": CODE}}),  # Claude Code's shape
