@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import time
 from typing import Any
 
 from acp_kernel.protocol import proctree
@@ -82,10 +81,6 @@ def cmdline(pid: int) -> str:
         return open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
         return ""
-
-
-def elapsed(t0: float) -> float:
-    return time.monotonic() - t0
 
 
 __all__ = ["os"]

