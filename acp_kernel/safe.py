@@ -251,12 +251,14 @@ def code(value: Any, limit: int = INLINE_LIMIT) -> Markdown:
     """Agent text (a path, an id, a command) as inline code: newlines shown
     as ``␊`` and other controls as control pictures, so it cannot end a line
     (a code span across a line break can let block syntax through). Text
-    holding ``$``, ``\\``, ``|`` or ``@@N@@`` is a ``<code>`` element we write,
-    its text as character references."""
+    holding ``$``, ``\\``, ``|``, ``<``, ``>`` or ``@@N@@`` is a ``<code>``
+    element we write, its text as character references: no raw ``<`` is
+    left for a renderer that takes the opening backtick otherwise (marked's
+    GFM autolink ``www.a.b`` does)."""
     s = _short(visible_controls(str(value), keep_newlines=False), limit)
     if not s:
         return Markdown("` `")
-    if "|" in s or _mathy(s):
+    if "|" in s or "<" in s or ">" in s or _mathy(s):
         return Markdown("<code>" + _refs(s) + "</code>")
     longest = max((len(m) for m in re.findall(r"`+", s)), default=0)
     fence = "`" * (longest + 1)
@@ -352,7 +354,7 @@ class _Renderers:
         href = str(node.attrs.get("href", ""))
         if not safe_url(href):
             return inner
-        return f"[{inner}](<{_url_escape(href)}>)"
+        return f"[{inner}]({_url_escape(href)})"
 
     @staticmethod
     def image(node: Any, context: Any) -> str:
@@ -362,7 +364,7 @@ class _Renderers:
         host = image_host(src)
         if not safe_url(src) or not host or REMOTE_IMAGES == "drop":
             return f"🖼 {alt} " + ("(inline image)" if is_data_image(src) else "(image not shown)")
-        return f"[🖼 {alt} (image from {text(host)})](<{_url_escape(src)}>)"
+        return f"[🖼 {alt} (image from {text(host)})]({_url_escape(src)})"
 
 
 def image_host(src: str) -> str:
@@ -385,9 +387,11 @@ def is_data_image(src: str) -> bool:
 
 
 def _url_escape(url: str) -> str:
-    """A link destination inside ``<...>``: no ``<``, ``>``, newlines, spaces,
-    ``\\``, ``$`` or ``@@``; ``&`` as a reference (it decodes back)."""
-    url = re.sub(r"[<>\s\\$]|@(?=@)", lambda m: "%{:02X}".format(ord(m.group(0))), url)
+    """A bare link destination (never ``<...>``: marked does not read one after
+    a hard break in a list item, and its ``<`` is then raw HTML): no ``<``,
+    ``>``, brackets, parentheses, backticks, spaces, ``\\``, ``$`` or ``@@``
+    (percent-escaped); ``&`` as a reference (it decodes back)."""
+    url = re.sub(r"[<>\s\\$()\[\]`]|@(?=@)", lambda m: "%{:02X}".format(ord(m.group(0))), url)
     return url.replace("&", "&amp;")
 
 

@@ -6,6 +6,8 @@ JupyterLab renders trusted output) and must have nothing live in it.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -257,6 +259,10 @@ ATTACKS = [
     "a hard break\\\nand a trailing \\\\",
     "1. `\\\\(`\n2. $\n\n   ```\n   \\\\)\n   ```",
     "/tmp/evil\n# heading\n<img src=x onerror=alert(6)>.py",
+    # found by tests/rendermime in JupyterLab: marked's GFM autolink takes a code span's opening backtick,
+    # and reads no <...> link destination after a hard break in a list item
+    "see www.example.com`<img src=x onerror=alert(1)>` here", "see http://b`<img src=x onerror=alert(1)>` here",
+    "- ?\n\\\n[](svg/onload=alert(1))",
 ]
 
 _AGENT_VIEW = None
@@ -320,6 +326,20 @@ def test_property_every_form_of_agent_markdown_is_inert(md):
     assert inert_data(safe.bundle(safe.Markdown("{} {}\n\n{}").format(safe.text(md), safe.code(md), safe.block(md)))) == []
     html = safe.markdown_html(md)
     assert live_html(html) == [] and typesettable_text(html) == []
+
+
+def test_no_code_span_or_link_destination_holds_an_angle_bracket():
+    """No code span holds a raw "<" and no link destination is written as <...>:
+    a renderer that reads either differently (marked, above) finds no tag."""
+    from markdown_it import MarkdownIt
+
+    parser = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
+    for payload in ATTACKS + PAYLOADS:
+        assert "<" not in re.sub(r"</?code>", "", safe.code(payload)) and "<" not in safe.text(payload)
+        md = safe.markdown(payload)
+        assert "](<" not in md, md
+        spans = [t for tok in parser.parse(md) for t in tok.children or [] if t.type == "code_inline"]
+        assert all("<" not in t.content for t in spans), (payload, md)
 
 
 def test_problems_allow_only_our_own_tags():
