@@ -163,11 +163,39 @@ def visible_controls(value: str, *, keep_newlines: bool = True) -> str:
     return termsafe.clean(value, oneline=not keep_newlines)
 
 
+# JupyterLab's text/plain renderer makes a link of any "scheme://..." and
+# "data:...": a click on "javascript://%0A..." runs it. A word joiner (no
+# width, not a space) before the colon of other schemes breaks the pattern.
+_LINK_SCHEME = re.compile(r"(?i)(?<![a-z0-9+.-])([a-z][a-z0-9+.-]*)(?=:)(?=://|:(?<=data:)|:(?<=javascript:)|:(?<=vbscript:))")
+_KEPT_SCHEMES = frozenset({"http", "https", "mailto", "ftp"})
+
+
+# A link of a kept scheme (or "www.") whose text holds a character no URL
+# has (an agent's "www.a.b`<img ...") is broken up the same way.
+_ODD_URL = re.compile(r"(?i)\S*(?:://|www\.)\S*")
+
+
+def _odd_url(m: re.Match[str]) -> str:
+    token = m.group(0)
+    if not any(c in token for c in "<>`\"'"):
+        return token
+    return re.sub(r"(?i)(://|www(?=\.))", lambda w: "\u2060" + w.group(1) if w.group(1) == "://" else w.group(1) + "\u2060", token)
+
+
+def _unlinked(s: str) -> str:
+    if ":" not in s and "www." not in s.lower():
+        return s
+    s = _LINK_SCHEME.sub(lambda m: m.group(1) if m.group(1).lower() in _KEPT_SCHEMES else m.group(1) + "\u2060", s)
+    return _ODD_URL.sub(_odd_url, s)
+
+
 def plain(value: Any) -> Plain:
-    """Agent text for ``text/plain`` and terminals: lines kept, controls neutralised."""
+    """Agent text for ``text/plain`` and terminals: lines kept, controls
+    neutralised, and no link JupyterLab's text renderer would make of a
+    scheme other than http(s), mailto and ftp (a word joiner before its colon)."""
     if isinstance(value, Plain):
         return value
-    return Plain(termsafe.clean(str(value)))
+    return Plain(_unlinked(termsafe.clean(str(value))))
 
 
 def _short(s: str, limit: int) -> str:

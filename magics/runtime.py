@@ -30,7 +30,7 @@ from .bridge import LoopHome, UsageError
 from .cellinput import ATTACH_CAP, attachment, cell_parser, interpolate
 from acp_kernel.passthrough.ptycell import Target, Terminals, resolve
 from acp_kernel.view.plaintext import message
-from acp_kernel.frontends.shellcell import ShellCellError, parse_options, run_shell
+from acp_kernel.frontends.shellcell import ShellOptionsError, shell_cell
 from acp_kernel.services.terminals import TerminalError
 
 __all__ = ["ATTACH_CAP", "Runtime", "UsageError", "attachment", "kill_all_now", "runtime"]
@@ -243,10 +243,6 @@ class Runtime(LoopHome):
     # -- %%shell --------------------------------------------------------------
 
     async def shell(self, args: str, body: str) -> Any:
-        try:
-            opts = parse_options(args)
-        except ShellCellError as exc:
-            raise UsageError(str(exc)) from None
         # IPython ends every cell with a newline; the line is the body without it
         # (as in the ACP kernel), so --show-argv and the argv match terminal_request.
         if body.endswith("\n"):
@@ -259,10 +255,9 @@ class Runtime(LoopHome):
         running: list[Any] = []
         with self._sigint(lambda: asyncio.ensure_future(running[0].kill("killed")) if running else None):
             try:
-                fe = self.frontend.frontend()  # a live status line where the frontend applies updates
-                display = self.frontend.sink() if fe.updates and fe.widgets else None
-                return await run_shell(body, opts, write, cwd=os.getcwd(), on_start=running.append, display=display)
-            except TerminalError as exc:
+                return await shell_cell(args, body, write, frontend=self.frontend.frontend(), display=self.frontend.sink(),
+                                        cwd=os.getcwd(), on_start=running.append)
+            except (ShellOptionsError, TerminalError) as exc:  # --raise's ShellCellError is a real error
                 raise UsageError(str(exc)) from None
 
     async def close_all(self) -> None:

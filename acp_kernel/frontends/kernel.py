@@ -36,7 +36,7 @@ from ..safe import Markdown, bundle, text
 from ..safe import code as inline_code  # not `code`: do_execute's parameter is the cell's source
 from ..client.session import __version__, resource_link, text_block
 from ..view.frontend import WidgetClients
-from .shellcell import ShellCellError, parse_options, run_shell
+from .shellcell import ShellCellError, shell_cell
 from ..services.terminals import TerminalError
 from .complete import complete, inspect
 
@@ -257,16 +257,12 @@ class AcpKernel(Kernel):
     async def _shell(self, cell: cells.Cell) -> dict[str, Any]:
         sink = self._sink
         try:
-            opts = parse_options(cell.shell_args)
-            # A frontend that applies updates gets a live status line that becomes the cut notice.
-            display = sink if KernelFrontend(self).frontend().updates else None
-            result = await run_shell(cell.shell or "", opts, sink.stream, cwd=self.controller.cwd,  # type: ignore[union-attr]
-                                     on_start=lambda term: setattr(self.controller, "running", term), display=display)
-        except (ShellCellError, TerminalError) as exc:
+            await shell_cell(cell.shell_args, cell.shell or "", sink.stream, frontend=KernelFrontend(self).frontend(),  # type: ignore[union-attr]
+                             display=sink, cwd=self.controller.cwd,  # type: ignore[arg-type]
+                             on_start=lambda term: setattr(self.controller, "running", term))
+        except (ShellCellError, TerminalError) as exc:  # bad options, a bad cwd, or --raise
             sink.stream(f"{exc}\n", "stderr")  # type: ignore[union-attr]
             return self._error(type(exc).__name__, str(exc))
-        if result.status.exit_code != 0 and opts.raise_on_error:
-            return self._error("ShellError", str(result.status))
         return self._ok()
 
     # -- completion, inspection, shutdown --------------------------------------

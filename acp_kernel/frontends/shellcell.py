@@ -3,8 +3,10 @@
 The same argv builder (:func:`~acp_kernel.services.shell.shell_argv`) and the same
 :class:`~acp_kernel.services.terminals.Terminal` that answer the agent's
 ``terminal/create``, so a cell and an agent's command cannot drift apart. Used
-by the ACP kernel and by the IPython magic alike; output goes to a ``write``
-callback (the caller streams it to the notebook), bounded: the first and last
+by the ACP kernel and by the IPython magic alike, through one entry
+(:func:`shell_cell`: options, whether a live status line is shown, the run, the
+lines that say how it ended), so the two cannot show a command differently.
+Output goes to a ``write`` callback (the caller streams it to the notebook), bounded: the first and last
 lines, and between them a notice of what was left out and where the whole
 output was saved (:mod:`acp_kernel.frontends.shellview`), so a megabyte of
 output never floods the page.
@@ -21,6 +23,7 @@ from dataclasses import dataclass, field
 from ..services.output_window import HEAD_LINES, TAIL_LINES
 from ..services.shell import shell_argv, terminal_request
 from ..services.terminals import ExitStatus, Terminal
+from ..view.frontend import Frontend
 from .shellview import SAVE_LIMIT, LiveWindow, Sink
 
 DEFAULT_LIMIT = 1024 * 1024
@@ -28,6 +31,10 @@ DEFAULT_LIMIT = 1024 * 1024
 
 class ShellCellError(Exception):
     """Bad ``%%shell`` options, or ``--raise`` with a non-zero exit."""
+
+
+class ShellOptionsError(ShellCellError):
+    """Bad ``%%shell`` options (a usage error: the magics show one line, no traceback)."""
 
 
 @dataclass
@@ -46,7 +53,7 @@ class ShellOptions:
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise ShellCellError(f"%%shell: {message}\n{self.format_usage().strip()}")
+        raise ShellOptionsError(f"%%shell: {message}\n{self.format_usage().strip()}")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -71,13 +78,13 @@ def parse_options(args: str | list[str]) -> ShellOptions:
     env: dict[str, str] = {}
     for item in ns.env:
         if "=" not in item:
-            raise ShellCellError(f"%%shell: --env wants K=V, got {item!r}")
+            raise ShellOptionsError(f"%%shell: --env wants K=V, got {item!r}")
         key, value = item.split("=", 1)
         env[key] = value
     if ns.limit <= 0:
-        raise ShellCellError("%%shell: --limit must be a positive number of bytes")
+        raise ShellOptionsError("%%shell: --limit must be a positive number of bytes")
     if ns.head < 0 or ns.tail < 0 or ns.save_limit < 0:
-        raise ShellCellError("%%shell: --head, --tail and --save-limit must be >= 0")
+        raise ShellOptionsError("%%shell: --head, --tail and --save-limit must be >= 0")
     return ShellOptions(ns.pwsh, ns.timeout, ns.limit, ns.cwd, env, ns.show_argv, ns.raise_on_error,
                         ns.head, ns.tail, ns.save_limit)
 
@@ -157,3 +164,30 @@ async def run_shell(
     if opts.raise_on_error and status.exit_code != 0:
         raise ShellCellError(f"shell command failed: {status}")
     return result
+
+
+def live_status(frontend: Frontend) -> bool:
+    """Whether the cell gets a live status line that becomes the cut notice: only
+    where displays are shown and updated in place (a notebook, a headless run that
+    saves them). A console appends only, and code outside IPython shows no
+    display at all: there the notice goes in the stream, after the head."""
+    return frontend.updates and frontend.widgets
+
+
+async def shell_cell(
+    args: str | list[str],
+    body: str,
+    write: Callable[[str], None],
+    *,
+    frontend: Frontend,
+    display: Sink,
+    cwd: str,
+    on_start: Callable[[Terminal], None] | None = None,
+) -> ShellResult:
+    """A ``%%shell`` cell, the one path of the ACP kernel and the magics: parse
+    ``args`` (:class:`ShellOptionsError`), run ``body``, show its output, its
+    status line per :func:`live_status`, and how it ended; ``--raise`` with a
+    non-zero exit raises :class:`ShellCellError` after all of that is shown."""
+    opts = parse_options(args)
+    return await run_shell(body, opts, write, cwd=cwd, on_start=on_start,
+                           display=display if live_status(frontend) else None)

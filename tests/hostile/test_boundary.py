@@ -395,3 +395,15 @@ def test_a_whole_turn_of_attacks_in_every_output_and_the_transcript(payload):
     saved = safe.bundle(render_markdown(turn))
     assert inert_data(saved) == []
     assert "the end" in visible_text(saved["text/html"])
+
+
+def test_plain_text_gives_jupyterlabs_text_autolinker_no_script_link():
+    """JupyterLab's text/plain renderer links any "scheme://" and "data:": a
+    word joiner (no width) before the colon breaks that for other schemes,
+    and for an http(s)/www link whose text holds a character no URL has."""
+    out = safe.plain("see javascript://%0Aalert(1) and data:text/html,x and JAVASCRIPT:y "
+                     "www.a.b`<img src=x onerror=alert(1)>` http://ok.example/a?b=1 mailto:a@b.c")
+    assert "javascript://" not in out.lower() and "data:" not in out and "javascript:" not in out.lower()
+    assert "www.a.b" not in out and "http://ok.example/a?b=1" in out and "mailto:a@b.c" in out
+    assert out.replace("\u2060", "") == ("see javascript://%0Aalert(1) and data:text/html,x and JAVASCRIPT:y "
+                                         "www.a.b`<img src=x onerror=alert(1)>` http://ok.example/a?b=1 mailto:a@b.c")
