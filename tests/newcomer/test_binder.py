@@ -5,8 +5,9 @@ repo2docker itself (``--no-build --debug`` prints the Dockerfile it would
 build; no Docker engine needed) tells which Python it picks and what it runs.
 pip resolves the dependencies for that Python (``--dry-run --python-version``),
 and each resolved distribution's own Requires-Python is checked against it:
-pip does not do that last step for a foreign ``--python-version`` (it picked
-ipykernel 7.4, which needs 3.11, for Binder's old default 3.10)."""
+pip before 23.3 does not do that last step for a foreign ``--python-version``
+(pypa/pip#12216: it picked ipykernel 7.4, which needs 3.11, for Binder's old
+default 3.10); pip 23.3 and later refuse such a resolution themselves."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pip
 import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
@@ -48,8 +50,12 @@ def floor() -> Version:
     return Version(f"{low.major}.{low.minor}")
 
 
-def resolve(python: str, tmp_path: Path) -> list[dict]:
-    """What pip would install for ``python``: our dependencies plus binder's."""
+#: The first pip that checks a resolution's Requires-Python against ``--python-version``.
+PIP_CHECKS_REQUIRES_PYTHON = Version(pip.__version__) >= Version("23.3")
+
+
+def dry_run(python: str, tmp_path: Path) -> tuple[subprocess.CompletedProcess, Path]:
+    """pip's dry run for ``python`` of our dependencies plus binder's, and its report file."""
     reqs = tmp_path / f"requirements-{python}.txt"
     extra = [line.strip() for line in (BINDER / "requirements.txt").read_text().splitlines()
              if line.strip() and not line.startswith("#")]
@@ -61,6 +67,12 @@ def resolve(python: str, tmp_path: Path) -> list[dict]:
          "-r", str(reqs), "--report", str(report)],
         capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL,
     )
+    return out, report
+
+
+def resolve(python: str, tmp_path: Path) -> list[dict]:
+    """What pip would install for ``python`` (it must find a resolution)."""
+    out, report = dry_run(python, tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads(report.read_text())["install"]
 
@@ -118,8 +130,18 @@ def test_every_dependency_accepts_binders_python_and_the_floor(tmp_path):
 @pytest.mark.timeout(1200)
 def test_requires_python_is_not_lower_than_a_dependency_allows(tmp_path):
     """One minor version below the floor, some dependency says no (today:
-    ipykernel 7.4 and IPython 9 need 3.11). Were nothing to say no, the floor
-    would be set higher than needed."""
+    ipykernel 7.4 and IPython 9 need 3.11): pip's resolution for it refuses,
+    and for the floor itself succeeds. Were nothing to say no, the floor would
+    be set higher than needed."""
     low = floor()
     below = f"{low.major}.{low.minor - 1}"
-    assert refusals(below, resolve(below, tmp_path)), f"everything accepts Python {below}"
+    out, report = dry_run(below, tmp_path)
+    if PIP_CHECKS_REQUIRES_PYTHON:  # pip itself says no, naming the dependency
+        assert out.returncode != 0, f"pip resolved our dependencies for Python {below}"
+        assert re.search(r"requires a different Python: \S+ not in", out.stderr), out.stderr[-3000:]
+    else:  # an older pip resolves without looking: the resolution holds the refusal
+        assert out.returncode == 0, out.stderr[-3000:]
+        installs = json.loads(report.read_text())["install"]
+        assert refusals(below, installs), f"everything accepts Python {below}"
+    floor_installs = resolve(str(low), tmp_path)
+    assert refusals(str(low), floor_installs) == []
