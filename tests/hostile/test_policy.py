@@ -202,12 +202,13 @@ async def test_a_persons_allow_of_the_agents_request_runs_that_command_once_with
 
 
 async def test_a_policy_allow_of_a_read_grants_no_terminal(ws):
-    # allow-reads allows a "read" by policy; it must not let the command it names run.
+    # allow-reads judges what runs: a "read" naming a command is asked (nobody can answer
+    # here, so it is rejected), and the command it names never runs.
     marker = ws / "ran"
     line = f"touch {marker}"
     actions = [permission("Read README", {"command": line}, kind="read"), create(line)]
     _, got, _ = await play(actions, ws, "allow-reads")
-    assert got[0][1]["outcome"]["optionId"] == "yes"
+    assert got[0][1]["outcome"]["optionId"] == "no"
     assert got[1][0] == "ERROR" and "nobody can answer" in got[1][1]["message"]
     assert not marker.exists()
 
