@@ -171,13 +171,21 @@ _KEPT_SCHEMES = frozenset({"http", "https", "mailto", "ftp"})
 
 
 # A link of a kept scheme (or "www.") whose text holds a character no URL
-# has (an agent's "www.a.b`<img ...") is broken up the same way.
+# has (an agent's "www.a.b`<img ...", a host with "|") is broken up the same way.
 _ODD_URL = re.compile(r"(?i)\S*(?:://|www\.)\S*")
+
+
+# What a URL's host may hold (letters, digits, IDN, port, userinfo); anything else
+# makes a link the browser cannot parse, which JupyterLab still draws.
+_HOST_OK = re.compile(r"[\w.\-:@~%\u0080-\U0010ffff]*")
 
 
 def _odd_url(m: re.Match[str]) -> str:
     token = m.group(0)
-    if not any(c in token for c in "<>`\"'"):
+    start = token.lower().find("://")
+    host = token[start + 3:] if start >= 0 else token[token.lower().find("www."):]
+    host = re.split(r"[/?#]", host, maxsplit=1)[0]
+    if not any(c in token for c in "<>`\"'|\\^{}") and _HOST_OK.fullmatch(host):
         return token
     return re.sub(r"(?i)(://|www(?=\.))", lambda w: "\u2060" + w.group(1) if w.group(1) == "://" else w.group(1) + "\u2060", token)
 

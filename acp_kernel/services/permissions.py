@@ -311,7 +311,8 @@ class Action:
             return "this exact code"
         if self.paths:
             names = ", ".join(self.paths)
-            names = names if len(names) <= LABEL_SCOPE else names[:LABEL_SCOPE - 1] + "…"
+            # A path's end names the file: keep it, cut the start (the whole list is in the payload).
+            names = names if len(names) <= LABEL_SCOPE else "…" + names[-(LABEL_SCOPE - 1):]
             return f"{self.kind or 'access'} of {names}"
         return ""
 

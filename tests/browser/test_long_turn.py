@@ -69,7 +69,7 @@ def _run_long_turn(nb: Notebook, shot: str) -> None:
     _one_output(out)
     question.scroll_into_view_if_needed()
     nb.screenshot(f"{shot}-asking.png")
-    question.get_by_role("button", name="Allow", exact=True).click()
+    question.get_by_role("button", name="Allow once", exact=True).click()
     expect(out.locator(".jp-OutputArea-output sub").last).to_have_text(DONE, timeout=TURN)
     final = out.get_by_text(f"FINAL ANSWER after {STEPS} steps")
     expect(final).to_be_visible()
