@@ -69,7 +69,7 @@ def _run_long_turn(nb: Notebook, shot: str) -> None:
     _one_output(out)
     question.scroll_into_view_if_needed()
     nb.screenshot(f"{shot}-asking.png")
-    question.get_by_role("button", name="Allow once", exact=True).click()
+    question.get_by_role("button", name=re.compile(r"^Allow once")).click()
     expect(out.locator(".jp-OutputArea-output sub").last).to_have_text(DONE, timeout=TURN)
     final = out.get_by_text(f"FINAL ANSWER after {STEPS} steps")
     expect(final).to_be_visible()
@@ -78,7 +78,7 @@ def _run_long_turn(nb: Notebook, shot: str) -> None:
     expect(out.locator(".jp-TrimmedOutputs")).to_have_count(0)
     _one_output(out)
     question = out.locator(".acp-permission")
-    expect(question.locator(".acp-q-outcome")).to_have_text("→ chose Allow")
+    expect(question.locator(".acp-q-outcome")).to_have_text("→ chose Allow once — the agent's words: “Allow”")
     # The image is a placeholder naming its host; nothing loaded it.
     expect(out.locator(".acp-img")).to_contain_text("image from 127.0.0.1: click to load")
     # The DOM is bounded: the last 120 blocks, and a way to the earlier ones.
