@@ -333,6 +333,18 @@ class Notebook:
         self.page.keyboard.press("Shift+Enter")
         return self.output(i)
 
+    def wait_ran(self, i: int) -> None:
+        """Wait until cell ``i`` has finished (its prompt shows a number).
+
+        A passthrough prompt cell redraws its output when it ends, which drops the
+        terminal's focus and selection: click into it only after this.
+        (The cell's prompt, not the kernel's status: comm traffic makes that flicker.)
+        """
+
+        from playwright.sync_api import expect
+
+        expect(self.cell(i).locator(".jp-InputPrompt")).to_have_text(re.compile(r"\[\d+\]:"), timeout=TURN)
+
     def screenshot(self, name: str) -> Path:
         path = ARTIFACTS / name
         self.page.screenshot(path=str(path), full_page=True)

@@ -130,7 +130,9 @@ def test_passthrough_terminal_through_a_kernel_gateway(nb_gw: Notebook, gateway:
     expect(out0.locator(".acp-pty-screen")).to_contain_text("Demo CLI (acp-kernel)", timeout=TURN)
     out1 = nb.run(1, "hello through the gateway ✓")
     expect(out1.locator(".acp-pty-screen")).to_contain_text("You said: hello through the gateway ✓", timeout=TURN)
-    # Keys typed into the terminal travel back the same way.
+    # Keys typed into the terminal travel back the same way, once the prompt cell has
+    # ended (its output is redrawn then, which drops the terminal's focus: CI saw it).
+    nb.wait_ran(1)
     out1.locator(".acp-pty .xterm").click()
     # Typing before xterm.js has the focus would send the keys to the notebook (a busy machine).
     expect(out1.locator(".acp-pty .xterm textarea")).to_be_focused(timeout=TURN)
