@@ -10,8 +10,8 @@ cd "$(dirname "$0")/.."
 source scripts/project-venv.sh
 ensure_venv "$PWD"
 
-step "installing acp-kernel + JupyterLab into .venv (first run: 30 s to a few minutes, as pip downloads; later: seconds)"
-python -m pip install --progress-bar on -e ".[lab]"
+step "installing acp-kernel + JupyterLab into .venv (first run: about a minute, as it downloads; later: seconds)"
+venv_install -e ".[lab]"
 check_xterm_bundle
 # The kernelspecs of this .venv ("ACP Agent", Python 3) before any a user-wide
 # install may have left in ~/.local/share/jupyter from another Python.

@@ -8,6 +8,7 @@
 # it), never a system Python.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/project-venv.sh  # venv_install
 
 if [[ -z "${PYTHON:-}" ]]; then
   [[ -x .venv/bin/python ]] || { echo "error: no .venv here: run scripts/test.sh (it makes one), or set PYTHON" >&2; exit 2; }
@@ -39,7 +40,7 @@ fi
 # jupyterlab_widgets (ipywidgets' labextension) and anywidget's labextension
 # ship as prebuilt extensions inside these Python packages.
 echo "==> installing JupyterLab, Playwright, ipywidgets and anywidget into $("$PYTHON" -c 'import sys; print(sys.prefix)')"
-"$PYTHON" -m pip install --progress-bar on jupyterlab playwright ipywidgets anywidget
+VENV_PYTHON="$PYTHON" venv_install jupyterlab playwright ipywidgets anywidget
 
 "$PYTHON" -m jupyter lab --version
 listing="$("$PYTHON" -m jupyter labextension list 2>&1)"

@@ -9,8 +9,8 @@ cd "$(dirname "$0")/.."
 source scripts/project-venv.sh
 ensure_venv "$PWD"
 
-step "installing acp-kernel with its test and lab extras into .venv (first run: 1 to a few minutes, as pip downloads; later: seconds)"
-python -m pip install --progress-bar on -e ".[test,lab]"
+step "installing acp-kernel with its test and lab extras into .venv (first run: about a minute, as it downloads; later: seconds)"
+venv_install -e ".[test,lab]"
 check_xterm_bundle
 step "checking the browser tests' dependencies (Chromium, fonts, Playwright, JupyterLab extensions)"
 PYTHON="$VENV_PYTHON" bash scripts/install-browser-deps.sh
