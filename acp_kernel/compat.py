@@ -8,16 +8,24 @@ it at start-up), so a break shows up as a clear line, not a strange
 traceback deep in a turn.
 
 Not here, because they are public: terminado's ``PtyWithClients.ptyproc``
-(a ptyprocess ``PtyProcess``: ``fd``, ``pid``, ``getwinsize``...), which the
-passthrough manager uses directly, and the ``comm`` package's
-``create_comm``/``get_comm_manager``, which it documents for kernels to replace.
+(a ptyprocess ``PtyProcess``: ``fd``, ``pid``, ``getwinsize``...), and the
+``comm`` package's ``create_comm``/``get_comm_manager``, which it documents for
+kernels to replace.
+
+One use lives elsewhere, by design: :class:`acp_kernel.passthrough.manager.PassthroughManager`
+subclasses terminado's ``NamedTermManager`` and replaces some of its methods
+(a subclass is terminado's own way to set a policy, but these methods are not
+documented as hooks). :data:`TERMINADO_OVERRIDES` names each and why, and
+:func:`terminado_seams` checks that the installed terminado still has them.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from importlib import metadata
 from typing import Any
 
@@ -32,7 +40,37 @@ TESTED: dict[str, tuple[tuple[int, int], tuple[int, int]]] = {
     "pyte": ((0, 8), (0, 9)),
 }
 
-#: Private API used outside this module (file: what), to move here when those files allow.
+#: terminado internals the passthrough manager replaces or reads (name: why).
+TERMINADO_OVERRIDES: dict[str, str] = {
+    "NamedTermManager.pty_read": "one read per wake-up becomes a drain of what the PTY holds (a flood "
+    "is one round of client calls, not thousands)",
+    "NamedTermManager.on_eof": "stop reading at once and reap the child on the executor, never on the "
+    "event loop; a paused (flow-controlled) terminal has no handler to remove",
+    "NamedTermManager.ptys_by_fd": "pty_read finds its terminal by fd, as terminado's own does",
+    "NamedTermManager.terminals": "names in use (NamedTermManager's dict), for unique names and kill_now",
+    "NamedTermManager.blocking_io_executor": "where on_eof reaps the child",
+    "PtyWithClients.read_buffer": "replaced by an empty deque: each client keeps what it needs, so "
+    "terminado's 1,000-read history would be a copy",
+    "PtyWithClients.clients": "the readers pty_read calls (add_pty_client)",
+}
+
+
+def terminado_seams() -> list[str]:
+    """The names in :data:`TERMINADO_OVERRIDES` the installed terminado lacks, as sentences
+    (empty when all are there): a break shows as one line at start-up, not deep in a turn."""
+    from terminado import management
+
+    manager = management.NamedTermManager(shell_command=["true"])
+    # A PtyWithClients sets its attributes in __init__ (it spawns a process): read its names.
+    pty_names = set(management.PtyWithClients.__init__.__code__.co_names)
+    missing = []
+    for dotted in TERMINADO_OVERRIDES:
+        owner, name = dotted.split(".")
+        there = hasattr(manager, name) if owner == "NamedTermManager" else name in pty_names
+        if not there:
+            missing.append(f"terminado {metadata.version('terminado')} has no {dotted}: "
+                           "acp_kernel.passthrough.manager relies on it (see acp_kernel.compat)")
+    return missing
 
 
 def _major_minor(version: str) -> tuple[int, int]:
@@ -104,6 +142,57 @@ def class_traits_anywidget() -> Any:
 
         _class_traits_base = ClassTraitsWidget
     return _class_traits_base
+
+
+# -- IPython --------------------------------------------------------------------
+
+
+def ipython_asyncio_loop() -> asyncio.AbstractEventLoop:
+    """IPython's own asyncio loop (``IPython.core.async_helpers``, where its
+    autoawait runs cells): terminal IPython has no loop running between cells,
+    and a magic must run its coroutine on the loop later cells will see."""
+    from IPython.core.async_helpers import get_asyncio_loop
+
+    return get_asyncio_loop()
+
+
+@contextlib.contextmanager
+def displays_to(append: Callable[[dict[str, Any]], None]) -> Iterator[None]:
+    """While inside, ``display()`` calls and ``sys.displayhook`` results go to
+    ``append({"data": bundle})`` instead of the cell. IPython has no public way to
+    redirect them: the shell's ``display_pub`` is swapped (as its ``capture_output``
+    does), and the display hook replaced. Outside IPython: nothing changes."""
+    try:
+        from IPython import get_ipython
+        from IPython.core.displayhook import CapturingDisplayHook
+        from IPython.core.displaypub import DisplayPublisher
+    except ImportError:
+        yield
+        return
+    shell = get_ipython()
+    if shell is None:
+        yield
+        return
+
+    class _Sink:  # what CapturingDisplayHook appends its results to
+        def append(self, output: dict[str, Any]) -> None:
+            append(output)
+
+    class Publisher(DisplayPublisher):
+        def publish(self, data: Any, metadata: Any = None, source: Any = None, *, transient: Any = None,
+                    update: bool = False, **kwargs: Any) -> None:
+            append({"data": data})
+
+        def clear_output(self, wait: bool = False) -> None:
+            pass
+
+    saved_pub, saved_hook = shell.display_pub, sys.displayhook
+    shell.display_pub = Publisher(shell=shell)
+    sys.displayhook = CapturingDisplayHook(shell=shell, outputs=_Sink())
+    try:
+        yield
+    finally:
+        shell.display_pub, sys.displayhook = saved_pub, saved_hook
 
 
 # -- pyte -------------------------------------------------------------------------

@@ -50,9 +50,9 @@ def run_sync(coro: Any) -> Any:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        from IPython.core.async_helpers import get_asyncio_loop
+        from acp_kernel.compat import ipython_asyncio_loop  # lazy: start-up time
 
-        return get_asyncio_loop().run_until_complete(coro)
+        return ipython_asyncio_loop().run_until_complete(coro)
     return runtime().run_blocking(coro)
 
 

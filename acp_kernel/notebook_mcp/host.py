@@ -20,6 +20,7 @@ from typing import Any, Iterator, Protocol, runtime_checkable
 
 from pydantic import ValidationError
 
+from .. import compat
 from . import tools
 from .wire import (ARGS, COMM_TARGET, TOOLS, ExecuteArgs, Open, Ready, Refused, Reply, Request, Text,
                    VariablesArgs, error_reply)
@@ -318,36 +319,9 @@ class _DisplaySink:
             self.captured.add_display(str(data["text/plain"]))
 
 
-@contextlib.contextmanager
-def _displays(captured: tools.Captured) -> Iterator[None]:
+def _displays(captured: tools.Captured) -> contextlib.AbstractContextManager[None]:
     """display() calls go to the reply, not into the cell."""
-    try:
-        from IPython import get_ipython
-        from IPython.core.displayhook import CapturingDisplayHook
-        from IPython.core.displaypub import DisplayPublisher
-    except ImportError:
-        yield
-        return
-    shell = get_ipython()
-    if shell is None:
-        yield
-        return
-    sink = _DisplaySink(captured)
-
-    class Publisher(DisplayPublisher):
-        def publish(self, data, metadata=None, source=None, *, transient=None, update=False, **kwargs):  # noqa: ANN001
-            sink.append({"data": data})
-
-        def clear_output(self, wait: bool = False) -> None:
-            pass
-
-    saved_pub, saved_hook = shell.display_pub, sys.displayhook
-    shell.display_pub = Publisher(shell=shell)
-    sys.displayhook = CapturingDisplayHook(shell=shell, outputs=sink)
-    try:
-        yield
-    finally:
-        shell.display_pub, sys.displayhook = saved_pub, saved_hook
+    return compat.displays_to(_DisplaySink(captured).append)
 
 
 @contextlib.contextmanager

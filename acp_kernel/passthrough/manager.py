@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import os
 import signal
 import termios
@@ -48,6 +49,7 @@ from typing import Any, Literal
 from terminado.management import NamedTermManager, PtyWithClients
 from tornado.ioloop import IOLoop
 
+from .. import compat
 from ..protocol import proctree, watchdog
 from . import pty_input
 from .input_box import InputBox, Pace, echoes, extra
@@ -55,6 +57,8 @@ from .screen import FEED_MAX, Mark, ScreenModel, last_lines, reply_text
 from ..errors import PassthroughError
 from ..client.registry import Passthrough
 from ..protocol.transport import CommandNotFound
+
+log = logging.getLogger(__name__)
 
 #: Output of one reply kept for its :class:`Reply` (the widget keeps its own history).
 REPLY_KEEP = 1024 * 1024
@@ -127,6 +131,8 @@ class PassthroughManager(NamedTermManager):
     def __init__(self) -> None:
         super().__init__(shell_command=[], max_terminals=None)
         self._paused: set[int] = set()
+        for line in compat.terminado_seams():  # the internals replaced below, still there?
+            log.warning(line)
 
     def new_terminal(self, **kwargs: Any) -> PtyWithClients:
         argv = kwargs.get("shell_command") or []
@@ -228,7 +234,7 @@ class PassthroughManager(NamedTermManager):
         )
         pty.ptyproc.setwinsize(rows, cols)
         terminal = PassthroughTerminal(name, pty, settings, self)
-        pty.clients.append(terminal)
+        compat.add_pty_client(pty, terminal)
         return terminal
 
     def kill_now(self) -> None:

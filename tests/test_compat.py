@@ -1,0 +1,53 @@
+"""acp_kernel.compat: the private seams we lean on are there in the installed versions,
+and a missing one is reported as a sentence, not found deep in a turn."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+from terminado import management
+
+from acp_kernel import compat
+
+
+def test_the_installed_terminado_has_every_seam_the_passthrough_manager_replaces() -> None:
+    assert compat.terminado_seams() == []
+
+
+def test_a_missing_terminado_seam_is_one_sentence(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delattr(management.TermManagerBase, "pty_read")
+    lines = compat.terminado_seams()
+    assert len(lines) == 1 and "NamedTermManager.pty_read" in lines[0] and "acp_kernel.compat" in lines[0]
+
+
+def test_the_passthrough_manager_logs_a_missing_seam(monkeypatch: pytest.MonkeyPatch,
+                                                      caplog: pytest.LogCaptureFixture) -> None:
+    from acp_kernel.passthrough.manager import PassthroughManager
+
+    monkeypatch.setattr(compat, "terminado_seams", lambda: ["terminado 9.9 has no X"])
+    PassthroughManager()
+    assert "terminado 9.9 has no X" in caplog.text
+
+
+def test_displays_to_captures_display_and_the_displayhook_then_restores_them() -> None:
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.display import display
+
+    shell = InteractiveShell.instance()
+    before_pub, before_hook = shell.display_pub, sys.displayhook
+    got: list[dict] = []
+    with compat.displays_to(got.append):
+        display({"text/plain": "<b>$x$</b>"}, raw=True)
+        sys.displayhook(42)
+    assert shell.display_pub is before_pub and sys.displayhook is before_hook
+    assert [o["data"].get("text/plain") for o in got] == ["<b>$x$</b>", "42"]
+
+
+def test_displays_to_outside_ipython_changes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    import IPython
+
+    monkeypatch.setattr(IPython, "get_ipython", lambda: None)
+    hook = sys.displayhook
+    with compat.displays_to(lambda o: None):
+        assert sys.displayhook is hook
