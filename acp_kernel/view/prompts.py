@@ -1,9 +1,12 @@
-"""Questions in the cell: permission buttons and elicitation forms (ipywidgets).
+"""Questions in the cell: permission buttons (ipywidgets) and elicitations as text.
 
-Button callbacks may run on a kernel subshell thread (JupyterLab sends widget
-comms through subshells). They only call the prompt's thread-safe methods
-and set widget traits; anything that writes display messages happens on the
-loop thread, from the prompt future's done-callback (see ``TurnView``).
+:class:`PermissionForm` draws buttons for a passthrough cell's question
+(:mod:`acp_kernel.passthrough.notebook`); :class:`.turnview.TurnView` uses
+both forms as markdown only. Button callbacks may run on a kernel subshell
+thread (JupyterLab sends widget comms through subshells). They only call the
+prompt's thread-safe methods and set widget traits; anything that writes
+display messages happens on the loop thread, from the prompt future's
+done-callback.
 """
 
 from __future__ import annotations
@@ -15,13 +18,10 @@ from typing import Any
 
 from ..services import events as se
 from ..services.permissions import option_label
-from .form import UNSET, choices, field_kind, field_label, validate
-from ..safe import Html, Markdown, html, plain
+from ..safe import Html, Markdown, bundle, html, plain
 from .sink import widget_bundle
 from .transcript import elicitation_markdown, kind_icon, option_name, permission_markdown
 
-#: Width of the form's labels, so inputs of different label lengths line up.
-LABEL_WIDTH = "12em"
 BUTTON_STYLE = {"allow_once": "success", "allow_always": "success", "reject_once": "danger", "reject_always": "danger"}
 
 
@@ -155,124 +155,19 @@ class PermissionForm:
 
 
 class ElicitationForm:
-    """One input per field, Submit / Decline / Cancel, problems listed."""
+    """An elicitation as markdown and text (no widget: the turn widget,
+    :mod:`.turnoutput`, draws the notebook's form; elsewhere it is answered
+    through stdin or not at all)."""
 
-    def __init__(self, prompt: se.ElicitationPrompt, *, widgets: bool = True) -> None:
+    def __init__(self, prompt: se.ElicitationPrompt) -> None:
         self.prompt = prompt
         self.display_id = f"acp-form-{uuid.uuid4().hex[:12]}"
         self.answered = False
         self.outcome: Any = None
-        self.widget: Any = None
-        self.inputs: dict[str, Any] = {}
-        self._touched: set[str] = set()
-        self.buttons: list[Any] = []
-        if widgets:
-            self._build()
-
-    def _input(self, name: str, schema: dict[str, Any]) -> Any:
-        import ipywidgets as w
-
-        required = name in self.prompt.required
-        label = field_label(name, schema, required)
-        kind = field_kind(schema)
-        default = schema.get("default")
-        style = {"description_width": LABEL_WIDTH}  # one width: the inputs line up
-        common = {"description": label, "style": style, "description_allow_html": False}
-        if kind == "multi":
-            opts = choices(schema["items"]) or []
-            picked = tuple(v for v in default if v in [o[1] for o in opts]) if isinstance(default, list) else ()
-            return w.SelectMultiple(options=opts, value=picked, **common)
-        if kind == "choice":
-            opts = choices(schema) or []
-            # No default: the choice starts unset (a required one must be chosen), never the first option.
-            if default not in [o[1] for o in opts]:
-                opts = [("— choose —" if required else "—", None), *opts]
-            value = default if default in [o[1] for o in opts] else None
-            return w.Dropdown(options=opts, value=value, **common)
-        if kind == "boolean":
-            return w.Checkbox(value=bool(default), indent=False, **common)
-        if kind == "integer":
-            return w.IntText(value=default if isinstance(default, int) else 0, **common)
-        if kind == "number":
-            return w.FloatText(value=float(default) if isinstance(default, (int, float)) else 0.0, **common)
-        placeholder = str(schema.get("format") or schema.get("description") or "")
-        return w.Text(value=default if isinstance(default, str) else "", placeholder=placeholder, **common)
-
-    def _build(self) -> None:
-        import ipywidgets as w
-
-        p = self.prompt
-        children: list[Any] = [_html_widget(Html("<b>📝 The agent asks:</b> {}").format(p.message))]
-        for name, schema in p.fields.items():
-            box = self._input(name, schema)
-            self.inputs[name] = box
-            box.observe(lambda _c, n=name: self._touched.add(n), names="value")
-            children.append(box)
-            desc = schema.get("description")
-            if isinstance(desc, str) and desc:
-                children.append(_html_widget(Html("<small style='opacity:.7'>{}</small>").format(desc)))
-        self.errors = _html_widget(Html(""))
-        submit = w.Button(description="Submit", button_style="primary")
-        decline = w.Button(description="Decline")
-        cancel = w.Button(description="Cancel")
-        submit.on_click(lambda _b: self.submit())
-        decline.on_click(lambda _b: self._finish(self.prompt.decline))
-        cancel.on_click(lambda _b: self._finish(self.prompt.cancel))
-        self.buttons = [submit, decline, cancel]
-        self.status = _html_widget(Html(""))
-        self.widget = w.VBox([*children, self.errors, w.HBox(self.buttons), self.status])
-        _no_math(self.widget)
-
-    def values(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for name, box in self.inputs.items():
-            schema = self.prompt.fields[name]
-            value = box.value
-            kind = field_kind(schema)
-            if kind in ("integer", "number") and name not in self._touched and "default" not in schema:
-                value = UNSET  # an untouched number box means "no answer", not 0
-            if kind == "multi":
-                value = list(value)
-            out[name] = value
-        return out
-
-    def submit(self) -> list[str] | None:
-        """Check and send; returns the problems (None when sent)."""
-        if self.prompt.done:
-            return None
-        content, errors = validate(self.prompt.fields, self.prompt.required, self.values())
-        if not errors:
-            try:
-                self.prompt.accept(content)
-            except ValueError as exc:
-                errors = [str(exc)]
-        if errors:
-            _set(self.errors, Html("<div style='color:var(--jp-error-color1,#d32f2f)'>{}</div>").format(
-                Html("<br>").join(errors)))
-            return errors
-        _set(self.errors, Html(""))
-        self._lock()
-        return None
-
-    def _finish(self, action: Callable[[], None]) -> None:
-        if self.prompt.done:
-            return
-        self._lock()
-        action()
-
-    def _lock(self) -> None:
-        for b in self.buttons:
-            b.disabled = True
-        for box in self.inputs.values():
-            box.disabled = True
 
     def resolved(self, outcome: Any) -> None:
         self.answered = True
         self.outcome = outcome
-        if self.widget is not None:
-            self._lock()
-            action = str(outcome.get("action")) if isinstance(outcome, dict) else "cancel"
-            _set(self.status, Html({"accept": "→ <b>submitted</b>", "decline": "→ <i>declined</i>"}.get(action, "→ <i>cancelled</i>")))
 
     def markdown(self) -> Markdown:
         return elicitation_markdown(self.prompt, self.outcome, answered=self.answered)
@@ -280,4 +175,4 @@ class ElicitationForm:
     def bundle(self) -> dict[str, Any]:
         head = f"The agent asks: {self.prompt.message}"
         fields = ", ".join(self.prompt.fields)
-        return widget_bundle(self.widget, head + (f"\nFields: {fields}" if fields else ""), self.markdown())
+        return bundle(self.markdown(), head + (f"\nFields: {fields}" if fields else ""))

@@ -1,23 +1,11 @@
-"""Tool calls in the cell: compact, expandable rows, many rows per widget.
+"""Tool calls in the cell: one row per call, the same for every live view.
 
-A run of consecutive tool calls (no other output between them) is one
-display holding one anywidget (:class:`ToolCallsWidget`, ``static/toolcall.js``),
-so a turn with thousands of calls opens a handful of comms, not thousands.
-
-Each row's state is a dict under its own key (``row:0``, ``row:1``, ...) in
-the widget model, beside ``count``. Only changed rows are sent, as one partial
-``update`` message per flush (the widget protocol applies partial state), so
-the frontend's model always holds every row: notebooks saved by JupyterLab
-or nbclient keep the final state, and a reloaded page gets it all from
-``get_state``. Terminal output goes as appended deltas in custom messages
-(never the whole buffer per chunk); its last ``TERM_KEEP`` characters land in
-the row's state at the end. ``expanded`` (row key -> bool) is written by the
-frontend only: a row opened or folded by hand stays so when the view is
-rendered again.
-
-The display's mimebundle also carries markdown and plain text of all its rows,
-updated to the final state, for readers without widgets. Without widgets
-every row is its own markdown display, updated in place.
+:class:`ToolCallRow` holds a call's row state (what the turn widget,
+``static/turn.js``, draws), its markdown and text, and the terminals it
+shows: their output arrives live (deltas for the widget, :meth:`take_output`),
+the last ``TERM_KEEP`` characters land in the state at the end.
+:class:`RowDisplay` is a row as its own markdown display, updated in place,
+for frontends without widgets (:class:`.turnview.TurnView`).
 """
 
 from __future__ import annotations
@@ -26,16 +14,16 @@ import json
 import logging
 import shlex
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..services import events as se
 from ..client.turn import ToolCall
 from .diff import diff_from_content
-from ..safe import Markdown
+from ..safe import Markdown, bundle
 from .truncate import truncate_head, truncate_tail
-from .sink import DisplaySink, widget_bundle
+from .sink import DisplaySink
 from .transcript import (
     STATUS,
     TerminalSnapshot,
@@ -43,102 +31,23 @@ from .transcript import (
     command_of,
     kind_icon,
     location_text,
-    tool_call_header,
     tool_call_markdown,
     tool_call_plain,
 )
-from ..compat import send_partial_state
-from .widgetbase import base_class
 
 TERM_KEEP = 64 * 1024  # characters of terminal output kept in the final row state
 #: The row's terminal id for command output the agent sent itself (no client terminal).
 AGENT_OUTPUT = "agent-output"
 TEXT_KEEP = 64 * 1024
-#: Widget groups up to this many rows keep their text fallback current while they run.
-LIVE_FALLBACK_ROWS = 50
 DETAIL_LINE = 100  # a tool call's raw input up to this long is shown on one line
 STATIC = Path(__file__).parent / "static"
 
 log = logging.getLogger(__name__)
 
-_widget_class: Any = None
-
 
 def esm_source(name: str) -> str:
-    """A widget's module: ``static/common.js`` (what toolcall.js and
-    turn.js share) followed by ``static/<name>``, as one module."""
+    """A widget's module: ``static/common.js`` (shared helpers) followed by ``static/<name>``, as one module."""
     return "".join((STATIC / f).read_text(encoding="utf-8") for f in ("common.js", name))
-
-
-def row_key(index: int) -> str:
-    """The model key of a group's ``index``-th row (never a trait name)."""
-    return f"row:{index}"
-
-
-def widget_class() -> Any:
-    """The anywidget class, defined on first use (anywidget/ipywidgets import lazily)."""
-    global _widget_class
-    if _widget_class is None:
-        _widget_class = _define_widget_class()
-    return _widget_class
-
-
-def widgets_loaded() -> bool:
-    return _widget_class is not None
-
-
-def prewarm() -> None:
-    """Import the widget machinery now (idle time), not at the next first tool call."""
-    try:
-        widget_class()
-    except Exception:  # a missing widget package shows up when it is needed
-        log.debug("could not load the tool call widget", exc_info=True)
-
-
-def _define_widget_class() -> Any:
-    import traitlets as t
-
-
-    class ToolCallsWidget(base_class()):  # type: ignore[misc]
-        """Synced state of a run of tool call rows (see static/toolcall.js).
-
-        Assets are class traits (see widgetbase). Rows are not traits: a
-        trait is always sent whole, and a row list sent whole on every
-        change is quadratic in the rows.
-        """
-
-        _esm = t.Unicode(esm_source("toolcall.js")).tag(sync=True)
-        _css = t.Unicode((STATIC / "toolcall.css").read_text(encoding="utf-8")).tag(sync=True)
-        _anywidget_id = t.Unicode("acp_kernel.view.toolcall.ToolCallsWidget").tag(sync=True)
-        #: row key -> open (True) or folded (False), as the reader chose; set by the frontend
-        expanded = t.Dict().tag(sync=True)
-
-        def __init__(self, **kwargs: Any) -> None:
-            self._row_states: dict[str, dict[str, Any]] = {}  # before super(): opening the comm reads it
-            super().__init__(**kwargs)
-
-        def rows(self) -> dict[str, dict[str, Any]]:
-            """Every row's last sent state, by key (``row_key``)."""
-            return dict(self._row_states)
-
-        def get_state(self, key: Any = None, drop_defaults: bool = False) -> dict[str, Any]:
-            # The whole state (comm_open, a reloaded page's request_state) includes the rows.
-            state = super().get_state(key, drop_defaults)
-            if key is None:
-                state.update(self._row_states)
-                state["count"] = len(self._row_states)
-            return state
-
-        def push_rows(self, changed: dict[str, dict[str, Any]]) -> None:
-            """Send changed rows (and the row count) as one partial state update."""
-            if not changed:
-                return
-            self._row_states.update(changed)
-            state: dict[str, Any] = dict(changed)
-            state["count"] = len(self._row_states)
-            send_partial_state(self, state)
-
-    return ToolCallsWidget
 
 
 _layout: Any = None
@@ -226,11 +135,9 @@ def _json_text(value: Any) -> str:
 class ToolCallRow:
     """One tool call and the terminals it shows: its row state and its markdown."""
 
-    def __init__(self, call: ToolCall, group: ToolCallGroup, index: int, on_dirty: Callable[[], None]) -> None:
+    def __init__(self, call: ToolCall, key: str, on_dirty: Callable[[], None]) -> None:
         self.call = call
-        self.group = group
-        self.index = index  # place in its group
-        self.key = row_key(index)
+        self.key = key  # the row's key in the turn widget's model
         self.feeds: dict[str, _TermFeed] = {}
         self._on_dirty = on_dirty
         self.version = 0  # bumped on every change the row hears of (see touch)
@@ -238,11 +145,6 @@ class ToolCallRow:
         self._content_state: tuple[str, list[dict[str, Any]]] = ("", [])
         self._cache: dict[str, tuple[Any, Any]] = {}  # what -> (revision, value)
         self._agent_sent = 0  # characters of the agent-sent output streamed so far (dropped ones counted)
-
-    @property
-    def widget(self) -> Any:
-        """The widget showing this row (its group's), or None without widgets."""
-        return self.group.widget
 
     def touch(self) -> None:
         """The call or one of its terminals changed: cached renderings are stale; sync soon."""
@@ -435,137 +337,27 @@ class ToolCallRow:
         return out
 
 
-class ToolCallGroup:
-    """Consecutive tool call rows: one display, one widget (or, without
-    widgets, one markdown display per group of a single row).
+class RowDisplay:
+    """A tool call row as its own markdown display, updated in place when
+    its markdown changes (rate-limited by the view)."""
 
-    The view appends rows while the group is the last output; :meth:`close`
-    marks the end of the run (something else was shown after it). Its
-    markdown fallback is rewritten when it can no longer change for a while:
-    once the group is closed and every row settled, and at the end.
-    """
-
-    def __init__(self, *, widgets: bool, call_soon: Callable[..., None]) -> None:
+    def __init__(self, row: ToolCallRow) -> None:
+        self.row = row
         self.display_id = f"acp-tools-{uuid.uuid4().hex[:12]}"
-        self.rows: list[ToolCallRow] = []
-        self.closed = False
-        self._call_soon = call_soon
-        self._sent_rows: dict[str, tuple[tuple[int, str], dict[str, Any]]] = {}  # key -> (revision, state)
         self._sent_md = ""
-        self._sent_plain = ""
-        self._finished = False
-        self.widget: Any = None
-        if widgets:
-            self.widget = widget_class()(layout=shared_layout())
-            self.widget.on_msg(self._on_widget_msg)
 
-    def add(self, call: ToolCall, on_dirty: Callable[[], None]) -> ToolCallRow:
-        row = ToolCallRow(call, self, len(self.rows), on_dirty)
-        self.rows.append(row)
-        return row
-
-    # -- display ------------------------------------------------------------
-
-    def markdown(self) -> Markdown:
-        return Markdown("\n\n").join(row.markdown() for row in self.rows)
-
-    def bundle(self, md: Markdown | None = None) -> dict[str, Any]:
-        md = self.markdown() if md is None else md
+    def bundle(self) -> dict[str, Any]:
+        md = self.row.markdown()
         self._sent_md = md
-        self._sent_plain = self.plain()
-        return widget_bundle(self.widget, self._sent_plain, md)
+        return bundle(md, self.row.plain())
 
-    def _update_fallback(self, sink: DisplaySink) -> None:
-        md = self.markdown()
-        if md != self._sent_md:
-            sink.update(self.bundle(md), display_id=self.display_id)
-
-    def _fallback_due(self) -> bool:
-        return self.widget is None or (self.closed and all(row.settled() for row in self.rows))
-
-    # -- syncing ------------------------------------------------------------
-
-    def close(self, sink: DisplaySink) -> None:
-        """No more rows: the run ended. A settled group's fallback is final now."""
-        if self.closed:
-            return
-        self.closed = True
-        if self.widget is not None and self._fallback_due():
-            self._update_fallback(sink)
-
-    def sync(self, sink: DisplaySink, rows: Iterable[ToolCallRow]) -> None:
-        """Push what changed in ``rows`` (rate-limited by the caller): terminal
-        deltas first, then the changed row states in one message."""
-        w = self.widget
-        if w is None:  # markdown only: the display is the row
-            for row in rows:
-                row.take_output()
-            self._update_fallback(sink)
-            return
-        changed: dict[str, dict[str, Any]] = {}
-        for row in rows:
-            for tid, data in row.take_output():
-                w.send({"type": "term", "row": row.key, "id": tid, "data": data})
-            self._collect(row, changed)
-        w.push_rows(changed)
-        if changed and self._fallback_due():
-            self._update_fallback(sink)
-        elif changed:
-            self._update_live_fallback(sink)
-
-    def plain(self) -> str:
-        return "\n".join(row.plain() for row in self.rows)
-
-    def _update_live_fallback(self, sink: DisplaySink) -> None:
-        """While rows run: the text fallback follows their states (title and
-        state per row; the markdown has the row headers only until the end),
-        for groups small enough that resending it stays cheap."""
-        if len(self.rows) > LIVE_FALLBACK_ROWS:
-            return
-        plain = self.plain()
-        if plain == self._sent_plain:
-            return
-        md = Markdown("\n\n").join(tool_call_header(row.call) for row in self.rows)
-        self._sent_md = md
-        self._sent_plain = plain
-        sink.update(widget_bundle(self.widget, plain, md), display_id=self.display_id)
-
-    def _collect(self, row: ToolCallRow, changed: dict[str, dict[str, Any]]) -> None:
-        rev = row.revision()
-        sent = self._sent_rows.get(row.key)
-        if sent is not None and sent[0] == rev:
-            return
-        state = row.state()
-        if sent is None or sent[1] != state:
-            changed[row.key] = state
-        self._sent_rows[row.key] = (rev, state)
+    def sync(self, sink: DisplaySink) -> None:
+        """Take the terminal output heard so far; show the row again if its markdown changed."""
+        self.row.take_output()
+        if self.row.markdown() != self._sent_md:
+            sink.update(self.bundle(), display_id=self.display_id)
 
     def finish(self, sink: DisplaySink) -> None:
-        """Final state of every row into the model and the fallback. Idempotent."""
-        if self._finished:
-            return
-        self._finished = True
-        self.closed = True
-        changed: dict[str, dict[str, Any]] = {}
-        for row in self.rows:
-            row.finish()
-            if self.widget is not None:
-                self._collect(row, changed)
-        if self.widget is not None:
-            self.widget.push_rows(changed)
-        self._update_fallback(sink)
-
-    # -- a view opened mid-run ------------------------------------------------
-
-    def _on_widget_msg(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        # May run on a comm thread: hand over to the loop.
-        if isinstance(content, dict) and content.get("type") == "hello":
-            self._call_soon(self._replay)
-
-    def _replay(self) -> None:
-        """Send each running terminal's kept output to the views (a reloaded page asked)."""
-        if self.widget is None:
-            return
-        for row in self.rows:
-            for tid, text in row.live_output():
-                self.widget.send({"type": "reset", "row": row.key, "id": tid, "data": text})
+        """The final state (terminal output kept, listening stopped). Idempotent."""
+        self.row.finish()
+        self.sync(sink)

@@ -104,12 +104,6 @@ class Block:
         return self.html
 
 
-class _Rows:
-    """What a :class:`ToolCallRow` asks of its group here: no widget of its own."""
-
-    widget = None
-
-
 def _row_state(row: ToolCallRow) -> dict[str, Any]:
     """A tool call row's state for the turn widget: escape sequences gone
     (colours kept in output), raw input only where it adds something."""
@@ -391,8 +385,7 @@ class TurnOutput(TurnBase):
         """A tool call is a block of its own."""
         self._close_run()
         block = self._new("tool")
-        row = ToolCallRow(call, _Rows(), block.index, functools.partial(self._touch, block))  # type: ignore[arg-type]  # _Rows stands in for a group
-        row.key = block.key
+        row = ToolCallRow(call, block.key, functools.partial(self._touch, block))
         block.row = row
         self.rows[call.id] = row
         self._row_blocks[call.id] = block
@@ -617,5 +610,5 @@ def view_for(turn: tm.Turn, sink: DisplaySink, *, frontend: Frontend | None = No
     fe = frontend if frontend is not None else Frontend(widgets=widgets)
     if fe.widgets and fe.updates and widgets:
         return TurnOutput(turn, sink, frontend=fe, **kwargs)
-    return TurnView(turn, sink, frontend=fe, widgets=widgets, **kwargs)
+    return TurnView(turn, sink, frontend=fe, **kwargs)
 

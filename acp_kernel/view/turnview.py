@@ -7,14 +7,17 @@ Traffic grows with the text, not its square:
   content and a new tail display starts after it, so completed text is sent
   once and never again;
 - thoughts (and user text) are one display per run, updated at the same rate;
-- a run of consecutive tool calls is one display and one widget; only the
-  rows that changed are synced, at the same rate, terminal output as appended
-  deltas (:mod:`.toolcall`).
+- each tool call is one markdown display, updated at the same rate when
+  its markdown changed (:mod:`.toolcall`).
+
+Notebooks with widgets get :class:`.turnoutput.TurnOutput` instead
+(:func:`.turnoutput.view_for` picks): this view never draws a widget, so
+its questions are markdown, answered through stdin (``asker``) or by nobody.
 
 Order is kept: before any new output is appended, the open run (text,
 thoughts, or tool calls) is closed (a text display gets its final content),
 so a tool call that starts mid-message sits between the text before and
-after it, and rows after other output start a new group.
+after it.
 
 Events arrive on the loop thread (inline from ``Turn.add``); a rendering
 failure is logged and shown, never raised into the connection's reader.
@@ -35,7 +38,7 @@ from ..safe import Markdown
 from .frontend import Frontend
 from .markdown import BlockSplitter
 from .sink import DisplaySink
-from .toolcall import ToolCallGroup, ToolCallRow, prewarm, widgets_loaded
+from .toolcall import RowDisplay, ToolCallRow
 from .transcript import (
     notice_markdown,
     plan_markdown,
@@ -48,8 +51,7 @@ from .transcript import (
     user_markdown,
 )
 from .turnbase import TurnBase, notice_icon, outcome_of
-from .prompts import PermissionForm
-from .prompts import ElicitationForm
+from .prompts import ElicitationForm, PermissionForm
 
 log = logging.getLogger(__name__)
 
@@ -150,11 +152,11 @@ class TurnView(TurnBase):
     Subscribes on construction and replays events already in the turn.
     ``close()`` flushes the final state (idempotent); it also runs when the
     turn ends. ``frontend`` says what the cell's frontend can show
-    (:mod:`.frontend`): without widgets rows are markdown (``widgets=False``
-    alone means the same); without updates (a terminal frontend) every
-    output is appended once, final, with ``text/plain`` a console prints.
-    ``asker`` (``asker(prompt, tool_call)``) takes the questions when the
-    frontend answers through stdin (``frontend.ask == "stdin"``).
+    (:mod:`.frontend`; its ``widgets`` is not read: this view draws none);
+    without updates (a terminal frontend) every output is appended once,
+    final, with ``text/plain`` a console prints. ``asker``
+    (``asker(prompt, tool_call)``) takes the questions when the frontend
+    answers through stdin (``frontend.ask == "stdin"``).
     """
 
     def __init__(
@@ -164,19 +166,16 @@ class TurnView(TurnBase):
         *,
         session: Any = None,
         rate_hz: float = 10.0,
-        widgets: bool = True,
         frontend: Frontend | None = None,
         asker: Callable[[Any, Any], None] | None = None,
     ) -> None:
         super().__init__(turn, sink, session=session, rate_hz=rate_hz,
-                         frontend=frontend if frontend is not None else Frontend(widgets=widgets))
-        self.widgets = self.frontend.widgets
+                         frontend=frontend if frontend is not None else Frontend(widgets=False))
         self.updates = self.frontend.updates
         self.asker = asker if self.frontend.ask == "stdin" else None
         self._text: _TextRun | None = None
         self._other: _OtherRun | None = None
-        self.groups: list[ToolCallGroup] = []  # in display order
-        self._group: ToolCallGroup | None = None  # the open run of tool calls
+        self.displays: dict[str, RowDisplay] = {}  # tool call id -> its display (with updates)
         self._dirty_rows: set[str] = set()
         self._notice_ids: dict[str, str] = {}  # summary notice key -> display id
         self._dirty_notices: dict[str, Any] = {}  # summaries changed since the last flush
@@ -215,9 +214,6 @@ class TurnView(TurnBase):
         if self._other is not None:
             self._other.flush(self.sink, updates=self.updates)
             self._other = None
-        if self._group is not None:
-            self._group.close(self.sink)
-            self._group = None
 
     def _flush_now(self) -> None:
         """The coalesced work: text tail, thought run, dirty tool call rows, plan, notices."""
@@ -243,15 +239,11 @@ class TurnView(TurnBase):
                 self.sink.update(self._notice_bundle(ev.level, ev.text), display_id=self._notice_ids[key])
 
     def _sync_rows(self, ids: set[str]) -> None:
-        """One sync per group, its changed rows in display order."""
-        by_group: dict[ToolCallGroup, list[ToolCallRow]] = {}
-        for tid in ids:
-            row = self.rows.get(tid)
-            if row is not None:
-                by_group.setdefault(row.group, []).append(row)
-        for group, rows in by_group.items():
-            rows.sort(key=lambda r: r.index)
-            group.sync(self.sink, rows)
+        """Each changed row's display, in order of appearance."""
+        for tid in sorted(ids, key=lambda i: self._order.get(i, -1)):
+            shown = self.displays.get(tid)
+            if shown is not None:
+                shown.sync(self.sink)
 
     # -- text ---------------------------------------------------------------
 
@@ -299,32 +291,20 @@ class TurnView(TurnBase):
         self._ticker.poke()
 
     def _new_row(self, call: tm.ToolCall) -> ToolCallRow:
-        """A row in the open group; the first of a run (or, without widgets,
-        every row) starts a new group: a new display at the end. Append
-        only: a line now (title and state), another once it settles."""
+        """A row of its own at the end: a display updated in place, or (append
+        only) a line now (title and state) and another once it settles."""
         def on_dirty(cid: str = call.id) -> None:
             self._dirty(cid)
 
         self._order[call.id] = len(self._order)
-
+        row = ToolCallRow(call, f"row:{self._order[call.id]}", on_dirty)
+        self.rows[call.id] = row
         if not self.updates:
-            alone = ToolCallGroup(widgets=False, call_soon=self._call_soon)
-            row = alone.add(call, on_dirty)
-            self.rows[call.id] = row
             self._append(bundle(row.markdown(), row.plain()))
             return row
-        group = self._group
-        if group is not None:
-            row = group.add(call, on_dirty)
-        else:
-            self._close_run()
-            group = ToolCallGroup(widgets=self.widgets, call_soon=self._call_soon)
-            self.groups.append(group)
-            row = group.add(call, on_dirty)
-            self.sink.display(group.bundle(), display_id=group.display_id)
-            if self.widgets:
-                self._group = group
-        self.rows[call.id] = row
+        shown = RowDisplay(row)
+        self.displays[call.id] = shown
+        self._append(shown.bundle(), display_id=shown.display_id)
         return row
 
     def _append_settled_rows(self, ids: Iterable[str], *, final: bool = False) -> None:
@@ -386,11 +366,11 @@ class TurnView(TurnBase):
 
     def _permission(self, prompt: se.PermissionPrompt) -> None:
         call, detail = self._asked_call(prompt)
-        form = PermissionForm(prompt, widgets=self.widgets, detail=detail)
+        form = PermissionForm(prompt, widgets=False, detail=detail)
         self._show_form(form, call)
 
     def _elicitation(self, prompt: se.ElicitationPrompt) -> None:
-        form = ElicitationForm(prompt, widgets=self.widgets)
+        form = ElicitationForm(prompt)
         self._show_form(form, None)
 
     # -- the end --------------------------------------------------------------
@@ -403,11 +383,11 @@ class TurnView(TurnBase):
         self._close_run()  # before the ticker's last flush, so the tail is not sent twice
         self._ticker.close()
         if self.updates:
-            for group in self.groups:
+            for shown in self.displays.values():
                 try:
-                    group.finish(self.sink)
+                    shown.finish(self.sink)
                 except Exception:
-                    log.exception("finishing tool call rows failed")
+                    log.exception("finishing a tool call row failed")
         else:
             self._append_settled_rows(list(self.rows), final=True)
             self._append_plan()
@@ -420,11 +400,3 @@ class TurnView(TurnBase):
         if self.turn.done:
             line = status_line(self.turn, self.session, files_read=self._files_read)
             self.sink.display(bundle(status_markdown(line), line))
-        self._prewarm_widgets()
-
-    def _prewarm_widgets(self) -> None:
-        """After the turn, in idle time: load the widgets once, so the first
-        tool call of a later turn does not wait for the imports."""
-        loop = self._loop
-        if self.widgets and not widgets_loaded() and loop is not None and not loop.is_closed():
-            loop.call_soon(prewarm)

@@ -248,7 +248,7 @@ async def test_session_update_with_broken_shapes():
         from acp_kernel.view.sink import RecordingSink
 
         sink = RecordingSink()
-        TurnView(turn, sink, widgets=False).close()
+        TurnView(turn, sink).close()
         assert "survived" in sink.markdown()
         assert (await session.prompt("next")).text == "ok"
     finally:

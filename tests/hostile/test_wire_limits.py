@@ -160,7 +160,7 @@ async def test_twenty_thousand_noise_lines_make_a_bounded_number_of_outputs_and_
     try:
         sink = RecordingSink()
         turn = session.begin("go")
-        view = TurnView(turn, sink, session=session, widgets=False)
+        view = TurnView(turn, sink, session=session)
         await asyncio.wait_for(session.finish(turn), 30)
         view.close()
         assert turn.text == "before the answer" and turn.stop_reason == "end_turn"

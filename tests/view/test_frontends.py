@@ -118,21 +118,6 @@ async def test_permission_lines_in_text_are_neither_html_nor_markdown_escaped():
     assert "-> chose Allow once" in out
 
 
-async def test_widget_groups_keep_a_text_fallback_of_title_and_state(frontend):
-    turn, sink = Turn("s1"), RecordingSink()
-    view = TurnView(turn, sink, frontend=NOTEBOOK)
-    turn.apply_update(tool_call("t1", "Read a", "read", "pending"))
-    view.flush()
-    turn.apply_update(tool_update("t1", status="in_progress"))
-    view.flush()
-    gid = view.groups[0].display_id
-    latest = [m for m in sink.messages if m.display_id == gid][-1]
-    assert WIDGET in latest.data and latest.data["text/plain"] == "📖 Read a · ◐ running"
-    turn.apply_update(tool_update("t1", status="completed"))
-    turn.finish("end_turn")
-    assert sink.outputs()[0]["text/plain"] == "📖 Read a · ✓ done"
-
-
 async def test_final_message_text_carries_text_plain():
     turn, sink = Turn("s1"), RecordingSink()
     TurnView(turn, sink)
@@ -163,7 +148,7 @@ async def test_hostile_strings_in_the_terminal_view_stay_text():
 # -- command output the agent sends outside content ----------------------------------------
 
 
-async def test_raw_output_and_meta_terminal_output_show_in_the_row_and_transcript(frontend):
+async def test_raw_output_and_meta_terminal_output_show_in_the_row_and_transcript():
     from acp_kernel.view import render_markdown
 
     turn, sink = Turn("s1"), RecordingSink()
@@ -184,7 +169,7 @@ async def test_raw_output_and_meta_terminal_output_show_in_the_row_and_transcrip
     assert "a.txt\n````\nb.txt" in md and "`````console" in md  # fence longer than the run inside
     assert "*exit code 0*" in md and "hi\n" in md and "*exit code 3*" in md
     assert live(md) == []
-    state = view.rows["c1"].widget.rows()[view.rows["c1"].key]
+    state = view.rows["c1"].state()
     agent = [t for t in state["terminals"] if t["id"] == "agent-output"][0]
     assert agent["output"] == "a.txt\n````\nb.txt\n" and agent["exit"] == "exit code 0" and not agent["live"]
     assert "output not available" not in sink.outputs()[0]["text/markdown"]
@@ -219,7 +204,7 @@ async def test_prompts_in_a_terminal_frontend_go_to_the_asker():
 async def test_a_notebook_never_calls_the_asker():
     asked = []
     turn, sink = Turn("s1"), RecordingSink()
-    TurnView(turn, sink, widgets=False, asker=lambda p, c: asked.append(p))
+    TurnView(turn, sink, asker=lambda p, c: asked.append(p))
     prompt = permission_prompt()
     turn.add(prompt)
     prompt.cancel()

@@ -37,7 +37,7 @@ CELL = textwrap.dedent(
 )
 
 
-def test_a_notebook_run_keeps_markdown_fallbacks_and_widget_views():
+def test_a_notebook_run_without_widgets_keeps_markdown_updated_in_place():
     nb = nbformat.v4.new_notebook()
     nb.cells.append(nbformat.v4.new_code_cell(CELL))
     client = nbclient.NotebookClient(
@@ -50,24 +50,20 @@ def test_a_notebook_run_keeps_markdown_fallbacks_and_widget_views():
     assert all(inert_data(o.data) == [] for o in outputs), [inert_data(o.data) for o in outputs]
     # Updates were applied in place by display id: the first output holds the final text.
     assert live(md[0]) == [] and "Hello &lt;script&gt;alert(1)&lt;/script&gt; from the agent." in render_html(md[0])
-    assert "application/vnd.jupyter.widget-view+json" in outputs[1].data
+    assert all("application/vnd.jupyter.widget-view+json" not in o.data for o in outputs)
     assert "Run tests" in md[1] and "✓ done" in md[1]
     assert md[2] == "All green."
     assert md[3].startswith("<sub>Done")
-    state = nb.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
-    model_id = outputs[1].data["application/vnd.jupyter.widget-view+json"]["model_id"]
-    saved = state[model_id]["state"]
-    assert saved["count"] == 1 and saved["row:0"]["title"] == "Run tests" and saved["row:0"]["status"] == "completed"
 
 
 MANY = textwrap.dedent(
     """
     from acp_kernel.client.turn import Turn
-    from acp_kernel.view import TurnView, IPythonSink
+    from acp_kernel.view import HEADLESS, IPythonSink, view_for
 
     async def run(n):
         turn = Turn("s1")
-        view = TurnView(turn, IPythonSink())
+        view = view_for(turn, IPythonSink(), frontend=HEADLESS)
         turn.apply_update({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Reading."}})
         for i in range(n):
             turn.apply_update({"sessionUpdate": "tool_call", "toolCallId": f"t{i}", "title": f"Read f{i}.py",
@@ -80,7 +76,7 @@ MANY = textwrap.dedent(
 )
 
 
-def test_a_run_of_many_tool_calls_is_one_widget_in_the_saved_notebook():
+def test_a_turn_of_many_tool_calls_is_one_widget_in_the_saved_notebook():
     nb = nbformat.v4.new_notebook()
     nb.cells.append(nbformat.v4.new_code_cell(MANY))
     client = nbclient.NotebookClient(
@@ -89,12 +85,11 @@ def test_a_run_of_many_tool_calls_is_one_widget_in_the_saved_notebook():
     client.execute()
     outputs = nb.cells[0].outputs
     views = [o for o in outputs if "application/vnd.jupyter.widget-view+json" in o.data]
-    assert len(outputs) == 3 and len(views) == 1  # text, the run, the status line
+    assert len(outputs) == 1 and len(views) == 1  # the whole turn is one output
     assert views[0].data["text/markdown"].count("· ✓ done") == 1500
     state = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
-    ours = [m for m in state.values() if m["state"].get("_anywidget_id") == "acp_kernel.view.toolcall.ToolCallsWidget"]
+    ours = [m for m in state.values() if m["state"].get("_anywidget_id") == "acp_kernel.view.turnwidget.TurnWidget"]
     assert len(ours) == 1  # one comm for 1,500 tool calls
     saved = ours[0]["state"]
-    assert saved["count"] == 1500
-    assert all(saved[f"row:{i}"]["status"] == "completed" and saved[f"row:{i}"]["title"] == f"Read f{i}.py"
-               for i in range(1500))
+    tools = [saved[f"b:{i}"] for i in range(saved["count"]) if saved[f"b:{i}"]["type"] == "tool"]
+    assert [(t["title"], t["status"]) for t in tools] == [(f"Read f{i}.py", "completed") for i in range(1500)]

@@ -259,18 +259,3 @@ async def test_a_cancelled_turn_leaves_no_stale_cancelling_line(frontend: Fronte
     assert row["status"] == "cancelled" and row["terminals"][0]["output"] == "started\n"
     assert row["terminals"][0]["exit"] == "no exit status: the call was cancelled"
     assert texts[-1].startswith("Cancelled")
-
-
-async def test_the_ipywidgets_form_also_starts_required_choices_unset():
-    turn, sink = Turn("s1"), RecordingSink()
-    view = TurnView(turn, sink)
-    prompt = elicitation_prompt()
-    prompt.required.append("license")
-    turn.add(prompt)
-    form = view.forms[0]
-    box = form.inputs["license"]
-    assert box.value is None and box.options[0] == ("— choose —", None)
-    assert len({b.style.description_width for b in form.inputs.values()}) == 1  # labels line up
-    form.inputs["name"].value = "demo"
-    form.inputs["count"].value = 2
-    assert form.submit() == ["license is required"] and not prompt.done

@@ -1,6 +1,6 @@
-// acp-kernel: what the tool call widget (toolcall.js) and the turn widget
-// (turn.js) share. Not a module of its own: the kernel prepends this file to
-// each widget's module (toolcall.esm_source), so these names are that
+// acp-kernel: the turn widget's (turn.js) helpers: tool call rows, live
+// terminal output. Not a module of its own: the kernel prepends this file to
+// the widget's module (toolcall.esm_source), so these names are that
 // module's own. Plain DOM, text only (textContent, never innerHTML): agent
 // text stays inert.
 

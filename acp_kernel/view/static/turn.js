@@ -13,8 +13,8 @@
 // own ansi-* classes.
 
 //
-// Shared with toolcall.js (h, toolRow, feedLive, ...): static/common.js, which
-// the kernel prepends to this module.
+// Helpers (h, toolRow, feedLive, ...): static/common.js, which the kernel
+// prepends to this module.
 
 const PAGE = 100;
 
