@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from ..services.events import Notice  # a turn event the services emit too; its home is there
+from ..services.events import SERVICE_EVENTS, Notice  # a turn event the services emit too; its home is there
 
 # sessionUpdate kind -> name of the SDK model (resolved lazily: the schema
 # module costs ~0.8 s to import).
@@ -306,6 +306,12 @@ class UnknownUpdate:
 
     kind: str
     raw: Any
+
+
+#: Every kind of event a turn holds, in one list: the update events above,
+#: then the services' (:data:`acp_kernel.services.events.SERVICE_EVENTS`).
+#: Each renderer is a table keyed by these (tests/view/test_event_kinds.py).
+TURN_EVENTS: tuple[type, ...] = (Chunk, ToolCallEvent, PlanEvent, StateEvent, UnknownUpdate, *SERVICE_EVENTS)
 
 
 def _compact_prompt(prompt: Any) -> Any:

@@ -266,3 +266,13 @@ class ElicitationPrompt(_Prompt):
 
     def cancel(self) -> None:
         self._resolve({"action": "cancel"})
+
+
+#: Every event the services emit into a turn, in one list. A turn's whole list
+#: is :data:`acp_kernel.client.turn.TURN_EVENTS` (the update events, then
+#: these); each renderer is a table keyed by it (tests/view/test_event_kinds.py
+#: fails when a table lacks a kind). A new event: its class here, and its name here.
+SERVICE_EVENTS: tuple[type, ...] = (
+    Notice, TerminalStarted, TerminalExited, FileRead, FileWritten,
+    PermissionResolved, PermissionPrompt, ElicitationPrompt,
+)
