@@ -22,7 +22,7 @@ import atexit
 import os
 import sys
 import weakref
-from typing import Any, Callable
+from typing import Any
 
 from .. import compat
 from ..client.commands import MAGICS
@@ -139,7 +139,7 @@ class IPythonFrontend:
             return bool((_parent(_ipython().kernel).get("content") or {}).get("allow_stdin", True))
         return fe.ask == "stdin"
 
-    def asker(self) -> Callable[[Any, Any], None] | None:
+    def asker(self) -> StdinQuestions | None:
         """Questions through stdin: ``input_request`` to a console, ``input()`` in terminal IPython."""
         if self.frontend().ask != "stdin":
             return None

@@ -28,7 +28,7 @@ from ..passthrough import ptycell
 from ..protocol import watchdog
 from ..protocol.scope import adopt_orphans
 from ..client.commands import POLICIES, UsageError
-from ..client.controller import Controller, Unavailable
+from ..client.controller import Controller, Killed, Unavailable
 from ..errors import AcpError, PassthroughError, RpcError
 from .kernel_io import KernelFrontend, KernelSink
 from .parts import PARTS
@@ -259,7 +259,7 @@ class AcpKernel(Kernel):
         try:
             await shell_cell(cell.shell_args, cell.shell or "", sink.stream, frontend=KernelFrontend(self).frontend(),  # type: ignore[union-attr]
                              display=sink, cwd=self.controller.cwd,  # type: ignore[arg-type]
-                             on_start=lambda term: setattr(self.controller, "running", term))
+                             on_start=lambda term: setattr(self.controller, "running", Killed(term)))
         except (ShellCellError, TerminalError) as exc:  # bad options, a bad cwd, or --raise
             sink.stream(f"{exc}\n", "stderr")  # type: ignore[union-attr]
             return self._error(type(exc).__name__, str(exc))
