@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ..services import events as se
 from ..client import turn as tm
 from .diff import diff_from_content
+from .eventtable import unhandled
 from .markdown import BlockSplitter
 from ..safe import Html, Markdown, block, code, html, markdown, text
 from .truncate import truncate_head, truncate_tail
@@ -460,76 +461,136 @@ def _prompt_outcome(prompt: Any) -> tuple[bool, Any]:
     return True, fut.result()
 
 
+def _unknown_line(ev: tm.UnknownUpdate) -> tuple[Markdown, str]:
+    return unknown_markdown(ev.kind, ev.raw), f"(unknown update {ev.kind})"
+
+
+def _file_written_line(ev: se.FileWritten) -> tuple[Markdown, str]:
+    return file_written_markdown(ev), file_written_plain(ev)
+
+
+#: Events that are one line wherever they are shown, as (markdown, text): the
+#: live views (:data:`.turnbase.HANDLERS`) and the transcript below both take
+#: their entries from here, so a new line-like kind is one entry.
+LINES: dict[type, Callable[[Any], tuple[Markdown, str]]] = {
+    tm.UnknownUpdate: _unknown_line,
+    se.FileWritten: _file_written_line,
+}
+
+
+class _Transcript:
+    """The state of one transcript: the open run of text, what was shown once."""
+
+    def __init__(self, turn: tm.Turn) -> None:
+        self.turn = turn
+        terminals = {ev.terminal_id: ev for ev in turn.events if type(ev) is se.TerminalStarted}
+        self.snaps = {tid: snapshot(ev) for tid, ev in terminals.items()}
+        self.asked = {prompt_tool_call_id(ev) for ev in turn.events if type(ev) is se.PermissionPrompt}
+        self.parts: list[Markdown] = []
+        self.run_role: str | None = None
+        self.run: list[str] = []
+        self.plan_done = False
+        self.files_read = 0
+        self.splitter = BlockSplitter(max_tail=1 << 62)  # same fence continuity as the live view
+
+    def end_run(self) -> None:
+        if self.run:
+            body = "".join(self.run)
+            if self.run_role == "agent":
+                self.splitter.feed(body)
+                piece = self.splitter.cut()
+                if piece:
+                    self.parts.append(markdown(piece))
+            elif self.run_role == "thought":
+                self.parts.append(thought_markdown(body))
+            else:
+                self.parts.append(user_markdown(body))
+            self.run.clear()
+        self.run_role = None
+
+    def add(self, ev: Any) -> None:
+        handler = HANDLERS.get(type(ev))
+        piece = handler(self, ev) if handler is not None else unhandled(ev, "the transcript")[0]
+        if piece:
+            self.end_run()
+            self.parts.append(piece)
+
+    # -- one handler per kind (HANDLERS): the markdown it adds, or "" --------------
+
+    def chunk(self, ev: tm.Chunk) -> Markdown:
+        if ev.role != self.run_role:
+            self.end_run()
+            self.run_role = ev.role
+        self.run.append(ev.text)
+        return Markdown("")
+
+    def tool_call(self, ev: tm.ToolCallEvent) -> Markdown:
+        return tool_call_markdown(ev.call, self.snaps) if ev.new else Markdown("")
+
+    def plan(self, ev: tm.PlanEvent) -> Markdown:
+        if self.plan_done:
+            return Markdown("")
+        self.plan_done = True
+        return plan_markdown(self.turn.plan)
+
+    def state(self, ev: tm.StateEvent) -> Markdown:
+        return Markdown("")  # mode and usage are in the status line
+
+    def notice(self, ev: se.Notice) -> Markdown:
+        return notice_markdown(ev.level, ev.text)
+
+    def permission(self, ev: se.PermissionPrompt) -> Markdown:
+        answered, outcome = _prompt_outcome(ev)
+        return permission_markdown(ev, outcome, answered=answered)
+
+    def resolved(self, ev: se.PermissionResolved) -> Markdown:
+        if ev.by in ("user", "cancelled") and ev.tool_call_id in self.asked:
+            return Markdown("")  # the question's own line says how it was answered
+        return resolved_markdown(ev)
+
+    def elicitation(self, ev: se.ElicitationPrompt) -> Markdown:
+        answered, outcome = _prompt_outcome(ev)
+        return elicitation_markdown(ev, outcome, answered=answered)
+
+    def terminal_started(self, ev: se.TerminalStarted) -> Markdown:
+        return notice_markdown("info", ev.note) if ev.note else Markdown("")
+
+    def terminal_exited(self, ev: se.TerminalExited) -> Markdown:
+        return Markdown("")  # the tool call's row shows the exit
+
+    def file_read(self, ev: se.FileRead) -> Markdown:
+        self.files_read += 1  # counted in the status line
+        return Markdown("")
+
+
+def _line_md(line: Callable[[Any], tuple[Markdown, str]]) -> Callable[[_Transcript, Any], Markdown]:
+    return lambda _t, ev: line(ev)[0]
+
+
+#: The transcript's table: one handler per kind of :data:`acp_kernel.client.turn.TURN_EVENTS`.
+HANDLERS: dict[type, Callable[[_Transcript, Any], Markdown]] = {
+    tm.Chunk: _Transcript.chunk,
+    tm.ToolCallEvent: _Transcript.tool_call,
+    tm.PlanEvent: _Transcript.plan,
+    tm.StateEvent: _Transcript.state,
+    se.Notice: _Transcript.notice,
+    se.PermissionPrompt: _Transcript.permission,
+    se.PermissionResolved: _Transcript.resolved,
+    se.ElicitationPrompt: _Transcript.elicitation,
+    se.TerminalStarted: _Transcript.terminal_started,
+    se.TerminalExited: _Transcript.terminal_exited,
+    se.FileRead: _Transcript.file_read,
+    **{kind: _line_md(line) for kind, line in LINES.items()},
+}
+
+
 def render_markdown(turn: tm.Turn, session: Any = None) -> Markdown:
     """The whole turn as markdown, in event order (final state of each tool
     call and of the plan at the place it first appeared)."""
-    terminals = {ev.terminal_id: ev for ev in turn.events if type(ev) is se.TerminalStarted}
-    snaps = {tid: snapshot(ev) for tid, ev in terminals.items()}
-    asked = {prompt_tool_call_id(ev) for ev in turn.events if type(ev) is se.PermissionPrompt}
-    parts: list[Markdown] = []
-    run_role: str | None = None
-    run: list[str] = []
-    plan_done = False
-    files_read = 0
-
-    splitter = BlockSplitter(max_tail=1 << 62)  # same fence continuity as the live view
-
-    def end_run() -> None:
-        nonlocal run_role
-        if run:
-            text = "".join(run)
-            if run_role == "agent":
-                splitter.feed(text)
-                piece = splitter.cut()
-                if piece:
-                    parts.append(markdown(piece))
-            elif run_role == "thought":
-                parts.append(thought_markdown(text))
-            else:
-                parts.append(user_markdown(text))
-            run.clear()
-        run_role = None
-
+    t = _Transcript(turn)
     for ev in turn.events:
-        t = type(ev)
-        if t is tm.Chunk:
-            if ev.role != run_role:
-                end_run()
-                run_role = ev.role
-            run.append(ev.text)
-            continue
-        piece = Markdown("")
-        if t is tm.ToolCallEvent:
-            if ev.new:
-                piece = tool_call_markdown(ev.call, snaps)
-        elif t is tm.PlanEvent:
-            if not plan_done:
-                plan_done = True
-                piece = plan_markdown(turn.plan)
-        elif t is tm.UnknownUpdate:
-            piece = unknown_markdown(ev.kind, ev.raw)
-        elif t is tm.Notice or t is se.Notice:
-            piece = notice_markdown(ev.level, ev.text)
-        elif t is se.PermissionPrompt:
-            answered, outcome = _prompt_outcome(ev)
-            piece = permission_markdown(ev, outcome, answered=answered)
-        elif t is se.PermissionResolved:
-            if not (ev.by in ("user", "cancelled") and ev.tool_call_id in asked):
-                piece = resolved_markdown(ev)
-        elif t is se.ElicitationPrompt:
-            answered, outcome = _prompt_outcome(ev)
-            piece = elicitation_markdown(ev, outcome, answered=answered)
-        elif t is se.TerminalStarted:
-            if ev.note:
-                piece = notice_markdown("info", ev.note)
-        elif t is se.FileWritten:
-            piece = file_written_markdown(ev)
-        elif t is se.FileRead:
-            files_read += 1
-        if piece:
-            end_run()
-            parts.append(piece)
-    end_run()
+        t.add(ev)
+    t.end_run()
     if turn.done:
-        parts.append(status_markdown(status_line(turn, session, files_read=files_read)))
-    return Markdown("\n\n").join(parts)
+        t.parts.append(status_markdown(status_line(turn, session, files_read=t.files_read)))
+    return Markdown("\n\n").join(t.parts)

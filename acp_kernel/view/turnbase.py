@@ -4,8 +4,9 @@
 frontends) and :class:`.turnoutput.TurnOutput` (the turn as one widget) read
 the same events in the same way; they differ only in what an event becomes.
 This base does the reading (subscription and replay in the cell's context,
-the renderer-error guard, hopping onto the loop, the rate-limited flush) and
-calls a subclass's hooks for the output.
+the renderer-error guard, hopping onto the loop, the rate-limited flush),
+dispatches each event through one table keyed by its kind (:data:`HANDLERS`,
+see :mod:`.eventtable`) and calls a subclass's hooks for the output.
 """
 
 from __future__ import annotations
@@ -19,20 +20,12 @@ from ..client import turn as tm
 from ..safe import Markdown
 from ..services import events as se
 from .coalesce import Coalescer
+from .eventtable import unhandled
 from .frontend import Frontend
 from .markdown import BlockSplitter
 from .sink import CellContext, DisplaySink
 from .toolcall import ToolCallRow
-from .transcript import (
-    command_of,
-    file_written_markdown,
-    file_written_plain,
-    prompt_tool_call_id,
-    resolved_markdown,
-    resolved_plain,
-    status_line,
-    unknown_markdown,
-)
+from .transcript import LINES, command_of, prompt_tool_call_id, resolved_markdown, resolved_plain, status_line
 
 log = logging.getLogger(__name__)
 
@@ -54,8 +47,8 @@ class TurnBase:
     calls :meth:`_subscribe`. Hooks: ``_close_run``, ``_open_text``,
     ``_other_role``, ``_open_other``, ``_add_other``, ``_flush_now``,
     ``_line``, ``_notice``, ``_notice_event``, ``_plan_event``,
-    ``_unknown_event``, ``_new_row``, ``_permission``, ``_elicitation``,
-    ``_show_error``, ``_close``.
+    ``_new_row``, ``_permission``, ``_elicitation``, ``_show_error``,
+    ``_close``.
     """
 
     def __init__(self, turn: tm.Turn, sink: DisplaySink, *, session: Any, rate_hz: float, frontend: Frontend) -> None:
@@ -119,10 +112,12 @@ class TurnBase:
         try:
             if event is None:
                 self.close()
-            elif type(event) is tm.Chunk:
-                self._chunk(event)
+                return
+            handler = HANDLERS.get(type(event))
+            if handler is not None:
+                handler(self, event)
             else:
-                self._other_event(event)
+                self._line(*unhandled(event, type(self).__name__))
         except Exception as exc:
             self.errors += 1
             log.exception("turn view failed on %r", type(event).__name__)
@@ -166,38 +161,6 @@ class TurnBase:
             self._add_other(ev.text)
         self._ticker.poke()
 
-    def _other_event(self, ev: Any) -> None:
-        t = type(ev)
-        if t is tm.ToolCallEvent:
-            self._tool_call(ev)
-        elif t is tm.PlanEvent:
-            self._plan_event()
-        elif t is tm.StateEvent:
-            pass  # mode and usage go into the status line at the end
-        elif t is tm.UnknownUpdate:
-            self._line(unknown_markdown(ev.kind, ev.raw), f"(unknown update {ev.kind})")
-        elif t is tm.Notice or t is se.Notice:
-            self._notice_event(ev)
-        elif t is se.TerminalStarted:
-            self._terminal_started(ev)
-        elif t is se.TerminalExited:
-            for row in self.rows.values():
-                if ev.terminal_id in row.feeds:
-                    row.terminal_exited(ev)
-        elif t is se.PermissionPrompt:
-            self._permission(ev)
-        elif t is se.PermissionResolved:
-            if not (ev.by in ("user", "cancelled") and ev.tool_call_id in self._asked):
-                self._line(resolved_markdown(ev), resolved_plain(ev))
-        elif t is se.ElicitationPrompt:
-            self._elicitation(ev)
-        elif t is se.FileWritten:
-            self._line(file_written_markdown(ev), file_written_plain(ev))
-        elif t is se.FileRead:
-            self._files_read += 1
-        else:
-            self._unknown_event(ev)
-
     def _tool_call(self, ev: tm.ToolCallEvent) -> None:
         call = ev.call
         row = self.rows.get(call.id)
@@ -208,6 +171,18 @@ class TurnBase:
             if started is not None and tid not in row.feeds:
                 row.attach(started)
         row.touch()
+
+    def _terminal_exited(self, ev: se.TerminalExited) -> None:
+        for row in self.rows.values():
+            if ev.terminal_id in row.feeds:
+                row.terminal_exited(ev)
+
+    def _resolved(self, ev: se.PermissionResolved) -> None:
+        if not (ev.by in ("user", "cancelled") and ev.tool_call_id in self._asked):
+            self._line(resolved_markdown(ev), resolved_plain(ev))
+
+    def _file_read(self, ev: se.FileRead) -> None:
+        self._files_read += 1  # counted in the status line
 
     def _terminal_started(self, ev: se.TerminalStarted) -> None:
         self._terminals[ev.terminal_id] = ev
@@ -263,9 +238,6 @@ class TurnBase:
     def _plan_event(self) -> None:
         raise NotImplementedError
 
-    def _unknown_event(self, ev: Any) -> None:
-        raise NotImplementedError
-
     def _new_row(self, call: tm.ToolCall) -> ToolCallRow:
         raise NotImplementedError
 
@@ -298,3 +270,26 @@ class TurnBase:
     @property
     def status(self) -> str:
         return status_line(self.turn, self.session, files_read=self._files_read)
+
+
+def _line_of(line: Callable[[Any], tuple[Markdown, str]]) -> Callable[[TurnBase, Any], None]:
+    return lambda view, ev: view._line(*line(ev))
+
+
+#: The live views' table: one handler per kind of :data:`acp_kernel.client.turn.TURN_EVENTS`
+#: (one-line kinds come from :data:`.transcript.LINES`); each calls the view's
+#: method, so a subclass's hook is the one that runs.
+HANDLERS: dict[type, Callable[[TurnBase, Any], None]] = {
+    tm.Chunk: lambda view, ev: view._chunk(ev),
+    tm.ToolCallEvent: lambda view, ev: view._tool_call(ev),
+    tm.PlanEvent: lambda view, ev: view._plan_event(),
+    tm.StateEvent: lambda view, ev: None,  # mode and usage go into the status line at the end
+    se.Notice: lambda view, ev: view._notice_event(ev),
+    se.TerminalStarted: lambda view, ev: view._terminal_started(ev),
+    se.TerminalExited: lambda view, ev: view._terminal_exited(ev),
+    se.PermissionPrompt: lambda view, ev: view._permission(ev),
+    se.PermissionResolved: lambda view, ev: view._resolved(ev),
+    se.ElicitationPrompt: lambda view, ev: view._elicitation(ev),
+    se.FileRead: lambda view, ev: view._file_read(ev),
+    **{kind: _line_of(line) for kind, line in LINES.items()},
+}

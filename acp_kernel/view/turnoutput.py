@@ -378,9 +378,6 @@ class TurnOutput(TurnBase):
         else:
             self._notice(ev.level, ev.text)
 
-    def _unknown_event(self, ev: Any) -> None:
-        self._line(Markdown("{}").format(f"({type(ev).__name__})"), f"({type(ev).__name__}: {ev!r:.300})")
-
     def _new_row(self, call: tm.ToolCall) -> ToolCallRow:
         """A tool call is a block of its own."""
         self._close_run()

@@ -198,9 +198,6 @@ class TurnView(TurnBase):
     def _line(self, md: Markdown, text: str) -> None:
         self._append(bundle(md, text))
 
-    def _unknown_event(self, ev: Any) -> None:
-        self._append(bundle(plain_text=f"({type(ev).__name__}: {ev!r:.300})"))
-
     def _append(self, data: dict[str, Any], display_id: str | None = None) -> None:
         """A new output at the end: close the open text run first, so order holds."""
         self._close_run()

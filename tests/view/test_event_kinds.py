@@ -1,0 +1,181 @@
+"""One list of turn event kinds, and every renderer handles every kind in it.
+
+The list is :data:`acp_kernel.client.turn.TURN_EVENTS`. A new kind is added
+there (and, for the services', to ``SERVICE_EVENTS``) with a sample below;
+then each test here fails until every renderer has a handler for it: the live
+views' table, the static transcript's, the CLI's JSON and text.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from acp_kernel.client import turn as tm
+from acp_kernel.client.turn import TURN_EVENTS, Turn
+from acp_kernel.services import events as se
+from acp_kernel.services.terminals import ExitStatus
+from acp_kernel.view import TERMINAL, RecordingSink, TurnOutput, TurnView, render_markdown, transcript, turnbase
+from acp_kernel.view.eventtable import missing
+from tests.hostile.render import live
+
+from .helpers import FakeTerminal, elicitation_prompt, permission_prompt, plan, terminal_started, text, tool_call
+
+IMG = "<img src=x onerror=alert(1)>"
+
+
+def _terminal(turn: Turn) -> se.TerminalStarted:
+    term = FakeTerminal()
+    term.emit(f"out {IMG}\n")
+    ev = terminal_started("term-1", term, note=f"ran via the shell {IMG}")
+    turn.add(ev)
+    return ev
+
+
+def _exited(turn: Turn) -> se.TerminalExited:
+    ev = se.TerminalExited("s1", "term-1", ExitStatus(0, None), "exited")
+    turn.add(ev)
+    return ev
+
+
+def _added(make: Callable[[], Any]) -> Callable[[Turn], Any]:
+    def add(turn: Turn) -> Any:
+        ev = make()
+        turn.add(ev)
+        return ev
+    return add
+
+
+#: One sample per kind, added to a turn the way a session adds it (in this order).
+SAMPLES: dict[type, Callable[[Turn], Any]] = {
+    tm.Chunk: lambda turn: turn.apply_update(text(f"Hello {IMG}\n\n")),
+    se.TerminalStarted: _terminal,
+    tm.ToolCallEvent: lambda turn: turn.apply_update(
+        tool_call("t1", f"Run {IMG}", "execute", "in_progress", content=[{"type": "terminal", "terminalId": "term-1"}])),
+    se.TerminalExited: _exited,
+    tm.PlanEvent: lambda turn: turn.apply_update(plan((f"step {IMG}", "pending"))),
+    tm.StateEvent: lambda turn: turn.apply_update({"sessionUpdate": "current_mode_update", "currentModeId": "code"}),
+    tm.UnknownUpdate: lambda turn: turn.apply_update({"sessionUpdate": "_vendor/thing", "x": IMG}),
+    se.Notice: _added(lambda: se.Notice("warning", f"careful {IMG}", "s1")),
+    se.FileRead: _added(lambda: se.FileRead("s1", "/w/a.py", None, None, 10)),
+    se.FileWritten: _added(lambda: se.FileWritten("s1", f"/w/{IMG}.py", True, 12)),
+    se.PermissionPrompt: _added(lambda: permission_prompt(title=f"Run {IMG}")),
+    se.PermissionResolved: _added(lambda: se.PermissionResolved("s1", "t9", f"Read {IMG}", "allow", "allow_once", "policy")),
+    se.ElicitationPrompt: _added(elicitation_prompt),
+}
+
+
+def every_kind(turn: Turn) -> list[Any]:
+    """A sample of every kind, added to ``turn``; the events, in order."""
+    events = [make(turn) for make in SAMPLES.values()]
+    assert [type(ev) for ev in events] == list(SAMPLES)
+    return events
+
+
+def test_every_kind_in_the_list_has_a_sample_here():
+    assert set(SAMPLES) == set(TURN_EVENTS) and len(TURN_EVENTS) == len(set(TURN_EVENTS))
+
+
+def test_the_services_list_every_event_class_they_define():
+    defined = {cls for name, cls in vars(se).items()
+               if inspect.isclass(cls) and cls.__module__ == se.__name__ and dataclasses.is_dataclass(cls)}
+    assert defined == set(se.SERVICE_EVENTS)
+    assert set(se.SERVICE_EVENTS) <= set(TURN_EVENTS)
+
+
+@pytest.mark.parametrize("table", [turnbase.HANDLERS, transcript.HANDLERS], ids=["live views", "transcript"])
+def test_every_table_has_a_handler_for_every_kind(table):
+    assert missing(table) == []
+
+
+def _no_unhandled(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "acp_kernel.view.eventtable"]
+
+
+@pytest.mark.parametrize("make", [
+    lambda turn, sink: TurnView(turn, sink),
+    lambda turn, sink: TurnView(turn, sink, frontend=TERMINAL),
+    lambda turn, sink: TurnOutput(turn, sink),
+], ids=["markdown displays", "append only", "one widget"])
+async def test_every_live_view_renders_every_kind(make, frontend, caplog):
+    caplog.set_level(logging.WARNING)
+    turn, sink = Turn("s1"), RecordingSink()
+    view = make(turn, sink)
+    prompts = [ev for ev in every_kind(turn) if isinstance(ev, (se.PermissionPrompt, se.ElicitationPrompt))]
+    for prompt in prompts:
+        prompt.cancel()
+    turn.finish("end_turn")
+    view.close()
+    assert view.errors == 0 and _no_unhandled(caplog) == []
+    for data in sink.outputs():
+        assert live(data.get("text/markdown", "")) == [], data
+
+
+async def test_the_transcript_renders_every_kind(caplog):
+    caplog.set_level(logging.WARNING)
+    turn = Turn("s1")
+    every_kind(turn)
+    turn.finish("end_turn")
+    md = render_markdown(turn)
+    assert _no_unhandled(caplog) == [] and live(md) == []
+    assert "unknown update" in md and "Permission" in md and "The agent asks" in md
+
+
+class Unlisted:
+    """An event class emitted without being listed in TURN_EVENTS."""
+
+    def __repr__(self) -> str:
+        return f"Unlisted({IMG!r})"
+
+
+async def test_an_unlisted_event_is_shown_and_logged_never_raised(caplog):
+    caplog.set_level(logging.WARNING)
+    turn, sink = Turn("s1"), RecordingSink()
+    view = TurnView(turn, sink, frontend=TERMINAL)
+    turn.add(Unlisted())  # must not raise into the caller (the connection's reader)
+    turn.finish("end_turn")
+    assert view.errors == 0
+    assert sink.outputs()[0]["text/plain"].startswith("(Unlisted: Unlisted(")
+    assert "Unlisted" in render_markdown(turn)
+    (warning,) = _no_unhandled(caplog)  # once per class, however many views meet it
+    assert "Unlisted" in warning
+
+
+# -- the CLI's renderers (acp_kernel/frontends/cli.py) ---------------------------------
+
+
+async def test_the_cli_json_has_a_line_for_every_kind():
+    from acp_kernel.frontends import cli
+
+    turn = Turn("s1")
+    for ev in every_kind(turn):
+        line = cli.event_json(ev)
+        assert isinstance(line.get("type"), str) and line["type"], ev
+        json.dumps(line, default=repr)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "cli.describe (text mode) is an if-chain ending in `return None`: StateEvent and TerminalExited "
+    "say nothing, and a new kind would say nothing too; cli.py is another worker's (issue 22)"))
+async def test_the_cli_text_says_something_for_every_kind():
+    import io
+
+    from acp_kernel.frontends import cli
+
+    turn = Turn("s1")
+    silent = []
+    for ev in every_kind(turn):
+        out, err = io.StringIO(), io.StringIO()
+        printer = cli._Printer("text", cli._Out(out), cli._Out(err))
+        printer(ev)
+        printer.flush()
+        asked = isinstance(ev, (se.PermissionPrompt, se.ElicitationPrompt))  # the asker's
+        if not (out.getvalue() or err.getvalue() or asked):
+            silent.append(type(ev).__name__)
+    assert silent == []
