@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator
 from importlib import metadata
 from typing import Any
 
-from .errors import Abandoned
+from .errors import Abandoned, AcpError
 
 #: Package -> (lowest, first untested) major.minor versions this file was written against.
 TESTED: dict[str, tuple[tuple[int, int], tuple[int, int]]] = {
@@ -298,7 +298,7 @@ def watch_shell_messages(kernel: Any, msg_types: tuple[str, ...], watcher: Calla
         kernel.shell_handlers[msg_type] = watched
 
 
-class StdinClosed(EOFError):
+class StdinClosed(AcpError, EOFError):
     """The frontend cannot answer input requests (``allow_stdin`` False)."""
 
 

@@ -19,7 +19,7 @@ class AcpError(Exception):
     """Base class of everything this package raises on purpose."""
 
 
-class Abandoned(Exception):
+class Abandoned(AcpError):
     """The question was answered elsewhere while the person was asked (a
     stdin question given up by :func:`acp_kernel.compat.stdin_reader`)."""
 

@@ -49,6 +49,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from . import termsafe
+from .errors import AcpError
 
 __all__ = [
     "Html",
@@ -77,7 +78,7 @@ REMOTE_IMAGES = os.environ.get("ACP_KERNEL_REMOTE_IMAGES", "click").strip().lowe
 INLINE_LIMIT = 1000
 
 
-class UnsafeOutput(TypeError):
+class UnsafeOutput(AcpError, TypeError):
     """Output data that did not come from :mod:`acp_kernel.safe`."""
 
 

@@ -78,9 +78,9 @@ class Runtime(LoopHome):
             verb = call.verb.name
             if verb == "help":
                 return self._say(commands.help_markdown(MAGICS))
-            own = getattr(self, "_verb_" + verb, None)
+            own = self.OWN_VERBS.get(verb)
             if own is not None:
-                return await self._interruptible(own(call))
+                return await self._interruptible(own(self, call))
             alias = call.text("--as")
             target = alias or self.default
             if verb == "cancel" and target is not None and target in self.ptys.panels:
@@ -197,6 +197,16 @@ class Runtime(LoopHome):
         note = self.ptys.note(panel.terminal.name)  # why the notebook MCP server is off, if it is
         if note is not None:
             self._say(note)
+
+    #: The verbs the magics run themselves (connections by alias, terminals by
+    #: alias, the status of every connection); ``help`` too. The others go to a
+    #: connection's controller (:data:`acp_kernel.client.verbs.HANDLERS`).
+    OWN_VERBS = {
+        "connect": _verb_connect,
+        "disconnect": _verb_disconnect,
+        "status": _verb_status,
+        "passthrough": _verb_passthrough,
+    }
 
     # -- %%acp ----------------------------------------------------------------
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field
 
+from ..errors import AcpError
 from ..safe import Markdown, code
 
 KERNEL = "kernel"
@@ -24,7 +25,7 @@ POLICIES = ("ask", "allow-reads", "allow-all", "deny")
 VALUE, FLAG, COMMAND = "value", "flag", "command"
 
 
-class UsageError(ValueError):
+class UsageError(AcpError, ValueError):
     """A command line that does not fit its verb: shown as one line, never a traceback."""
 
 

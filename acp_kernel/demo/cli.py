@@ -72,6 +72,8 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from types import FrameType
 
+from ..errors import AcpError
+
 # Events from :class:`InputParser`: ("text", str) or a one-element tuple.
 TEXT = "text"
 SUBMIT = "submit"
@@ -262,15 +264,15 @@ def terminal_size() -> str:
     return "unknown"
 
 
-class Closed(Exception):
+class Closed(AcpError):
     """The terminal (or input) is gone: end quietly."""
 
 
-class Interrupted(Exception):
+class Interrupted(AcpError):
     """The user pressed Ctrl-C during a reply."""
 
 
-class Terminated(Exception):
+class Terminated(AcpError):
     """SIGTERM or SIGHUP: unwind so the tty is restored on the way out."""
 
     def __init__(self, signum: int) -> None:

@@ -29,6 +29,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import AcpError
+
 log = logging.getLogger("acp_kernel.demo.mcp_client")
 
 #: Seconds to start a server and finish the MCP handshake (its imports can be slow).
@@ -42,7 +44,7 @@ IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 MAX_IMAGE_BASE64 = 8 * 1024 * 1024
 
 
-class McpClientError(Exception):
+class McpClientError(AcpError):
     """The server could not be started, or a call failed at the protocol level."""
 
 

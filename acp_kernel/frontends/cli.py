@@ -452,7 +452,7 @@ class _Asker:
             self._say("\n(answered without you: the turn was cancelled)\n")
 
 
-class _Answered(Exception):
+class _Answered(AcpError):
     """The question was answered (cancelled) while the person was asked."""
 
 
@@ -503,7 +503,7 @@ class _Stopper:
             self.task.cancel()
 
 
-class _Signalled(Exception):
+class _Signalled(AcpError):
     def __init__(self, signum: int) -> None:
         super().__init__(signum)
         self.signum = signum

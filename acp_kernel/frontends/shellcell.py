@@ -20,6 +20,7 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ..errors import AcpError
 from ..services.output_window import HEAD_LINES, TAIL_LINES
 from ..services.shell import shell_argv, terminal_request
 from ..services.terminals import ExitStatus, Terminal
@@ -29,7 +30,7 @@ from .shellview import SAVE_LIMIT, LiveWindow, Sink
 DEFAULT_LIMIT = 1024 * 1024
 
 
-class ShellCellError(Exception):
+class ShellCellError(AcpError):
     """Bad ``%%shell`` options, or ``--raise`` with a non-zero exit."""
 
 

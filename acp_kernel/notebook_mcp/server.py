@@ -26,6 +26,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from .._version import VERSION
+from ..errors import AcpError
 from .wire import (ARGS, COMM_TARGET, CONNECT_TIMEOUT, EXECUTE_TIMEOUT, REQUEST_TIMEOUT, TOOLS,
                    Image, Open, Ready, Refused, Reply, Request, Text)
 
@@ -49,7 +50,7 @@ DESCRIPTIONS = {
 }
 
 
-class KernelGone(Exception):
+class KernelGone(AcpError):
     """The kernel side ended: withdrawn, restarted or dead (the message says which)."""
 
 

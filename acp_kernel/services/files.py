@@ -66,7 +66,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_NOT_FOUND, RpcError
+from ..errors import INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_NOT_FOUND, AcpError, RpcError
 from ..paths import config_path, store_path
 from ..safe import visible_controls
 from .events import FileRead, FileWritten, Notice
@@ -162,7 +162,7 @@ def guard_of(real: str, op: str, guarded: Iterable[Guarded]) -> Guarded | None:
 # -- errors of the file operations -----------------------------------------------------
 
 
-class NotRegularFile(OSError):
+class NotRegularFile(AcpError, OSError):
     """A FIFO, socket, device...: never read or replaced."""
 
     def __init__(self, what: str) -> None:
@@ -170,7 +170,7 @@ class NotRegularFile(OSError):
         self.what = what
 
 
-class PathChanged(OSError):
+class PathChanged(AcpError, OSError):
     """A component turned out to be a symlink during the walk (swapped after the check)."""
 
     def __init__(self, name: str) -> None:
@@ -178,14 +178,14 @@ class PathChanged(OSError):
         self.name = name
 
 
-class BecameExecutable(OSError):
+class BecameExecutable(AcpError, OSError):
     """The target has an x bit now, and the write was not asked as one that keeps it."""
 
     def __init__(self) -> None:
         super().__init__(errno.EPERM, "the file is executable now")
 
 
-class TooBig(Exception):
+class TooBig(AcpError):
     """More than a limit would be read; ``what`` says which (``read``/``scan``)."""
 
     def __init__(self, what: str, size: int | None, limit: int) -> None:

@@ -43,7 +43,7 @@ from typing import Any, NamedTuple
 
 from ..protocol import watchdog
 from ..protocol.scope import Scope
-from ..errors import INVALID_PARAMS, RESOURCE_NOT_FOUND, RpcError
+from ..errors import INVALID_PARAMS, RESOURCE_NOT_FOUND, AcpError, RpcError
 from .output_buffer import OutputBuffer, StreamDecoder
 from .events import Notice, TerminalExited, TerminalStarted
 from .shell import looks_like_shell_line, shell_argv
@@ -83,7 +83,7 @@ class ExitStatus:
         return f"killed by {self.signal}" if self.signal else f"exit code {self.exit_code}"
 
 
-class TerminalError(Exception):
+class TerminalError(AcpError):
     """A terminal could not start (program missing, bad cwd, ...)."""
 
     def __init__(self, message: str, code: int = RESOURCE_NOT_FOUND) -> None:
