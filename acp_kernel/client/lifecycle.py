@@ -24,6 +24,7 @@ from .route import Route
 from ..safe import Markdown, code, markdown, plain, text
 from .session import Client, Session
 from .startup import Failure, explain_failure, starting_line
+from .turn import Chunk
 
 #: How much replayed history is shown after a session/load.
 HISTORY_CHARS = 4000
@@ -234,9 +235,9 @@ class Lifecycle:
         """After a resume or load: the number of earlier prompts and the
         last answer only (the text after the last user message)."""
         events = session.background.events
-        users = [i for i, e in enumerate(events) if getattr(e, "role", None) == "user"]
+        users = [i for i, e in enumerate(events) if isinstance(e, Chunk) and e.role == "user"]
         start = users[-1] + 1 if users else 0
-        answer = "".join(e.text for e in events[start:] if getattr(e, "role", None) == "agent")
+        answer = "".join(e.text for e in events[start:] if isinstance(e, Chunk) and e.role == "agent")
         where = code(session.cwd)
         if not answer and not users:
             self.say(Markdown("*{} session {} in {}.*").format(verb, code(session.id), where))

@@ -37,6 +37,7 @@ from ..errors import (
     RpcError,
 )
 from .framing import NOTIFICATION, REQUEST, RESPONSE, Noise, Oversized, TooDeep
+from .transport import Transport
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +70,7 @@ class Connection:
 
     def __init__(
         self,
-        transport: Any,
+        transport: Transport,
         *,
         name: str = "peer",
         max_line: int = framing.DEFAULT_MAX_LINE,
@@ -95,10 +96,8 @@ class Connection:
         self.on_unknown_notification: Callable[[str, Any], None] | None = None
         self.noise_count = 0
         transport.attach(self._on_data, self._on_eof)
-        if hasattr(transport, "on_stall"):
-            transport.on_stall = self._on_stall
-        if hasattr(transport, "on_exit"):
-            transport.on_exit = self._on_exit
+        transport.on_stall = self._on_stall
+        transport.on_exit = self._on_exit
 
     # -- registration -------------------------------------------------------
 
@@ -109,9 +108,7 @@ class Connection:
         self._notifications[method] = handler
 
     async def start(self) -> None:
-        start = getattr(self.transport, "start", None)
-        if start is not None:
-            await start()
+        await self.transport.start()
 
     # -- outgoing -----------------------------------------------------------
 
@@ -224,7 +221,7 @@ class Connection:
     def _on_stall(self, waiting: int) -> None:
         """The transport says the agent stopped reading: report it and close,
         failing every pending request with the reason (nothing waits forever)."""
-        seconds = getattr(self.transport, "write_stall_seconds", 0)
+        seconds = self.transport.write_stall_seconds
         reason = AgentStalled(
             f"{self.name} stopped reading its input: {waiting:,} bytes have waited for it for {seconds:g} s "
             "(limits.write_stall_seconds, limits.write_buffer_bytes); it is not sent anything more",
@@ -383,7 +380,7 @@ class Connection:
         asyncio.get_running_loop().create_task(self._finish_eof())
 
     async def _finish_eof(self) -> None:
-        exited = getattr(self.transport, "exited", None)
+        exited = self.transport.exited
         if exited is not None and not exited.done():
             try:
                 await asyncio.wait_for(asyncio.shield(exited), 0.5)

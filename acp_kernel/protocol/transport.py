@@ -32,9 +32,29 @@ OnEof = Callable[[], None]
 
 
 class Transport(Protocol):
-    """What a connection needs from the bytes below it (duck-typed)."""
+    """What a connection needs from the bytes below it. Every transport
+    declares every member: one without a process has no stall to report
+    (``on_stall`` is never called, ``write_stall_seconds`` is 0) and no exit
+    (``exited`` is None, ``on_exit`` is never called)."""
+
+    #: Set by the connection: called with the bytes waiting when the peer stopped reading.
+    on_stall: Callable[[int], None] | None
+    #: Set by the connection: called with the exit status when the peer's process ended.
+    on_exit: Callable[[int | None], None] | None
+
+    @property
+    def exited(self) -> asyncio.Future[int | None] | None:
+        """Resolves with the peer process's exit status; None: no process."""
+        ...
+
+    @property
+    def write_stall_seconds(self) -> float:
+        """How long a full queue to the peer may go unread before ``on_stall``."""
+        ...
 
     def attach(self, on_data: OnData, on_eof: OnEof) -> None: ...
+
+    async def start(self) -> None: ...
 
     def write(self, data: bytes) -> None: ...
 
@@ -392,6 +412,10 @@ class StdioTransport:
         self._on_data: OnData = lambda data: None
         self._on_eof: OnEof = lambda: None
         self._closed = False
+        self.on_stall: Callable[[int], None] | None = None  # a blocking write: no queue to stall
+        self.on_exit: Callable[[int | None], None] | None = None
+        self.exited: asyncio.Future[int | None] | None = None  # this process is the peer's
+        self.write_stall_seconds = 0.0
 
     def attach(self, on_data: OnData, on_eof: OnEof) -> None:
         self._on_data, self._on_eof = on_data, on_eof
@@ -428,6 +452,10 @@ class MemoryTransport:
         self._on_data: OnData = lambda data: None
         self._on_eof: OnEof = lambda: None
         self._closed = False
+        self.on_stall: Callable[[int], None] | None = None  # in-process: no queue to stall, no process
+        self.on_exit: Callable[[int | None], None] | None = None
+        self.exited: asyncio.Future[int | None] | None = None
+        self.write_stall_seconds = 0.0
         self._loop = asyncio.get_running_loop()
 
     def attach(self, on_data: OnData, on_eof: OnEof) -> None:
