@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from acp_kernel.client.turn import Notice, Turn
 from acp_kernel.services import events as se
 from acp_kernel.view import TERMINAL, RecordingSink, TurnOutput, TurnView, view_for
@@ -227,6 +229,20 @@ async def test_terminal_frontends_keep_the_append_only_view():
     turn.apply_update(text("hello\n\n"))
     turn.finish("end_turn")
     assert not sink.updates() and "hello" in sink.outputs()[0]["text/plain"]
+
+
+@pytest.mark.parametrize("name", ["NOTEBOOK", "HEADLESS", "TERMINAL", "UNSEEN", "PIPED"])
+async def test_a_frontend_with_widgets_always_gets_the_widget_view(name, frontend):
+    """Why TurnView has no widget mode: every frontend the front-ends make
+    (view.frontend's and the magics' own) that shows widgets also applies
+    updates, and those get TurnOutput."""
+    from acp_kernel.frontends import api
+    from acp_kernel.view import frontend as fe
+
+    chosen = getattr(fe, name, None) or getattr(api, name)
+    view = view_for(Turn("s1"), RecordingSink(), frontend=chosen, widgets=chosen.widgets)
+    assert isinstance(view, TurnOutput) == chosen.widgets
+    view.close()
 
 
 async def test_the_fallback_follows_block_boundaries_at_a_bounded_rate(frontend: Frontend, monkeypatch):
