@@ -578,7 +578,8 @@ async def _converse(client: Any, text: str, args: argparse.Namespace, printer: _
                     asker: _Asker | None, stopper: _Stopper) -> int:
     """Start the agent, open a session, run one turn; the exit code."""
     from ..client.discovery import first_start_download  # lazy: start-up time
-    from ..client.startup import explain_failure, starting_line  # lazy: start-up time
+    from ..client.lifecycle import Unavailable, open_session, start_agent  # lazy: start-up time
+    from ..client.startup import starting_line  # lazy: start-up time
 
     err = printer.err
     spec = client.spec
@@ -590,20 +591,18 @@ async def _converse(client: Any, text: str, args: argparse.Namespace, printer: _
         printer.flush()
     elif err.isatty():  # progress for a person; a log or a script reading stderr gets no noise
         err.write(f"acp-kernel: {line(starting)}\n")
-    try:
-        await client.start()
-        session = await client.new_session()
-    except (AcpError, OSError) as exc:
-        await client.close()  # its stderr read to the end, its process tree gone
-        transport = getattr(client, "transport", None)
-        status, stderr = transport.exit_info() if transport is not None else (None, "")
-        failure = explain_failure(spec, exc, stderr=stderr, returncode=status)
+    try:  # the controller's start-up: the agent closed and the failure explained when it cannot
+        session = await open_session(await start_agent(client))
+    except Unavailable as exc:
+        failure = exc.failure
         if args.format == "json":
-            printer._emit(json_safe(_encode({"type": "error", "stage": "start", **failure.as_json()})) + "\n")
-            printer._emit(json_safe(_encode({"type": "end", "stopReason": None, "error": failure.headline})) + "\n")
+            facts = failure.as_json() if failure is not None else {"headline": str(exc)}
+            printer._emit(json_safe(_encode({"type": "error", "stage": "start", **facts})) + "\n")
+            printer._emit(json_safe(_encode({"type": "end", "stopReason": None,
+                                             "error": failure.headline if failure else str(exc)})) + "\n")
             printer.flush()
-        err.write(f"acp-kernel: {_block(failure.plain())}\n")
-        return EXIT_AUTH if isinstance(exc, AuthRequired) else EXIT_AGENT
+        err.write(f"acp-kernel: {_block(failure.plain() if failure is not None else exc)}\n")
+        return EXIT_AUTH if isinstance(exc.cause, AuthRequired) else EXIT_AGENT
     for event in session.background.events:  # asked before the turn began: answered unasked, said here
         if type(event).__name__ == "Notice" and getattr(event, "kind", None) == "between-turns":
             printer(event)
