@@ -9,7 +9,7 @@ so the client never probes a front-end for an attribute.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from .notebook import NotebookSide
 
@@ -45,6 +45,7 @@ class Asker(Protocol):
     def close(self) -> None: ...
 
 
+@runtime_checkable
 class Frontend(Protocol):
     """One front-end, asked within the running cell's context."""
 

@@ -21,7 +21,7 @@ import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from . import watchdog
 from .scope import Scope
@@ -31,6 +31,7 @@ OnData = Callable[[bytes], None]
 OnEof = Callable[[], None]
 
 
+@runtime_checkable
 class Transport(Protocol):
     """What a connection needs from the bytes below it. Every transport
     declares every member: one without a process has no stall to report
