@@ -32,8 +32,7 @@ from ..client.controller import Controller, Killed, Unavailable
 from ..errors import AcpError, PassthroughError, RpcError
 from .kernel_io import KernelFrontend, KernelSink
 from .parts import PARTS
-from ..safe import Markdown, bundle, text
-from ..safe import code as inline_code  # not `code`: do_execute's parameter is the cell's source
+from ..safe import Markdown, bundle
 from ..client.session import __version__, resource_link, text_block
 from ..view.frontend import WidgetClients
 from .shellcell import ShellCellError, shell_cell
@@ -44,6 +43,10 @@ from .complete import complete, inspect
 EXIT_WORDS = frozenset({"exit", "quit", "exit()", "quit()"})
 #: Cells kept for the notebook MCP server's ``cells`` (the newest).
 CELL_HISTORY = 200
+
+
+#: The error a cell shows: at most this many lines of its message, each at most this long.
+ERROR_LINES, ERROR_LINE = 20, 500
 
 
 class AcpKernel(Kernel):
@@ -162,11 +165,9 @@ class AcpKernel(Kernel):
             return await self._cell
         except BaseException as exc:  # noqa: BLE001 - nothing may escape do_execute
             if isinstance(exc, (KeyboardInterrupt, asyncio.CancelledError)):
-                self._say(Markdown("*Interrupted.*"))
                 return self._error("Interrupted", "the cell was interrupted")
             self.log.error("cell failed: %s", "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
-            self._say(Markdown("**Internal error:** {} (the kernel is still alive)").format(inline_code(f"{type(exc).__name__}: {exc}")))
-            return self._error(type(exc).__name__, str(exc))
+            return self._error(type(exc).__name__, str(exc), note="an internal error of acp-kernel; the kernel is still alive")
         finally:
             self.controller.running = None
             self._cell = None
@@ -174,11 +175,17 @@ class AcpKernel(Kernel):
     def _ok(self, payload: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         return {"status": "ok", "execution_count": self.execution_count, "payload": payload or [], "user_expressions": {}}
 
-    def _error(self, ename: str, evalue: str) -> dict[str, Any]:
-        """An error reply and an ``error`` message: one line each (what
-        nbclient / nbconvert / papermill show as the reason), no traceback."""
-        evalue = termsafe.clean(evalue.split("\n", 1)[0] if evalue else "", oneline=True)[:500]
-        content = {"ename": ename, "evalue": evalue, "traceback": [f"{ename}: {evalue}"]}
+    def _error(self, ename: str, evalue: str, *, note: str = "") -> dict[str, Any]:
+        """The cell's one error: an ``error`` message and the error reply, and no
+        other output saying the same. ``evalue`` is the first line (what nbclient,
+        nbconvert and papermill show as the reason); the traceback, which front-ends
+        show as text, has the rest of the message (bounded) and ``note``."""
+        lines = [termsafe.clean(line, oneline=True)[:ERROR_LINE] for line in (evalue or "").splitlines()]
+        first, rest = (lines[0] if lines else ""), lines[1:ERROR_LINES]
+        if len(lines) > ERROR_LINES:
+            rest.append(f"... ({len(lines) - ERROR_LINES} more lines)")
+        content = {"ename": ename, "evalue": first,
+                   "traceback": [f"{ename}: {first}", *rest, *([f"({note})"] if note else [])]}
         if self._sink is not None and self.session is not None:
             self.session.send(self.iopub_socket, "error", content, parent=self._sink.parent, ident=compat.iopub_topic(self, "error"))
         return {"status": "error", "execution_count": self.execution_count, **content}
@@ -189,8 +196,7 @@ class AcpKernel(Kernel):
             return self._ok([{"source": "ask_exit", "keepkernel": False}])
         cell = cells.parse_cell(code)
         if cell.errors:
-            self._say(Markdown("  \n").join(Markdown("**Error:** {}").format(text(e)) for e in cell.errors))
-            return self._error("UsageError", "; ".join(cell.errors))
+            return self._error("UsageError", "\n".join(cell.errors))
         if cell.shell is not None:
             return await self._shell(cell)
         for command in cell.commands:
@@ -213,8 +219,7 @@ class AcpKernel(Kernel):
         except Unavailable as exc:
             return self._error("AgentUnavailable", str(exc))
         except AcpError as exc:  # refused before a turn began (ContentRefused, a turn still running)
-            self._say(Markdown("**Not sent:** {}").format(text(str(exc))))
-            return self._error(type(exc).__name__, str(exc))
+            return self._error(type(exc).__name__, str(exc), note="not sent to the agent")
         if turn.error is not None:
             return self._error("AgentError", turn.error.splitlines()[0] if turn.error else "")
         # A forced cancel left the agent marked for restart: the next cell
@@ -225,7 +230,6 @@ class AcpKernel(Kernel):
         try:
             reply = await self.controller.prompt_terminal(name, prompt)
         except PassthroughError as exc:
-            self._say(Markdown("**Passthrough:** {}").format(text(str(exc))))
             return self._error("PassthroughError", str(exc))
         if reply.outcome == "exited":
             return self._error("PassthroughExited", self.ptys.get(name).terminal.describe_exit())
@@ -246,10 +250,8 @@ class AcpKernel(Kernel):
         except Unavailable as exc:
             return self._error("AgentUnavailable", str(exc))
         except UsageError as exc:
-            self._say(Markdown("**{}:** {}").format(text(cmd.line), text(str(exc))))
-            return self._error("UsageError", str(exc))
+            return self._error("UsageError", f"{cmd.line}: {exc}")
         except (RpcError, AcpError, ValueError) as exc:
-            self._say(Markdown("**{}:** {}").format(text(cmd.line), text(str(exc))))
             return self._error("CommandError", f"{cmd.line}: {exc}")
 
     # -- %%shell --------------------------------------------------------------

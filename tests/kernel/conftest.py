@@ -65,7 +65,8 @@ class Result:
         return self.reply["content"]["status"]
 
     def text(self) -> str:
-        """Everything the cell showed, as one string (markdown, plain and streams)."""
+        """Everything the cell showed, as one string (markdown, plain, streams and the
+        error's traceback, which front-ends show as text)."""
         parts = []
         for msg in self.outputs:
             c = msg["content"]
@@ -74,6 +75,8 @@ class Result:
             elif msg["msg_type"] in ("display_data", "update_display_data", "execute_result"):
                 data = c.get("data", {})
                 parts.append(data.get("text/markdown") or data.get("text/plain") or "")
+            elif msg["msg_type"] == "error":
+                parts.append("\n".join(c.get("traceback", [])))
         return "\n".join(parts)
 
 

@@ -10,7 +10,7 @@ from acp_kernel.frontends import kernel
 
 MARKER = "FAIL-HERE"
 #: Raw HTML, math delimiters, a backtick run and a path with a newline in it.
-HOSTILE = "<img src=x onerror=alert(1)> $x$ \\( \\[ \\begin{x} `tick` /tmp/a\nb.txt"
+HOSTILE = "<img src=x onerror=alert(1)> $x$ \\( \\[ \\begin{x} `tick` \x1b]0;title\x07\x1b[2J /tmp/a\nb.txt"
 
 _prompt = Controller.prompt
 

@@ -23,6 +23,8 @@ class AcpKernelConformance(jkt.KernelTests):
     complete_code_samples = ["hello", "%status", "%%shell\necho hi"]
     incomplete_code_samples = ["tell me about \\"]
     invalid_code_samples = ["%nonsense"]
+    # A failing command: its error output alone says it (no display besides).
+    code_generate_error = "%nonsense"
     code_inspect_sample = "%status"
 
     @classmethod
