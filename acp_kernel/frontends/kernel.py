@@ -250,7 +250,7 @@ class AcpKernel(Kernel):
         except Unavailable as exc:
             return self._error("AgentUnavailable", str(exc))
         except UsageError as exc:
-            return self._error("UsageError", f"{cmd.line}: {exc}")
+            return self._error("UsageError", str(exc))
         except (RpcError, AcpError, ValueError) as exc:
             return self._error("CommandError", f"{cmd.line}: {exc}")
 
