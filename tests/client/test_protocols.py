@@ -3,8 +3,12 @@ so the client and the connection use them without probing (no hasattr)."""
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import sys
+from pathlib import Path
+
+import acp_kernel
 
 from acp_kernel.client.frontend import Frontend
 from acp_kernel.frontends.api import IPythonFrontend
@@ -35,3 +39,17 @@ async def test_a_connection_wires_its_callbacks_into_any_transport():
     await conn.start()
     await a.close()
     await asyncio.wait_for(conn.wait_closed(), 5)
+
+
+def test_no_attribute_probing_on_front_ends_or_transports():
+    """What a front-end or transport can do is declared in its protocol, not probed for."""
+    root = Path(acp_kernel.__file__).parent
+    probes = []
+    for path in [*(root / "client").rglob("*.py"), *(root / "protocol").rglob("*.py")]:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+                continue
+            if node.func.id == "hasattr" or (node.func.id == "getattr" and node.args and any(
+                    word in ast.unparse(node.args[0]) for word in ("frontend", "transport", "asker"))):
+                probes.append(f"{path.relative_to(root)}:{node.lineno}: {ast.unparse(node)}")
+    assert probes == []
