@@ -27,7 +27,8 @@ from .commands import Call, UsageError
 from .frontend import Frontend
 from .lifecycle import Lifecycle, Unavailable
 from .output import Output, status_lines
-from .parts import Parts
+from ..errors import PassthroughError
+from .parts import Parts, Terminals
 from .host import ClientSettings
 from .registry import BUILTIN, AgentSpec, Config, ConfigError, load_config
 from .route import Route
@@ -72,7 +73,7 @@ class Controller:
 
     def __init__(self, frontend: Frontend, *, parts: Parts, spec: AgentSpec | None = None, config: Config | None = None,
                  cwd: str | None = None, permissions: str | None = None, label: str | None = None,
-                 key: str | None = None, ptys: Any = None, terminal_auth: bool = True) -> None:
+                 key: str | None = None, ptys: Terminals | None = None, terminal_auth: bool = True) -> None:
         self.frontend = frontend
         self.parts = parts
         self.output = Output(frontend, parts)
@@ -168,6 +169,13 @@ class Controller:
     def name(self) -> Markdown:
         return self.life.name
 
+    @property
+    def terminals(self) -> Terminals:
+        """The front-end's passthrough terminals (the kernel's, the magics' by alias)."""
+        if self.ptys is None:
+            raise PassthroughError("this front-end has no passthrough terminals")
+        return self.ptys
+
     # -- output, remembering, the agent's life: the parts' --------------------------
 
     def say(self, md: Markdown, plain_text: Any = None) -> None:
@@ -240,16 +248,17 @@ class Controller:
         """Type a prompt into a passthrough terminal shown in this cell; the
         :class:`~acp_kernel.passthrough.manager.Reply`. Where no terminal is on
         screen (headless), the reply is kept as text in the cell."""
-        if name not in self.ptys.panels:
+        ptys = self.terminals
+        if name not in ptys.panels:
             last = self.route.reopens(name)
             if last is not None:
                 reply = await self._reopen_terminal(name, last, prompt)
                 if reply is not None:
                     return reply
-        panel = self.ptys.get(name)
+        panel = ptys.get(name)
         self.running = panel.terminal
         try:
-            reply = await self.ptys.prompt(name, prompt, self.frontend.sink())
+            reply = await ptys.prompt(name, prompt, self.frontend.sink())
         finally:
             self.running = None
         if reply.sent and self.route.typed(name, prompt):
@@ -264,7 +273,7 @@ class Controller:
         resume flag (:func:`~acp_kernel.passthrough.ptycell.reopen`); the
         :class:`Reply` when the prompt is not typed again, else None."""
         self.running = None
-        opened = await self.parts.reopen_terminal(self.ptys, name, last, prompt, self.config, self.cwd)
+        opened = await self.parts.reopen_terminal(self.terminals, name, last, prompt, self.config, self.cwd)
         self.route.target = opened.panel.terminal.name
         self.say(opened.note)
         if opened.type_prompt:

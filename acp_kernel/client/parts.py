@@ -9,6 +9,7 @@ a test may pass its own).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..safe import Markdown
@@ -17,6 +18,35 @@ if TYPE_CHECKING:  # pragma: no cover
     from .registry import AgentSpec, Config
     from .session import Session
     from .turn import Turn
+
+
+class Terminals(Protocol):
+    """The front-end's passthrough terminals by name
+    (:class:`~acp_kernel.passthrough.ptycell.Terminals`): each a panel whose
+    ``terminal`` runs a CLI under a PTY."""
+
+    @property
+    def panels(self) -> Mapping[str, Any]: ...
+
+    def open(self, target: Any, cwd: str, *, reuse: bool = True) -> Any:
+        """Start ``target`` in a terminal (or take the running one); its panel."""
+        ...
+
+    def get(self, name: str) -> Any:
+        """The panel of terminal ``name``; ``PassthroughError`` when there is none."""
+        ...
+
+    async def prompt(self, name: str, prompt: str, sink: Any) -> Any:
+        """Type ``prompt`` into terminal ``name`` shown in this cell; the ``Reply``."""
+        ...
+
+    async def close(self, name: str) -> None: ...
+
+    def note(self, name: str) -> Markdown | None:
+        """Why the notebook MCP server is off for this terminal, if it is."""
+        ...
+
+    def listing(self) -> Markdown: ...
 
 
 class Parts(Protocol):
@@ -62,7 +92,7 @@ class Parts(Protocol):
     def outcome_markdown(self, terminal: Any, reply: Any) -> Markdown | None:
         ...
 
-    async def reopen_terminal(self, terminals: Any, name: str, last_prompt: str, prompt: str,
+    async def reopen_terminal(self, terminals: Terminals, name: str, last_prompt: str, prompt: str,
                               config: Config, cwd: str) -> Any:
         """After a kernel restart: the remembered CLI again (a ``Reopened``)."""
         ...

@@ -85,7 +85,8 @@ async def _terminal_login(c: Controller, method: dict) -> None:
     """Run the agent's login in a terminal here; on exit status 0, reconnect (ACP v1)."""
     if c.ptys is None:
         raise AcpError("this front-end cannot show a terminal for the login")
-    panel = c.ptys.open(c.parts.login_target(c.spec, method), c.cwd, reuse=False)
+    ptys = c.ptys
+    panel = ptys.open(c.parts.login_target(c.spec, method), c.cwd, reuse=False)
     panel.show(c.frontend.sink())
     c.say(Markdown("*Log in in the terminal above; the agent reconnects when it exits.*"))
     c.running = panel.terminal
@@ -98,7 +99,7 @@ async def _terminal_login(c: Controller, method: dict) -> None:
             code(usage(c, "auth"))))
         raise AcpError("the login was interrupted")
     status = panel.terminal.exit_status
-    await c.ptys.close(panel.terminal.name)  # exited: this only forgets it
+    await ptys.close(panel.terminal.name)  # exited: this only forgets it
     if status != 0:
         c.say(Markdown("**Login {}.** Run {} to try again.").format(
             text(panel.terminal.describe_exit()), code(f"{usage(c, 'auth').rsplit(' ', 1)[0]} {method.get('id')}")))
@@ -257,33 +258,31 @@ async def passthrough(c: Controller, call: Call) -> None:
     command = call.words("--command")
     args = call.args + (["--command", *command] if command else [])
     verb = args[0] if args else ""
-    route = c.route
-    if c.ptys is None:
-        raise PassthroughError("this front-end has no passthrough terminals")
+    route, ptys = c.route, c.terminals
     if verb == "off":
         route.off()
         c.remember()
         c.say(Markdown("*Prompts go to {} over ACP again.*").format(text(c.spec.title)))
     elif verb == "list":
-        c.say(c.ptys.listing())
+        c.say(ptys.listing())
     elif verb == "stop":
         name = args[1] if len(args) > 1 else route.target
         if name is None:
             raise PassthroughError("no passthrough terminal to stop")
-        c.ptys.get(name)
-        await c.ptys.close(name)
+        ptys.get(name)
+        await ptys.close(name)
         if route.target == name:
             route.off()
             c.remember()
         c.say(Markdown("*Stopped {}.*").format(code(name)))
     else:
         target = c.parts.resolve_terminal(args, c.config, c.spec)
-        panel = c.ptys.open(target, c.cwd)
+        panel = ptys.open(target, c.cwd)
         route.opened(panel.terminal.name, target.name if args[:1] != ["--command"] else "")
         c.remember()
         panel.show(c.frontend.sink())
         c.say(c.parts.opened_markdown(panel.terminal))
-        note = c.ptys.note(panel.terminal.name)  # why the notebook MCP server is off, if it is
+        note = ptys.note(panel.terminal.name)  # why the notebook MCP server is off, if it is
         if note is not None:
             c.say(note)
 
