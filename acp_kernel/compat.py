@@ -254,6 +254,39 @@ def allow_stdin(kernel: Any) -> bool:
     return bool(getattr(kernel, "_allow_stdin", False))
 
 
+def iopub_thread_class() -> Any:
+    """ipykernel's ``IOPubThread`` with two changes for this kernel.
+
+    - No fork pipe (see :func:`launch_kernel_app`).
+    - Waking the IOPub thread never blocks. At shutdown the main thread stops
+      that thread and closes its event pipes while the control thread, done with
+      ``shutdown_request``, still flushes stdout and publishes "idle"
+      (``Kernel.process_control``); its send on a pipe nobody reads then blocks
+      forever, the main thread waits for it, and jupyter_client ends the kernel
+      with SIGTERM after half its wait (30 s in the tests, which hit it in about
+      one shutdown in seven on a loaded 2-core machine). Here a wake-up that cannot
+      be sent at once is dropped: the event is queued, and the thread, while it
+      runs, drains every queued event on each wake-up it already has pending.
+    """
+    import zmq
+    from ipykernel.iostream import IOPubThread
+
+    class AcpIOPubThread(IOPubThread):
+        def __init__(self, socket: Any, pipe: bool = False, **kwargs: Any) -> None:
+            super().__init__(socket, pipe=False, **kwargs)
+
+        def schedule(self, f: Callable[[], Any]) -> None:
+            if not self.thread.is_alive():
+                return super().schedule(f)
+            self._events.append(f)
+            try:
+                self._event_pipe.send(b"", zmq.NOBLOCK)
+            except zmq.ZMQError:  # stopped meanwhile: nobody reads the pipe (or it is closed)
+                pass
+
+    return AcpIOPubThread
+
+
 def launch_kernel_app(kernel_class: Any) -> None:
     """Start ``IPKernelApp`` for ``kernel_class`` without the fork pipe: the
     app's IOPub thread listens on a sixth TCP port (127.0.0.1) for output of
@@ -262,11 +295,8 @@ def launch_kernel_app(kernel_class: Any) -> None:
     beyond the five in the connection file. ipykernel has no switch for it:
     the app's ``IOPubThread`` is swapped while ``init_iopub`` runs."""
     from ipykernel import kernelapp
-    from ipykernel.iostream import IOPubThread
 
-    class _NoForkPipe(IOPubThread):
-        def __init__(self, socket: Any, pipe: bool = False, **kwargs: Any) -> None:
-            super().__init__(socket, pipe=False, **kwargs)
+    _NoForkPipe = iopub_thread_class()
 
     class AcpKernelApp(kernelapp.IPKernelApp):
         def init_iopub(self, context: Any) -> None:

@@ -51,3 +51,27 @@ def test_displays_to_outside_ipython_changes_nothing(monkeypatch: pytest.MonkeyP
     hook = sys.displayhook
     with compat.displays_to(lambda o: None):
         assert sys.displayhook is hook
+
+
+
+def test_waking_a_stopped_iopub_thread_neither_raises_nor_blocks() -> None:
+    """The race at kernel shutdown: the control thread checked the IOPub thread was
+    alive, then the main thread stopped it and closed every event pipe. ipykernel's own
+    ``schedule`` then raises ZMQError ("Socket operation on non-socket"), or blocks
+    forever on a pipe nobody reads (the kernel then waits for SIGTERM)."""
+    import zmq
+
+    ctx = zmq.Context()
+    sock = ctx.socket(zmq.PUB)
+    iopub = compat.iopub_thread_class()(sock)
+    iopub.start()
+    try:
+        assert iopub._event_pipe is not None  # this thread's pipe, as the control thread has one
+        iopub.stop()
+        iopub.thread.is_alive = lambda: True  # the caller's check came just before the stop
+        iopub.schedule(lambda: None)  # returns: the wake-up is dropped
+    finally:
+        del iopub.thread.is_alive
+        iopub.close()
+        sock.close(linger=0)
+        ctx.term()
