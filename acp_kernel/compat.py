@@ -301,7 +301,7 @@ def launch_kernel_app(kernel_class: Any) -> None:
     class AcpKernelApp(kernelapp.IPKernelApp):
         def init_iopub(self, context: Any) -> None:
             # Swapping the class ipykernel's module builds its IOPub thread from (a private seam).
-            saved, kernelapp.IOPubThread = kernelapp.IOPubThread, _NoForkPipe  # type: ignore[misc,assignment]
+            saved, kernelapp.IOPubThread = kernelapp.IOPubThread, _NoForkPipe  # type: ignore[misc]
             try:
                 super().init_iopub(context)
             finally:
