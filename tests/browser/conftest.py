@@ -180,20 +180,14 @@ def notebook7(tmp_path_factory) -> Any:
     yield from _serve(tmp_path_factory.mktemp("nb7"), "notebook", [])
 
 
-def _serve(base: Path, app: str, extra: list[str]) -> Any:
-    """Start ``python -m <app>`` on 127.0.0.1 with a token, our kernelspec and
-    temp state; yield a :class:`Lab` once ``/api/status`` answers; stop its group."""
+def isolated_env(base: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """An environment for a Jupyter server under ``base``: our kernelspec installed in
+    ``base/prefix`` and first on JUPYTER_PATH, config, runtime and the kernel's and demo
+    agent's state all in ``base``, none of the caller's agent or policy choices."""
     from acp_kernel.frontends.install import install
 
-    root = base / "root"
-    root.mkdir()
     prefix = base / "prefix"
     install(prefix=str(prefix))
-    settings = base / "lab-settings"
-    for rel, value in LAB_SETTINGS.items():
-        path = settings / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(value))
     env = dict(os.environ)
     for var in ("ACP_KERNEL_AGENT", "ACP_KERNEL_PERMISSIONS", "JPY_SESSION_NAME"):
         env.pop(var, None)
@@ -201,12 +195,28 @@ def _serve(base: Path, app: str, extra: list[str]) -> Any:
         "JUPYTER_PATH": os.pathsep.join(filter(None, [str(prefix / "share" / "jupyter"), env.get("JUPYTER_PATH")])),
         "JUPYTER_CONFIG_DIR": str(base / "config"),
         "JUPYTER_RUNTIME_DIR": str(base / "runtime"),
-        "JUPYTERLAB_SETTINGS_DIR": str(settings),
-        "JUPYTERLAB_WORKSPACES_DIR": str(base / "workspaces"),
         "ACP_KERNEL_STATE": str(base / "state" / "sessions.json"),
         "ACP_KERNEL_CONFIG": str(base / "acp_kernel.json"),
         "ACP_DEMO_STATE_DIR": str(base / "demo-state"),
         "PYTHONUNBUFFERED": "1",
+        **(extra or {}),
+    })
+    return env
+
+
+def _serve(base: Path, app: str, extra: list[str]) -> Any:
+    """Start ``python -m <app>`` on 127.0.0.1 with a token, our kernelspec and
+    temp state; yield a :class:`Lab` once ``/api/status`` answers; stop its group."""
+    root = base / "root"
+    root.mkdir()
+    settings = base / "lab-settings"
+    for rel, value in LAB_SETTINGS.items():
+        path = settings / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(value))
+    env = isolated_env(base, {
+        "JUPYTERLAB_SETTINGS_DIR": str(settings),
+        "JUPYTERLAB_WORKSPACES_DIR": str(base / "workspaces"),
     })
     port = _free_port()
     token = secrets.token_hex(24)

@@ -6,7 +6,6 @@ the terminal sends text only, and works there."""
 
 from __future__ import annotations
 
-import os
 import re
 import secrets
 import subprocess
@@ -19,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from .conftest import START, TURN, Notebook, _free_port, _open_notebook, _serve, _stop_group, skip_unless_browser
+from .conftest import (START, TURN, Notebook, _free_port, _open_notebook, _serve, _stop_group, isolated_env,
+                       skip_unless_browser)
 
 skip_unless_browser()
 pytest.importorskip("kernel_gateway", reason="the gateway test needs jupyter_kernel_gateway")
@@ -40,24 +40,9 @@ class Gateway:
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory) -> Any:
     """A Jupyter Kernel Gateway on 127.0.0.1 with our kernelspec and temp state."""
-    from acp_kernel.frontends.install import install
-
     base = tmp_path_factory.mktemp("gateway")
-    prefix = base / "prefix"
-    install(prefix=str(prefix))
     (base / "root").mkdir()
-    env = dict(os.environ)
-    for var in ("ACP_KERNEL_AGENT", "ACP_KERNEL_PERMISSIONS", "JPY_SESSION_NAME"):
-        env.pop(var, None)
-    env.update({
-        "JUPYTER_PATH": os.pathsep.join(filter(None, [str(prefix / "share" / "jupyter"), env.get("JUPYTER_PATH")])),
-        "JUPYTER_CONFIG_DIR": str(base / "config"),
-        "JUPYTER_RUNTIME_DIR": str(base / "runtime"),
-        "ACP_KERNEL_STATE": str(base / "state" / "sessions.json"),
-        "ACP_KERNEL_CONFIG": str(base / "acp_kernel.json"),
-        "ACP_DEMO_STATE_DIR": str(base / "demo-state"),
-        "PYTHONUNBUFFERED": "1",
-    })
+    env = isolated_env(base)
     port, token = _free_port(), secrets.token_hex(24)
     log = base / "gateway.log"
     with open(log, "wb") as out:

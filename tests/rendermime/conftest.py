@@ -13,7 +13,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, START, _serve, skip_unless_browser
+from tests.browser.conftest import START, _serve, skip_unless_browser
 
 LAB_ARGS = [
     "--LabApp.news_url=",
@@ -35,18 +35,10 @@ def oracle_lab(tmp_path_factory) -> Any:
 @pytest.fixture(scope="package")
 def oracle(oracle_lab, tmp_path_factory) -> Any:
     """An :class:`~tests.rendermime.oracle.Oracle` on a JupyterLab page."""
-    from playwright.sync_api import sync_playwright
-
     from .oracle import Oracle
 
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            page = browser.new_page()
-            page.set_default_timeout(START)
-            yield Oracle.open(page, oracle_lab.url("/lab"), START)
-        finally:
-            browser.close()
+    with Oracle.in_chromium(oracle_lab.url("/lab"), START) as oracle:
+        yield oracle
 
 
 @pytest.fixture(autouse=True)

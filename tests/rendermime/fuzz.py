@@ -202,23 +202,14 @@ def record(text: str) -> None:
 @contextlib.contextmanager
 def session(timeout_ms: int = 180_000) -> Iterator[Oracle]:
     """A JupyterLab (app exposed in the page) and Chromium, outside pytest."""
-    from playwright.sync_api import sync_playwright
-
-    from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS
     from .conftest import LAB_ARGS, serve
 
     base = Path(tempfile.mkdtemp(prefix="rendermime-"))
     servers = serve(base, LAB_ARGS)
     lab = next(servers)
     try:
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-            try:
-                page = browser.new_page()
-                page.set_default_timeout(timeout_ms)
-                yield Oracle.open(page, lab.url("/lab"), timeout_ms)
-            finally:
-                browser.close()
+        with Oracle.in_chromium(lab.url("/lab"), timeout_ms) as oracle:
+            yield oracle
     finally:
         with contextlib.suppress(StopIteration):
             next(servers)

@@ -10,10 +10,11 @@ live or typeset. Many items go in one ``page.evaluate`` round trip.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 ORACLE_JS = (Path(__file__).parent / "oracle.js").read_text()
 
@@ -47,6 +48,23 @@ class Oracle:
     page: Any
     info: dict = field(default_factory=dict)
     pwned: list[str] = field(default_factory=list)
+
+    @classmethod
+    @contextlib.contextmanager
+    def in_chromium(cls, url: str, timeout_ms: int) -> Iterator["Oracle"]:
+        """Chromium (Debian's, headless) on ``url``, a JupyterLab that exposes its app."""
+        from playwright.sync_api import sync_playwright
+
+        from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS
+
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+            try:
+                page = browser.new_page()
+                page.set_default_timeout(timeout_ms)
+                yield cls.open(page, url, timeout_ms)
+            finally:
+                browser.close()
 
     @classmethod
     def open(cls, page: Any, url: str, timeout_ms: int) -> "Oracle":
