@@ -335,8 +335,12 @@ function render({ model, el }) {
   const root = h("div", "acp-turn tex2jax_ignore mathjax_ignore"); // MathJax never typesets agent text
   const more = h("button", "acp-more");
   more.type = "button";
+  // Says a question waits below, at the top of the turn (a long turn's question can be far down).
+  const waitingNote = h("button", "acp-waiting");
+  waitingNote.type = "button";
+  waitingNote.hidden = true;
   const list = h("div", "acp-blocks");
-  root.append(more, list);
+  root.append(waitingNote, more, list);
   el.appendChild(root);
   const shown = new Map(); // index -> {root, paint, kind}
   const listeners = [];
@@ -382,7 +386,37 @@ function render({ model, el }) {
     const hidden = first - [...shown.keys()].filter((i) => i < first).length;
     more.hidden = hidden <= 0;
     more.textContent = `Show ${Math.min(PAGE, hidden)} earlier (${hidden} hidden)`;
+    noteQuestions();
   }
+
+  // A question that needs the reader: brought into view when it arrives while this turn
+  // is on screen (never pulling the page away from another cell), and marked where the
+  // reader may be looking: a note at the top of the turn, and the cell's prompt area.
+  const seen = new Set();
+  function noteQuestions() {
+    const waiting = [...shown.keys()].filter(asking).sort((a, b) => a - b);
+    waitingNote.hidden = waiting.length === 0;
+    waitingNote.textContent = waiting.length === 1 ? "A question is waiting for you below \u2193"
+      : `${waiting.length} questions are waiting for you below \u2193`;
+    root.classList.toggle("acp-asking", waiting.length > 0);
+    const cell = el.closest(".jp-Cell");
+    if (cell) cell.classList.toggle("acp-asking", waiting.length > 0);
+    for (const i of waiting) {
+      if (seen.has(i)) continue;
+      seen.add(i);
+      const r = root.getBoundingClientRect();
+      const onScreen = r.bottom > 0 && r.top < window.innerHeight && document.visibilityState === "visible";
+      if (onScreen) requestAnimationFrame(() => shown.get(i)?.root.scrollIntoView({ block: "nearest" }));
+    }
+  }
+  waitingNote.addEventListener("click", () => {
+    const first = [...shown.keys()].filter(asking).sort((a, b) => a - b)[0];
+    const target = first === undefined ? null : shown.get(first).root;
+    if (!target) return;
+    target.scrollIntoView({ block: "center" });
+    const button = target.querySelector("button:not([disabled]), select, input");
+    if (button) button.focus({ preventScroll: true });
+  });
 
   more.addEventListener("click", () => {
     model.set("shown", (model.get("shown") || PAGE) + PAGE);
@@ -435,7 +469,10 @@ function render({ model, el }) {
       .some((st) => st.type === "tool" && (st.terminals || []).some((t) => t.live));
   if (running) model.send({ type: "hello" });
 
-  return () => { for (const [name, fn] of listeners) model.off(name, fn); };
+  return () => {
+    for (const [name, fn] of listeners) model.off(name, fn);
+    el.closest(".jp-Cell")?.classList.remove("acp-asking");
+  };
 }
 
 export default { render };
