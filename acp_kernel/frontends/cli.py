@@ -100,39 +100,74 @@ def _block(text: Any) -> str:
     return clean(str(text)).replace("\n", "\n  ")
 
 
-def describe(event: Any) -> str | None:
-    """A one-line account of an event for stderr in ``--format text``.
-
-    Every agent-derived field is cleaned (:mod:`acp_kernel.termsafe`).
-    """
-    from ..client.turn import Chunk, Notice, PlanEvent, ToolCallEvent, UnknownUpdate  # lazy: start-up time
-
-    kind = type(event)
-    if kind is ToolCallEvent:
-        c = event.call
-        if event.new or c.final:
-            return f"[tool] {line(c.kind or 'other')}: {line(c.title or c.id)} ({line(c.status)})"
-        return None
-    if kind is PlanEvent:
-        marks = {"completed": "x", "in_progress": "~"}
-        return "[plan] " + "; ".join(
-            f"[{marks.get(e.get('status'), ' ')}] {line(e.get('content', ''))}" for e in event.entries)
-    if kind is Notice:
-        return f"[{line(event.level)}] {_block(event.text)}"
-    if kind is UnknownUpdate:
-        return f"[update] unknown kind {line(repr(event.kind))} kept"
-    if kind is Chunk:
-        return None
-    name = kind.__name__
-    if name == "TerminalStarted":
-        via = " (shell line run through the shell)" if event.via_shell else ""
-        return f"[terminal] {line(shlex.join(str(a) for a in event.argv))}{via}"
-    if name == "PermissionResolved":
-        return (f"[permission] {line(event.title or event.tool_call_id)}: "
-                f"{line(event.option_kind or 'cancelled')} ({line(event.by)})")
-    if name in ("FileRead", "FileWritten"):
-        return f"[fs] {name[4:].lower()} {line(event.path)}"
+def _tool_line(event: Any) -> str | None:
+    c = event.call
+    if event.new or c.final:  # its start and its end; progress in between is not a line
+        return f"[tool] {line(c.kind or 'other')}: {line(c.title or c.id)} ({line(c.status)})"
     return None
+
+
+def _plan_line(event: Any) -> str:
+    marks = {"completed": "x", "in_progress": "~"}
+    return "[plan] " + "; ".join(
+        f"[{marks.get(e.get('status'), ' ')}] {line(e.get('content', ''))}" for e in event.entries)
+
+
+def _state_line(event: Any) -> str | None:
+    raw = event.raw if isinstance(event.raw, dict) else {}
+    if event.kind == "current_mode_update":
+        return f"[mode] {line(str(raw.get('currentModeId', '')))}"
+    if event.kind == "usage_update":
+        return f"[usage] {line(str(raw.get('used', '?')))} of {line(str(raw.get('size', '?')))} tokens"
+    return None  # commands, config options, session info: state the CLI keeps, not news
+
+
+def _terminal_started(event: Any) -> str:
+    via = " (shell line run through the shell)" if event.via_shell else ""
+    return f"[terminal] {line(shlex.join(str(a) for a in event.argv))}{via}"
+
+
+def _terminal_exited(event: Any) -> str:
+    status = event.exit_status
+    how = f"signal {status.signal}" if status.signal else f"status {status.exit_code}"
+    return f"[terminal] {line(event.terminal_id)} ended ({line(event.how)}, {line(how)})"
+
+
+def _permission_line(event: Any) -> str:
+    return (f"[permission] {line(event.title or event.tool_call_id)}: "
+            f"{line(event.option_kind or 'cancelled')} ({line(event.by)})")
+
+
+#: What ``--format text`` says on stderr of each turn event kind, by class name (no
+#: import of the turn module at start-up). Every kind of ``client.turn.TURN_EVENTS``
+#: has an entry, a silent one explicitly ``None``-returning (tests/view/test_event_kinds.py).
+DESCRIBE: dict[str, Any] = {
+    "Chunk": lambda e: None,  # agent text goes to stdout; thoughts and user echoes are not printed
+    "ToolCallEvent": _tool_line,
+    "PlanEvent": _plan_line,
+    "StateEvent": _state_line,
+    "UnknownUpdate": lambda e: f"[update] unknown kind {line(repr(e.kind))} kept",
+    "Notice": lambda e: f"[{line(e.level)}] {_block(e.text)}",
+    "TerminalStarted": _terminal_started,
+    "TerminalExited": _terminal_exited,
+    "FileRead": lambda e: f"[fs] read {line(e.path)}",
+    "FileWritten": lambda e: f"[fs] written {line(e.path)}",
+    "PermissionResolved": _permission_line,
+    "PermissionPrompt": lambda e: None,  # asked by the asker
+    "ElicitationPrompt": lambda e: None,  # asked by the asker
+}
+
+
+def describe(event: Any) -> str | None:
+    """A one-line account of an event for stderr in ``--format text`` (None: nothing to say).
+
+    Every agent-derived field is cleaned (:mod:`acp_kernel.termsafe`); a kind not in
+    :data:`DESCRIBE` says its name rather than nothing.
+    """
+    say = DESCRIBE.get(type(event).__name__)
+    if say is None:
+        return f"[event] {line(type(event).__name__)}"
+    return say(event)
 
 
 # -- I/O: streams that survive closed pipes, lines read without a thread --------
