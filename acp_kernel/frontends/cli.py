@@ -856,6 +856,14 @@ with {"type": "starting", ...} and ending with {"type": "end", ...}.
 """
 
 
+def _directory(path: str) -> str:
+    """``--cwd``: an existing directory, or a usage error (exit 2) that names it."""
+    if not os.path.isdir(path):
+        what = "not a directory" if os.path.exists(path) else "no such directory"
+        raise argparse.ArgumentTypeError(f"{what}: {line(path)}")
+    return path
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="acp-kernel", description="Work with ACP coding agents from Jupyter and the shell.",
@@ -871,7 +879,7 @@ def build_parser() -> argparse.ArgumentParser:
     who = p.add_mutually_exclusive_group()
     who.add_argument("--agent", help="a known or configured agent (see `acp-kernel agents`)")
     who.add_argument("--agent-command", help="any ACP agent command line, e.g. 'my-agent --acp'")
-    p.add_argument("--cwd", default=None, help="the session's working directory (default: here)")
+    p.add_argument("--cwd", default=None, type=_directory, help="the session's working directory (default: here)")
     p.add_argument("--permissions", choices=["ask", "allow-reads", "allow-all", "deny"], default=None,
                    help="how to answer permission requests (default: config, else ask; "
                    "with nobody to ask, requests are rejected)")

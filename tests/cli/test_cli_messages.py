@@ -122,6 +122,17 @@ def test_an_unbalanced_quote_is_a_one_line_usage_error():
                        "\"my-agent --name 'unbalanced\": no closing quotation\n")
 
 
+def test_a_cwd_that_is_no_directory_is_a_usage_error_naming_it(tmp_path):
+    missing = tmp_path / "no\x1b[2Jsuch"
+    res = _cli("prompt", "--agent", "demo", "--cwd", str(missing), "hello")
+    assert res.returncode == 2 and res.out == ""  # the agent never started
+    assert "argument --cwd: no such directory: " in res.err and "\x1b" not in res.err
+    afile = tmp_path / "a-file"
+    afile.write_text("")
+    res = _cli("prompt", "--agent", "demo", "--cwd", str(afile), "hello")
+    assert res.returncode == 2 and f"argument --cwd: not a directory: {afile}" in res.err
+
+
 @pytest.mark.parametrize("command", ["", "   "])
 def test_an_empty_agent_command_is_a_usage_error_not_the_demo(command):
     res = _cli("prompt", "--agent-command", command, "hello")
