@@ -32,7 +32,7 @@ from ..client.controller import Controller, Killed, Unavailable
 from ..errors import AcpError, PassthroughError, RpcError
 from .kernel_io import KernelFrontend, KernelSink
 from .parts import PARTS
-from ..safe import Markdown, bundle
+from ..safe import Markdown, bundle, plain
 from ..client.session import __version__, resource_link, text_block
 from ..view.frontend import WidgetClients
 from .shellcell import ShellCellError, shell_cell
@@ -47,6 +47,20 @@ CELL_HISTORY = 200
 
 #: The error a cell shows: at most this many lines of its message, each at most this long.
 ERROR_LINES, ERROR_LINE = 20, 500
+
+
+def error_content(ename: str, evalue: str, note: str = "") -> dict[str, Any]:
+    """An ``error`` message's content. ``evalue`` is the message's first line (what
+    nbclient, nbconvert and papermill show as the reason); the traceback, which
+    front-ends show as text, has the rest of it (bounded) and ``note``. Each line is
+    made as text/plain is: controls neutralised, and no link JupyterLab's text
+    renderer (which draws tracebacks too) would make of a ``javascript:...``."""
+    lines = [str(plain(termsafe.clean(line, oneline=True)[:ERROR_LINE])) for line in (evalue or "").splitlines()]
+    first, rest = (lines[0] if lines else ""), lines[1:ERROR_LINES]
+    if len(lines) > ERROR_LINES:
+        rest.append(f"... ({len(lines) - ERROR_LINES} more lines)")
+    return {"ename": ename, "evalue": first,
+            "traceback": [f"{ename}: {first}", *rest, *([f"({note})"] if note else [])]}
 
 
 class AcpKernel(Kernel):
@@ -177,15 +191,8 @@ class AcpKernel(Kernel):
 
     def _error(self, ename: str, evalue: str, *, note: str = "") -> dict[str, Any]:
         """The cell's one error: an ``error`` message and the error reply, and no
-        other output saying the same. ``evalue`` is the first line (what nbclient,
-        nbconvert and papermill show as the reason); the traceback, which front-ends
-        show as text, has the rest of the message (bounded) and ``note``."""
-        lines = [termsafe.clean(line, oneline=True)[:ERROR_LINE] for line in (evalue or "").splitlines()]
-        first, rest = (lines[0] if lines else ""), lines[1:ERROR_LINES]
-        if len(lines) > ERROR_LINES:
-            rest.append(f"... ({len(lines) - ERROR_LINES} more lines)")
-        content = {"ename": ename, "evalue": first,
-                   "traceback": [f"{ename}: {first}", *rest, *([f"({note})"] if note else [])]}
+        other output saying the same (:func:`error_content`)."""
+        content = error_content(ename, evalue, note)
         if self._sink is not None and self.session is not None:
             self.session.send(self.iopub_socket, "error", content, parent=self._sink.parent, ident=compat.iopub_topic(self, "error"))
         return {"status": "error", "execution_count": self.execution_count, **content}

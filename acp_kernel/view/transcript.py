@@ -184,7 +184,7 @@ def tool_call_markdown(call: tm.ToolCall, terminals: Mapping[str, TerminalSnapsh
     if cmd and not call.terminal_ids:
         parts.append(block("$ " + truncate_tail(cmd, 500)[0], "sh"))
     agent_output = output_markdown(call)
-    output_shown = False
+    output_shown = terminal_shown = False
     for item in call.content:
         if not isinstance(item, dict):
             continue
@@ -209,7 +209,9 @@ def tool_call_markdown(call: tm.ToolCall, terminals: Mapping[str, TerminalSnapsh
                     output_shown = True
                 continue
             parts.append(terminal_markdown(snap, tid))
-    if agent_output and not output_shown:
+            terminal_shown = terminal_shown or snap is not None
+    # The client's own terminal already showed the output and its exit code (as in the text).
+    if agent_output and not output_shown and not terminal_shown:
         parts.append(agent_output)
     if call.locations:
         parts.append(Markdown("\n").join(Markdown("- 📍 {}").format(code(location_text(loc))) for loc in call.locations))

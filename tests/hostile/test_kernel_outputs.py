@@ -74,19 +74,23 @@ SCENARIO = {
 
 
 def assert_inert(result) -> None:
-    """Every display in the cell, in every MIME type (:func:`tests.hostile.render.inert_data`)."""
+    """Every display in the cell, in every MIME type (:func:`tests.hostile.render.inert_data`), and its error."""
     seen = 0
     for msg in result.outputs:
         content = msg["content"]
         if msg["msg_type"] == "stream":
             assert "\x1b]52" not in content["text"]
             continue
+        if msg["msg_type"] == "error":  # shown as text (ANSI colours allowed): no escape sequence of the agent's
+            seen += 1
+            assert not any("\x1b" in line or "\x07" in line for line in content["traceback"]), content
+            continue
         data = content.get("data", {})
         if "text/markdown" in data:
             seen += 1
             assert "text/html" in data, data  # what JupyterLab, nbconvert and VS Code render
         assert inert_data(data) == [], (data, inert_data(data))
-    assert seen, "the cell showed no markdown at all"
+    assert seen, "the cell showed nothing (no markdown, no error)"
 
 
 @pytest.mark.slow

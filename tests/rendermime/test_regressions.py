@@ -65,3 +65,19 @@ def test_known_attack_stays_dead(oracle, safe_module, text: str) -> None:
         shown = " ".join(v.text.split())
         for needle in CASES[text]:
             assert " ".join(needle.split()) in shown, f"{needle!r} not shown for {text!r} ({v.item}): {v.text!r}"
+
+
+@pytest.mark.parametrize("text", list(CASES), ids=range(len(CASES)))
+def test_a_kernel_error_carrying_agent_text_stays_dead(oracle, text: str) -> None:
+    """A failing cell's error output (``frontends.kernel.error_content``) as JupyterLab
+    draws it: its output model turns an error into ``application/vnd.jupyter.stderr``, the
+    traceback lines joined, and the stderr renderer shows ANSI text and makes links."""
+    from acp_kernel.frontends.kernel import error_content
+
+    from .oracle import Item
+
+    content = error_content("AgentError", f"the agent said: {text}\nand then {text}", note="a note")
+    item = Item("application/vnd.jupyter.stderr", "\n".join(content["traceback"]), True, "error")
+    verdicts = oracle.judge([item])
+    assert not [describe(v) for v in verdicts if v.findings], text
+    assert "the agent said" in verdicts[0].text
