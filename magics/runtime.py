@@ -22,7 +22,7 @@ from acp_kernel.client.commands import MAGICS, Call
 from acp_kernel.client.controller import Controller, Unavailable, load_settings
 from acp_kernel.errors import AcpError, PassthroughError, RpcError
 from acp_kernel.client.registry import adhoc_agent
-from acp_kernel.safe import Markdown, code, text
+from acp_kernel.safe import Markdown, code, plain, text
 from acp_kernel.client.session import text_block
 from acp_kernel.client.turn import Turn
 
@@ -32,6 +32,13 @@ from acp_kernel.passthrough.ptycell import Target, Terminals, resolve
 from acp_kernel.view.plaintext import message
 from acp_kernel.frontends.shellcell import ShellOptionsError, shell_cell
 from acp_kernel.services.terminals import TerminalError
+
+
+def said(message: str) -> UsageError:
+    """A usage error carrying text an agent may have written (an error it sent): IPython
+    shows it as a traceback, drawn by JupyterLab's stderr renderer, so it is made as
+    text/plain is (no escape sequences, no link of a ``javascript:...``)."""
+    return UsageError(str(plain(message)))
 
 __all__ = ["ATTACH_CAP", "Runtime", "UsageError", "attachment", "kill_all_now", "runtime"]
 
@@ -91,14 +98,14 @@ class Runtime(LoopHome):
             await self._interruptible(conn.run(call), conn)
             return None
         except commands.UsageError as exc:
-            raise UsageError(str(exc)) from None
+            raise said(str(exc)) from None
         except PassthroughError as exc:
-            raise UsageError(str(exc)) from None
+            raise said(str(exc)) from None
         except Unavailable as exc:
-            raise UsageError(str(exc)) from None
+            raise said(str(exc)) from None
         except (AcpError, RpcError, OSError) as exc:
             self._say(Markdown("**{}:** {}").format(text(call.line), text(str(exc))))
-            raise UsageError(f"{call.line}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+            raise said(f"{call.line}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
 
     def _expand(self, line: str, local_ns: dict[str, Any]) -> str:
         from IPython.utils.text import DollarFormatter
@@ -123,7 +130,7 @@ class Runtime(LoopHome):
             spec = adhoc_agent(command) if command else self.config.agent(
                 call.arg(0) or self.config.default_agent)
         except AcpError as exc:  # an unknown name, an unreadable command
-            raise UsageError(str(exc)) from None
+            raise said(str(exc)) from None
         alias = call.text("--as") or spec.name
         if alias in self.conns or alias in self.ptys.panels:
             await self._close(alias)
@@ -217,7 +224,7 @@ class Runtime(LoopHome):
         try:
             ns = cell_parser().parse_args(commands.split(args, "%%acp"))
         except commands.UsageError as exc:
-            raise UsageError(str(exc)) from None
+            raise said(str(exc)) from None
         user_ns = self._ns()
         prompt = body if ns.no_interpolate else self._interpolate(body, user_ns)
         alias = ns.alias or self.default
@@ -234,7 +241,7 @@ class Runtime(LoopHome):
         try:
             turn = await self._interruptible(conn.prompt(blocks), conn)
         except Unavailable as exc:
-            raise UsageError(str(exc)) from None
+            raise said(str(exc)) from None
         except AcpError as exc:  # refused before a turn began (ContentRefused: an attachment it cannot take)
             raise UsageError(str(exc).split("\n", 1)[0]) from None
         user_ns["_acp"] = turn
@@ -246,7 +253,7 @@ class Runtime(LoopHome):
         try:
             reply = await self._interruptible(conn.prompt_terminal(alias, prompt.rstrip("\n")), conn)
         except PassthroughError as exc:
-            raise UsageError(str(exc)) from None
+            raise said(str(exc)) from None
         self._ns()["_acp"] = reply
         return reply
 
@@ -268,7 +275,7 @@ class Runtime(LoopHome):
                 return await shell_cell(args, body, write, frontend=self.frontend.frontend(), display=self.frontend.sink(),
                                         cwd=os.getcwd(), on_start=running.append)
             except (ShellOptionsError, TerminalError) as exc:  # --raise's ShellCellError is a real error
-                raise UsageError(str(exc)) from None
+                raise said(str(exc)) from None
 
     async def close_all(self) -> None:
         for alias in [*self.conns, *self.ptys.panels]:
