@@ -15,7 +15,7 @@ import re
 import shutil
 import signal
 import subprocess
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -143,20 +143,32 @@ def interpreter_of(program: str, env: Mapping[str, str] | None = None) -> str | 
     return words[0] if os.path.isfile(words[0]) else None
 
 
-def resolve_command(argv: tuple[str, ...] | list[str], env: Mapping[str, str] | None = None) -> tuple[str, ...]:
-    """``argv`` with each ``{interpreter-of:PROGRAM}`` word replaced; raises
-    ``LookupError(PROGRAM)`` when PROGRAM is not installed as a script."""
+def _resolved(argv: tuple[str, ...] | list[str], env: Mapping[str, str] | None,
+              missing: Callable[[str], str]) -> tuple[str, ...]:
     merged = {**os.environ, **(env or {})}
     out = []
     for word in argv:
         found = INTERPRETER_OF.match(word)
         if found:
             interp = interpreter_of(found.group(1), merged)
-            if interp is None:
-                raise LookupError(found.group(1))
-            word = interp
+            word = interp if interp is not None else missing(found.group(1))
         out.append(word)
     return tuple(out)
+
+
+def resolve_command(argv: tuple[str, ...] | list[str], env: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """``argv`` with each ``{interpreter-of:PROGRAM}`` word replaced; raises
+    ``LookupError(PROGRAM)`` when PROGRAM is not installed as a script."""
+    def missing(program: str) -> str:
+        raise LookupError(program)
+
+    return _resolved(argv, env, missing)
+
+
+def shown_command(argv: tuple[str, ...] | list[str], env: Mapping[str, str] | None = None) -> str:
+    """``argv`` for people: its ``{interpreter-of:PROGRAM}`` words resolved, or, where
+    PROGRAM is not installed, said as "(PROGRAM's interpreter)", never the template."""
+    return " ".join(_resolved(argv, env, lambda program: f"({program}'s interpreter)"))
 
 
 def probe_argv(argv: tuple[str, ...], timeout: float = PROBE_SECONDS, env: Mapping[str, str] | None = None,

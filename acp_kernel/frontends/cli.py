@@ -798,7 +798,8 @@ def run_agents(out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
             # the registry's own version probe for the CLI (kimi's bare script must not run)
             cli = discovery.program_availability(spec.passthrough, spec.env, probe_version=True)
             found = "" if cli.state == "installed" else f" ({'not installed' if cli.state == 'missing' else 'broken'}: {cli.detail})"
-            out.write(f"{pad}passthrough: {line(' '.join(spec.passthrough.command))}{line(found)}\n")
+            shown = discovery.shown_command(spec.passthrough.command, spec.env)
+            out.write(f"{pad}passthrough: {line(shown)}{line(found)}\n")
     out.write(f"\nconfig file: {config.path}\n")
     return EXIT_OK
 

@@ -302,6 +302,9 @@ def test_agents_without_npx_says_missing_and_how_to_install(tmp_path):
     assert "install: install Node.js (which provides npx)" in rows["claude"]
     assert rows["gemini"][:3] == ["missing", "missing: gemini not found", "install: npm install -g @google/gemini-cli"]
     assert rows["demo"][0] == "installed"
+    # A registry template word is said in words, not shown raw.
+    assert any(r.startswith("passthrough: (kimi's interpreter) -m kimi_cli.cli") for r in rows["kimi"]), rows["kimi"]
+    assert not [r for rs in rows.values() for r in rs if "{interpreter-of" in r]
 
 
 def test_agents_with_npx_says_downloadable_then_installed_once_cached(tmp_path):
