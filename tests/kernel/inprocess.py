@@ -61,18 +61,27 @@ class InProcessKernel:
         return Result(reply, outputs, seconds, [start] * len(outputs))
 
     async def close(self) -> None:
-        """What a shutdown_request does: the agent closed, terminals ended."""
+        """What a shutdown_request does: the agent closed, terminals ended; then this
+        process's environment and directory are as they were, whatever failed."""
         try:
             await self.kernel.do_shutdown(restart=False)
         finally:
-            # Widgets are per process: close this kernel's while its comm manager is
-            # the one installed (the next kernel here installs its own).
-            from ipywidgets import Widget
+            try:
+                self._close_widgets()
+            finally:
+                os.chdir(self._cwd)
+                for key, value in self._saved.items():
+                    if value is None:
+                        os.environ.pop(key, None)
+                    else:
+                        os.environ[key] = value
 
-            Widget.close_all()
-            os.chdir(self._cwd)
-            for key, value in self._saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
+    def _close_widgets(self) -> None:
+        """Close the comms this kernel's widgets opened, while its comm manager is the
+        one installed (the next kernel here installs its own): a widget collected later
+        then finds its comm closed and leaves the manager alone."""
+        for comm in list(self.kernel.comm_manager.comms.values()):
+            try:
+                comm.close()
+            except KeyError:  # already gone from the manager
+                pass
