@@ -58,7 +58,9 @@ class InProcessKernel:
                    and m["msg_type"] in ("stream", "display_data", "update_display_data", "execute_result",
                                          "error", "clear_output")]
         reply = {"header": {"msg_type": "execute_reply"}, "parent_header": request["header"], "content": content}
-        return Result(reply, outputs, seconds, [start] * len(outputs))
+        # No arrival times: the outputs are read from the socket after the cell, so
+        # any time given here would be made up (``Result.times`` stays empty).
+        return Result(reply, outputs, seconds)
 
     async def close(self) -> None:
         """What a shutdown_request does: the agent closed, terminals ended; then this
