@@ -293,15 +293,16 @@ def launch_kernel_app(kernel_class: Any) -> None:
     *forked* Python children. A wrapper kernel that runs no user Python forks
     none (agents and terminals are exec'd with pipes of their own), so no port
     beyond the five in the connection file. ipykernel has no switch for it:
-    the app's ``IOPubThread`` is swapped while ``init_iopub`` runs."""
+    the app's ``IOPubThread`` is swapped while ``init_iopub`` runs (for
+    :func:`iopub_thread_class`, which also never blocks waking that thread)."""
     from ipykernel import kernelapp
 
-    _NoForkPipe = iopub_thread_class()
+    iopub_class = iopub_thread_class()
 
     class AcpKernelApp(kernelapp.IPKernelApp):
         def init_iopub(self, context: Any) -> None:
             # Swapping the class ipykernel's module builds its IOPub thread from (a private seam).
-            saved, kernelapp.IOPubThread = kernelapp.IOPubThread, _NoForkPipe  # type: ignore[misc]
+            saved, kernelapp.IOPubThread = kernelapp.IOPubThread, iopub_class  # type: ignore[misc]
             try:
                 super().init_iopub(context)
             finally:
