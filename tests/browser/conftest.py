@@ -350,7 +350,6 @@ class Notebook:
         terminal's focus and selection: click into it only after this.
         (The cell's prompt, not the kernel's status: comm traffic makes that flicker.)
         """
-
         from playwright.sync_api import expect
 
         expect(self.cell(i).locator(".jp-InputPrompt")).to_have_text(re.compile(r"\[\d+\]:"), timeout=TURN)
