@@ -16,6 +16,7 @@ import pytest
 from nbclient import NotebookClient
 
 from tests.kernel import conftest as _kernel
+from tests.kernels import IpcKernelManager
 
 kernelspec_path = _kernel.kernelspec_path
 kernel_env = _kernel.kernel_env
@@ -47,7 +48,7 @@ def test_notebook_mcp_demo_runs_through_nbclient(kernel_env, tmp_path, monkeypat
     work.mkdir()
     shutil.copy(NOTEBOOK, work / NOTEBOOK.name)
     nb = nbformat.read(work / NOTEBOOK.name, as_version=4)
-    NotebookClient(nb, timeout=180, resources={"metadata": {"path": str(work)}}).execute()
+    NotebookClient(nb, timeout=180, kernel_manager_class=IpcKernelManager, resources={"metadata": {"path": str(work)}}).execute()
     nbformat.write(nb, work / NOTEBOOK.name)
 
     saved = nbformat.read(work / NOTEBOOK.name, as_version=4)

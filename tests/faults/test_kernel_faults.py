@@ -15,6 +15,7 @@ import signal
 import mistune
 
 from acp_kernel.protocol import proctree
+from tests.kernels import IpcKernelManager
 
 from .conftest import cmdline, gone, scripted_command, wait_until
 
@@ -101,9 +102,7 @@ async def test_garbage_on_stdout_is_shown_as_warnings_and_the_text_survives(acp_
 
 
 async def test_kill_9_of_the_kernel_takes_agent_terminals_and_ptys_with_it(kernel_env, tmp_path):
-    from jupyter_client.manager import AsyncKernelManager
-
-    km = AsyncKernelManager(kernel_name="acp")
+    km = IpcKernelManager(kernel_name="acp")
     await km.start_kernel(env=kernel_env, cwd=str(tmp_path / "work"))
     kc = km.client()
     kc.start_channels()

@@ -27,6 +27,7 @@ from acp_kernel.client.registry import AgentSpec
 from acp_kernel.client.session import Client
 from acp_kernel.protocol import proctree
 from acp_kernel.services.terminals import Terminal
+from tests.kernels import IpcKernelManager
 
 from ..conftest import AGENTS, scripted_spec
 from .conftest import cmdline, gone, open_session, wait_until
@@ -193,9 +194,7 @@ def test_cli_prompt_ends_when_the_agent_exits_though_a_child_holds_its_stdout(tm
 
 
 async def _kernel(kernel_env, tmp_path):
-    from jupyter_client.manager import AsyncKernelManager
-
-    km = AsyncKernelManager(kernel_name="acp")
+    km = IpcKernelManager(kernel_name="acp")
     await km.start_kernel(env=kernel_env, cwd=str(tmp_path / "work"))
     kc = km.client()
     kc.start_channels()

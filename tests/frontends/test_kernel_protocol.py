@@ -16,6 +16,7 @@ from nbclient.exceptions import CellExecutionError
 from acp_kernel.protocol import proctree
 from tests.kernel.conftest import KernelHarness, wait_until
 from tests.magics.conftest import agent_pids
+from tests.kernels import IpcKernelManager
 
 AGENTS = Path(__file__).resolve().parent.parent / "agents"
 
@@ -76,7 +77,7 @@ def test_headless_runs_stop_at_a_failing_cell_with_its_reason(kernel_env, tmp_pa
     nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "acp", "display_name": "ACP", "language": "markdown"}})
     nb.cells = [nbformat.v4.new_code_cell("%status"), nbformat.v4.new_code_cell("%mode a b"),
                 nbformat.v4.new_code_cell("never run")]
-    client = NotebookClient(nb, timeout=60, kernel_name="acp", resources={"metadata": {"path": str(tmp_path / "work")}})
+    client = NotebookClient(nb, timeout=60, kernel_name="acp", kernel_manager_class=IpcKernelManager, resources={"metadata": {"path": str(tmp_path / "work")}})
     with pytest.raises(CellExecutionError) as info:
         client.execute()
     assert info.value.ename == "UsageError" and info.value.evalue == "usage: %mode [ID]"

@@ -10,6 +10,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
+from tests.kernels import IpcKernelManager
 
 from .conftest import use_scripted_agent
 
@@ -27,7 +28,7 @@ def test_nbclient_error_names_the_reason(headless_env, tmp_path):
     use_scripted_agent(headless_env, {})
     nb = failing_notebook(tmp_path / "fail.ipynb")
     with pytest.raises(CellExecutionError) as info:
-        NotebookClient(nb, timeout=60, kernel_name="acp", resources={"metadata": {"path": str(tmp_path / "work")}}).execute()
+        NotebookClient(nb, timeout=60, kernel_name="acp", kernel_manager_class=IpcKernelManager, resources={"metadata": {"path": str(tmp_path / "work")}}).execute()
     message = str(info.value)
     assert REASON in message  # the reason, not an empty traceback
     assert info.value.ename and info.value.ename != "<Error>"
@@ -53,5 +54,5 @@ def test_papermill_names_the_reason(headless_env, tmp_path):
     failing_notebook(tmp_path / "fail.ipynb")
     with pytest.raises(pm.PapermillExecutionError) as info:
         pm.execute_notebook(str(tmp_path / "fail.ipynb"), str(tmp_path / "out.ipynb"), kernel_name="acp",
-                            cwd=str(tmp_path / "work"), progress_bar=False)
+                            kernel_manager_class=IpcKernelManager, cwd=str(tmp_path / "work"), progress_bar=False)
     assert REASON in str(info.value)

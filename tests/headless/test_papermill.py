@@ -17,6 +17,7 @@ pm = pytest.importorskip("papermill")
 
 from acp_kernel.frontends.papermill import AcpTranslator, codify  # noqa: E402
 from acp_kernel.client.params import interpolate, parse_set  # noqa: E402
+from tests.kernels import IpcKernelManager
 
 from .conftest import use_scripted_agent  # noqa: E402
 
@@ -82,8 +83,8 @@ def test_papermill_parameters_reach_the_prompt(headless_env, tmp_path):
     use_scripted_agent(headless_env, answers())
     src, out = tmp_path / "in.ipynb", tmp_path / "out.ipynb"
     notebook(src)
-    pm.execute_notebook(str(src), str(out), parameters={"topic": "flaky tests"}, kernel_name="acp",
-                        cwd=str(tmp_path / "work"), progress_bar=False)
+    pm.execute_notebook(str(src), str(out), parameters={"topic": "flaky tests"},
+                        kernel_name="acp", kernel_manager_class=IpcKernelManager, cwd=str(tmp_path / "work"), progress_bar=False)
     text = json.dumps(nbformat.read(out, as_version=4).cells[-1].outputs)
     assert "About flaky tests." in text and "WRONG PROMPT" not in text
 

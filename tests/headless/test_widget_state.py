@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import nbformat
 from nbclient import NotebookClient
+from tests.kernels import IpcKernelManager
 
 from .conftest import tool_call_turn, use_scripted_agent
 
@@ -17,7 +18,7 @@ def test_two_agent_cells_both_keep_their_widget_state(headless_env, tmp_path):
                                                   "Second": tool_call_turn("second read")}})
     nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "acp", "display_name": "ACP", "language": "markdown"}})
     nb.cells = [nbformat.v4.new_code_cell("First"), nbformat.v4.new_code_cell("Second")]
-    NotebookClient(nb, timeout=60, kernel_name="acp", store_widget_state=True,
+    NotebookClient(nb, timeout=60, kernel_name="acp", kernel_manager_class=IpcKernelManager, store_widget_state=True,
                    resources={"metadata": {"path": str(tmp_path / "work")}}).execute()
     path = tmp_path / "saved.ipynb"
     nbformat.write(nb, path)

@@ -16,6 +16,7 @@ import pytest
 from jupyter_client.manager import AsyncKernelManager
 
 from acp_kernel.frontends.install import install
+from tests.kernels import IpcKernelManager
 
 AGENTS = Path(__file__).resolve().parent.parent / "agents"
 
@@ -130,7 +131,7 @@ class KernelHarness:
 async def running_kernel(env: dict[str, str], cwd: Any) -> AsyncIterator[tuple[AsyncKernelManager, Any]]:
     """An ACP kernel started in ``cwd`` and a client ready for it; after the
     block, the client's channels stopped and the kernel shut down."""
-    km = AsyncKernelManager(kernel_name="acp")
+    km = IpcKernelManager(kernel_name="acp")
     # A kernel that exits by itself may take seconds on a loaded machine; jupyter_client's
     # default (SIGTERM after 2.5 s) would turn that into a wall-clock limit. A kernel that
     # hangs on shutdown still shows: SIGTERM after 30 s, exit status -15.

@@ -8,6 +8,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbclient import NotebookClient
+from tests.kernels import IpcKernelManager
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
@@ -30,7 +31,7 @@ def test_demo_notebook_runs_headless_and_saves_a_markdown_transcript(name, kerne
     work.mkdir()
     shutil.copy(NOTEBOOKS / name, work / name)
     nb = nbformat.read(work / name, as_version=4)
-    NotebookClient(nb, timeout=120, resources={"metadata": {"path": str(work)}}).execute()
+    NotebookClient(nb, timeout=120, kernel_manager_class=IpcKernelManager, resources={"metadata": {"path": str(work)}}).execute()
     nbformat.write(nb, work / name)
 
     saved = nbformat.read(work / name, as_version=4)

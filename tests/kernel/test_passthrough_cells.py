@@ -12,6 +12,7 @@ import pytest
 from nbclient import NotebookClient
 
 from tests.hostile.render import live
+from tests.kernels import IpcKernelManager
 
 from .terminal_frontend import TerminalFrontend
 
@@ -101,7 +102,7 @@ def test_a_saved_passthrough_notebook_is_small_and_keeps_each_exchange(kernel_en
     nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "acp", "display_name": "ACP", "language": "markdown"}})
     cells = ["%passthrough demo", "first prompt", "second prompt", "%passthrough stop demo"]
     nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
-    NotebookClient(nb, timeout=60, kernel_name="acp", store_widget_state=True,
+    NotebookClient(nb, timeout=60, kernel_name="acp", kernel_manager_class=IpcKernelManager, store_widget_state=True,
                    resources={"metadata": {"path": str(tmp_path / "work")}}).execute()
     path = tmp_path / "saved.ipynb"
     nbformat.write(nb, path)

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from jupyter_client.manager import AsyncKernelManager
 
 from acp_kernel.protocol import proctree
+from tests.kernels import IpcKernelManager
 from tests.kernel import conftest as _kernel
 from tests.kernel.conftest import KernelHarness, Result, scripted_command, wait_until  # noqa: F401
 
@@ -78,7 +78,7 @@ async def start(kernel_name: str, env: dict[str, str], cwd: str, *, notebook: bo
     kernels, with ``JPY_SESSION_NAME`` set. Else it is a console."""
     if notebook and kernel_name != "acp":  # (the ACP kernel sees the announcement; it keys its store by this)
         env = {**env, "JPY_SESSION_NAME": str(Path(cwd) / "test.ipynb")}
-    km = AsyncKernelManager(kernel_name=kernel_name)
+    km = IpcKernelManager(kernel_name=kernel_name)
     await km.start_kernel(env=env, cwd=cwd)
     kc = km.client()
     kc.start_channels()

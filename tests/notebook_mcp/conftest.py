@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from jupyter_client.manager import AsyncKernelManager
+from tests.kernels import IpcKernelManager
 
 HERE = Path(__file__).resolve().parent
 
@@ -69,7 +70,7 @@ class Kernel:
 
 @pytest.fixture
 async def kernel(tmp_path):
-    km = AsyncKernelManager(kernel_name="python3")
+    km = IpcKernelManager(kernel_name="python3")
     env = dict(os.environ)
     env.pop("MPLBACKEND", None)
     await km.start_kernel(env=env, cwd=str(tmp_path))

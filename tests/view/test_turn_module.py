@@ -126,6 +126,8 @@ def test_a_saved_notebook_keeps_a_small_loader_per_turn(headless_env, tmp_path):
     import nbformat
     from nbclient import NotebookClient
 
+    from tests.kernels import IpcKernelManager
+
     steps = [{"chunk": f"Step {HOSTILE}\n\n"},
              {"update": {"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "Read /tmp/a\nb.py",
                          "kind": "read", "status": "completed",
@@ -134,7 +136,7 @@ def test_a_saved_notebook_keeps_a_small_loader_per_turn(headless_env, tmp_path):
     use_scripted_agent(headless_env, {"prompts": {"One": steps, "Two": steps, "Three": steps}})
     nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "acp", "display_name": "ACP", "language": "markdown"}})
     nb.cells = [nbformat.v4.new_code_cell(p) for p in ("One", "Two", "Three")]
-    NotebookClient(nb, timeout=60, kernel_name="acp", store_widget_state=True,
+    NotebookClient(nb, timeout=60, kernel_name="acp", kernel_manager_class=IpcKernelManager, store_widget_state=True,
                    resources={"metadata": {"path": str(tmp_path / "work")}}).execute()
     path = tmp_path / "saved.ipynb"
     nbformat.write(nb, path)
