@@ -29,18 +29,52 @@ def demo_spec() -> AgentSpec:
     return AgentSpec(name="demo", title="demo", command=(sys.executable, "-m", "acp_kernel.demo.agent"))
 
 
-#: Test folders whose tests share package-scoped servers (JupyterLab, Chromium) or
-#: heavy real CLIs: under pytest-xdist (``--dist loadgroup``) each runs on one worker.
-_ONE_WORKER = ("browser", "realclis")
+#: Tests that share package-scoped servers (JupyterLab, Notebook 7, a kernel gateway,
+#: Chromium) or heavy real CLIs run together on one worker each under pytest-xdist
+#: (``--dist loadgroup``), so each server starts once per run, not once per worker.
+#: Keyed by folder or file under tests/, the most specific key wins. The browser tests
+#: are two groups of about equal time: the ones on the shared JupyterLab, and the ones
+#: that start servers of their own.
+_GROUPS = {
+    "browser": "browser-lab",
+    "browser/test_hostile_renderers.py": "browser-servers",
+    "browser/test_gateway.py": "browser-servers",
+    "browser/test_notebook7.py": "browser-servers",
+    "browser/test_long_turn.py": "browser-servers",
+    "realclis": "realclis",
+}
 
 
+def _group(parts: tuple[str, ...]) -> str | None:
+    for n in range(len(parts), 0, -1):
+        if (name := _GROUPS.get("/".join(parts[:n]))) is not None:
+            return name
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Before xdist's own hook, which reads the groups into the test ids (after it,
+    as this hook ran until now, a group is never seen and every worker starts
+    every server)."""
     here = Path(__file__).parent
     for item in items:
         path = Path(str(item.path))
-        parts = path.relative_to(here).parts if path.is_relative_to(here) else ()
-        if parts and parts[0] in _ONE_WORKER:
-            item.add_marker(pytest.mark.xdist_group(parts[0]))
+        if path.is_relative_to(here) and (name := _group(path.relative_to(here).parts)) is not None:
+            item.add_marker(pytest.mark.xdist_group(name))
+
+
+def pytest_xdist_node_collection_finished(node: object, ids: list[str]) -> None:
+    """Under ``--dist loadgroup``, fail the run if a grouped test came back without its
+    group: that happened silently with pytest 9.2 (pytest-dev/pytest-xdist#1386), and
+    every worker then started every server."""
+    config = getattr(node, "config", None)
+    if config is None or config.getvalue("dist") != "loadgroup":
+        return
+    lost = [i for i in ids if "@" not in i.rsplit("]", 1)[-1] and _group(Path(i.split("::")[0]).parts[1:])]
+    if lost:
+        raise pytest.UsageError(f"pytest-xdist dropped the test groups ({len(lost)} tests, e.g. {lost[0]}): "
+                                "see pytest-dev/pytest-xdist#1386 and the pytest pin in pyproject.toml")
 
 
 @pytest.fixture
