@@ -6,8 +6,10 @@
   temp paths. Stopped by its process group at the end.
 - ``browser_context``: Playwright driving Debian's chromium (``executable_path``;
   Playwright's own browser download is never used) with a fresh profile.
-- ``nb``: a fresh notebook with the "ACP Agent" kernel opened in a new page;
-  its kernel is shut down (and seen gone) when the test ends.
+- ``nb``: a fresh notebook with the "ACP Agent" kernel, opened in the one
+  JupyterLab page the tests share (``lab_page``; loading the app is most of a
+  page's cost); closed, and its kernel shut down (and seen gone), when the test
+  ends. ``nb7`` and the tests of page loads open pages of their own.
 
 The whole directory is skipped only when chromium or playwright is missing
 (``scripts/install-browser-deps.sh`` installs both; CI runs it).
@@ -171,6 +173,8 @@ def lab(tmp_path_factory) -> Any:
     yield from _serve(tmp_path_factory.mktemp("lab"), "jupyterlab", [
         "--LabApp.news_url=",
         "--LabServerApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        # window.jupyterapp, for ``lab_page`` to open each test's notebook in one loaded app
+        "--LabApp.expose_app_in_browser=True",
     ])
 
 
@@ -387,49 +391,121 @@ def _wait_gone(pids: set[int], timeout: float) -> set[int]:
     return left
 
 
+class LabPage:
+    """One JupyterLab page for the tests on ``lab``: loading the app is most of a
+    page's cost (seconds of CPU), so each test opens its notebook in the loaded
+    app and closes it after. A test that fails gets the page replaced, so what
+    it left behind (a dialog, a half-typed cell) never reaches the next one.
+    Tests of a page load itself (a saved notebook reopened) open pages of their own."""
+
+    def __init__(self, lab: Lab, context: Any) -> None:
+        self.lab, self.context = lab, context
+        self.page: Any = None
+        self.errors: list[str] = []
+        self.console: list[str] = []
+
+    def get(self) -> Any:
+        """The loaded page, opened on first use or after a failure closed it."""
+        if self.page is None or self.page.is_closed():
+            page = self.context.new_page()
+            page.on("pageerror", lambda exc: (self.errors.append(str(exc)), self.console.append(f"pageerror: {exc}")))
+            page.on("console", self._on_console)
+            page.goto(self.lab.url(f"/lab/workspaces/{uuid.uuid4().hex[:12]}"))
+            page.wait_for_function("() => window.jupyterapp !== undefined", timeout=START)
+            page.evaluate("() => window.jupyterapp.restored")
+            self.page = page
+        return self.page
+
+    def _on_console(self, msg: Any) -> None:
+        self.console.append(f"{msg.type}: {msg.text}")
+        if msg.type == "error":
+            self.errors.append(msg.text)
+
+    def open(self, name: str) -> Any:
+        """Open ``name`` in the app; the page's console from here on is this test's."""
+        page = self.get()
+        self.errors, self.console = [], []
+        page.evaluate("(path) => window.jupyterapp.commands.execute('docmanager:open', {path, factory: 'Notebook'})", name)
+        return page
+
+    def close_all(self, keep: bool) -> None:
+        """Close every document without saving (a test saves what it means to), or
+        with ``keep`` false, the page itself; also the page when a dialog is left open."""
+        if self.page is None or self.page.is_closed():
+            return
+        if keep:
+            left = self.page.evaluate("""() => {
+                for (const w of Array.from(window.jupyterapp.shell.widgets('main'))) {
+                    if (w.context) { w.context.model.dirty = false; }
+                    w.dispose();
+                }
+                return document.querySelectorAll('.jp-Dialog').length;
+            }""")
+            keep = left == 0
+        if not keep:
+            self.discard()
+
+    def discard(self) -> None:
+        if self.page is not None and not self.page.is_closed():
+            self.page.close()
+        self.page = None
+
+
+@pytest.fixture(scope="package")
+def lab_page(lab: Lab, browser_context: Any) -> Any:
+    shared = LabPage(lab, browser_context)
+    try:
+        yield shared
+    finally:
+        shared.discard()
+
+
 @pytest.fixture
-def nb(lab: Lab, browser_context: Any, request) -> Any:
-    """A new notebook with the "ACP Agent" kernel, open and idle in a new JupyterLab page."""
-    # A workspace of its own: nothing from an earlier test's layout is restored.
-    workspace = uuid.uuid4().hex[:12]
-    yield from _open_notebook(lab, browser_context, request, f"/lab/workspaces/{workspace}/tree/{{name}}")
+def nb(lab: Lab, lab_page: LabPage, request) -> Any:
+    """A new notebook with the "ACP Agent" kernel, open and idle in the shared JupyterLab page."""
+    yield from _open_notebook(lab, lab_page, request)
 
 
 @pytest.fixture
 def nb7(notebook7: Lab, browser_context: Any, request) -> Any:
-    """The same in Jupyter Notebook 7's notebook page."""
+    """The same in Jupyter Notebook 7's notebook page (a page of its own)."""
     yield from _open_notebook(notebook7, browser_context, request, "/notebooks/{name}")
 
 
 @pytest.fixture
-def pynb(lab: Lab, browser_context: Any, request) -> Any:
+def pynb(lab: Lab, lab_page: LabPage, request) -> Any:
     """A new notebook with a stock python3 kernel (for the magics) and six empty cells, open and idle in JupyterLab."""
-    workspace = uuid.uuid4().hex[:12]
-    yield from _open_notebook(lab, browser_context, request, f"/lab/workspaces/{workspace}/tree/{{name}}",
-                              kernel="python3", cells=[""] * 6)
+    yield from _open_notebook(lab, lab_page, request, kernel="python3", cells=[""] * 6)
 
 
-def _open_notebook(lab: Lab, browser_context: Any, request: Any, path: str, kernel: str = "acp",
+def _open_notebook(lab: Lab, where: Any, request: Any, path: str | None = None, kernel: str = "acp",
                    cells: list[str] | None = None, reloads: int = 0) -> Any:
-    """Open a new notebook page and wait until its kernel is idle. With
-    ``reloads``, a page whose kernel is not idle after WAIT is loaded again (a
-    new websocket) up to that many times; the console log says each time."""
+    """Open a new notebook and wait until its kernel is idle: in the shared
+    JupyterLab page when ``where`` is a :class:`LabPage`, else in a new page of
+    the browser context ``where`` at ``path``. With ``reloads`` (a page of its
+    own only), a page whose kernel is not idle after WAIT is loaded again (a new
+    websocket) up to that many times; the console log says each time."""
     from playwright.sync_api import expect
 
     name = re.sub(r"[^A-Za-z0-9_]+", "_", request.node.name)[:60] + ".ipynb"
     lab.new_notebook(name, cells, kernel)
-    page = browser_context.new_page()
-    errors: list[str] = []
-    console: list[str] = []
-    page.on("pageerror", lambda exc: (errors.append(str(exc)), console.append(f"pageerror: {exc}")))
+    shared = where if isinstance(where, LabPage) else None
+    if shared is not None:
+        page = shared.open(name)
+        errors, console = shared.errors, shared.console
+    else:
+        assert path is not None
+        page = where.new_page()
+        errors, console = [], []
+        page.on("pageerror", lambda exc: (errors.append(str(exc)), console.append(f"pageerror: {exc}")))
 
-    def on_console(msg: Any) -> None:
-        console.append(f"{msg.type}: {msg.text}")
-        if msg.type == "error":
-            errors.append(msg.text)
+        def on_console(msg: Any) -> None:
+            console.append(f"{msg.type}: {msg.text}")
+            if msg.type == "error":
+                errors.append(msg.text)
 
-    page.on("console", on_console)
-    page.goto(lab.url(path.format(name=name)))
+        page.on("console", on_console)
+        page.goto(lab.url(path.format(name=name)))
     notebook = Notebook(lab, page, name)
     notebook.console_errors = errors  # type: ignore[attr-defined]
     ready = False
@@ -458,6 +534,9 @@ def _open_notebook(lab: Lab, browser_context: Any, request: Any, path: str, kern
                 notebook.screenshot(f"FAILED-{name}.png")
             except Exception as exc:  # noqa: BLE001 - a screenshot must not hide the failure
                 print(f"no failure screenshot: {exc}")
+        if shared is not None:
+            # A failed test's page goes: the next test gets none of its leftovers.
+            shared.close_all(keep=ready and not (rep is not None and rep.failed))
         before = lab.kernel_pids()
         try:
             for sess in lab.api("GET", "/api/sessions"):
@@ -465,7 +544,8 @@ def _open_notebook(lab: Lab, browser_context: Any, request: Any, path: str, kern
             for kernel in lab.api("GET", "/api/kernels"):
                 lab.api("DELETE", f"/api/kernels/{kernel['id']}", timeout=TURN / 1000)
         finally:
-            page.close()
+            if shared is None:
+                page.close()
         left = _wait_gone(before, WAIT / 1000)
         assert not left, "processes left behind by the kernel:\n" + "\n".join(_describe(p) for p in sorted(left))
 

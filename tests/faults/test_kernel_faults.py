@@ -18,6 +18,7 @@ from acp_kernel.protocol import proctree
 from tests.kernels import IpcKernelManager
 
 from .conftest import cmdline, gone, scripted_command, wait_until
+from ..kernel.conftest import KernelHarness, running_kernel
 
 
 async def use_agent(harness, scenario: dict) -> None:
@@ -106,7 +107,6 @@ async def test_kill_9_of_the_kernel_takes_agent_terminals_and_ptys_with_it(kerne
     await km.start_kernel(env=kernel_env, cwd=str(tmp_path / "work"))
     kc = km.client()
     kc.start_channels()
-    from ..kernel.conftest import KernelHarness
 
     harness = KernelHarness(km, kc)
     victims: set[int] = set()
@@ -171,16 +171,20 @@ def listening_ports(pid: int) -> set[int]:
     return ports
 
 
-async def test_kernel_listens_only_on_its_five_zmq_ports(acp_kernel):
-    await use_agent(acp_kernel, {"prompts": {"go": [
-        {"request": {"method": "terminal/create", "params": {"sessionId": "$SID", "command": "echo", "args": ["x"]}}},
-        {"chunk": "done"}]}})
-    assert (await acp_kernel.execute("%permissions allow-all")).status == "ok"  # the terminal runs unasked
-    assert "done" in (await acp_kernel.execute("go")).text()
-    assert (await acp_kernel.execute("%%shell\necho hi")).status == "ok"
-    info = json.load(open(acp_kernel.km.connection_file))
-    zmq = {info[k] for k in ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port")}
-    assert listening_ports(kernel_pid(acp_kernel)) == zmq
+async def test_kernel_listens_only_on_its_five_zmq_ports(kernel_env, tmp_path):
+    """After a turn with an agent terminal and a %%shell cell, the kernel (on TCP,
+    as Jupyter starts it) listens on its five ZMQ ports and nothing else."""
+    async with running_kernel(kernel_env, tmp_path / "work", tcp=True) as (km, kc):
+        harness = KernelHarness(km, kc)
+        await use_agent(harness, {"prompts": {"go": [
+            {"request": {"method": "terminal/create", "params": {"sessionId": "$SID", "command": "echo", "args": ["x"]}}},
+            {"chunk": "done"}]}})
+        assert (await harness.execute("%permissions allow-all")).status == "ok"  # the terminal runs unasked
+        assert "done" in (await harness.execute("go")).text()
+        assert (await harness.execute("%%shell\necho hi")).status == "ok"
+        info = json.load(open(km.connection_file))
+        zmq = {info[k] for k in ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port")}
+        assert listening_ports(kernel_pid(harness)) == zmq
 
 
 # -- no script from agent output ---------------------------------------------------------

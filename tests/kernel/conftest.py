@@ -128,10 +128,11 @@ class KernelHarness:
 
 
 @contextlib.asynccontextmanager
-async def running_kernel(env: dict[str, str], cwd: Any) -> AsyncIterator[tuple[AsyncKernelManager, Any]]:
+async def running_kernel(env: dict[str, str], cwd: Any, *, tcp: bool = False) -> AsyncIterator[tuple[AsyncKernelManager, Any]]:
     """An ACP kernel started in ``cwd`` and a client ready for it; after the
-    block, the client's channels stopped and the kernel shut down."""
-    km = IpcKernelManager(kernel_name="acp")
+    block, the client's channels stopped and the kernel shut down. On Unix
+    sockets (tests/kernels.py), or with ``tcp``, on TCP ports as Jupyter starts it."""
+    km = AsyncKernelManager(kernel_name="acp") if tcp else IpcKernelManager(kernel_name="acp")
     # A kernel that exits by itself may take seconds on a loaded machine; jupyter_client's
     # default (SIGTERM after 2.5 s) would turn that into a wall-clock limit. A kernel that
     # hangs on shutdown still shows: SIGTERM after 30 s, exit status -15.
