@@ -20,8 +20,10 @@ export ACP_REQUIRE_BROWSER=1
 # before the suite starts; `bash scripts/lint.sh` runs them alone.
 step "running the gates (scripts/lint.sh: ruff, lazy imports, import layers, mypy)"
 PYTHON="$VENV_PYTHON" bash scripts/lint.sh
-# Three workers: most tests wait on processes (kernels, agents, PTYs, a browser), not
-# the CPU. The browser tests share one JupyterLab and Chromium, so they stay on one
-# worker (tests/conftest.py groups them); `-n 0` runs everything in this process.
+# Three workers on a 2-core machine: tests wait on processes (kernels, agents, PTYs, a
+# browser) between bursts of CPU, and three keep both cores busy. Tests that share servers
+# (JupyterLab, Chromium, the real CLIs) run in groups, one worker each (tests/conftest.py
+# groups them and stops the run if pytest-xdist loses a group); `-n 0` runs everything in
+# this process.
 step "running the tests (the whole suite on three workers)"
 exec python -m pytest -n 3 --dist loadgroup -o console_output_style=count "$@"
