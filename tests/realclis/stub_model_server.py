@@ -124,8 +124,11 @@ def match_tool(wanted: str, offered: list[str]) -> Optional[str]:
 
 
 #: Claude Code offers this tool while its MCP servers are still connecting (it waits up to
-#: 5 s and answers "ready: ..."); a model asked for an MCP tool not yet offered calls it first.
+#: 5 s and answers "ready: ..."); a model asked for an MCP tool not yet offered calls it first,
+#: and again while the answer is "ready: false" (a server starting on a loaded machine), at
+#: most this many times in all.
 WAIT_TOOL = "WaitForMcpServers"
+MAX_WAITS = 3
 NAMESPACE_SEP = "."  # a Responses namespace tool is listed as "<namespace>.<name>"
 
 
@@ -197,16 +200,32 @@ def tool_result(body: dict[str, Any]) -> Optional[str]:
     return None
 
 
+def wait_calls(body: Any) -> int:
+    """How many times the conversation so far (Anthropic's messages) called WAIT_TOOL."""
+    n = 0
+    for message in body.get("messages") or [] if isinstance(body, dict) else []:
+        content = message.get("content") if isinstance(message, dict) else None
+        for block in content if isinstance(content, list) else []:
+            if isinstance(block, dict) and block.get("type") == "tool_use" and block.get("name") == WAIT_TOOL:
+                n += 1
+    return n
+
+
 def plan(prompt: str, *, want_json: bool = False, slow_seconds: float = SLOW_SECONDS,
          think_seconds: float = THINK_SECONDS, tools: Optional[list[str]] = None,
-         result: Optional[str] = None) -> Script:
+         result: Optional[str] = None, waits: int = 0) -> Script:
     """The scripted answer for a prompt (see the module docstring). ``tools``: the names the
-    request offers; ``result``: the tool result the request ends with, if it does."""
+    request offers; ``result``: the tool result the request ends with, if it does; ``waits``:
+    how many times the conversation has called WAIT_TOOL."""
     short = " ".join(prompt.split())[:120]
     marker = tool_marker(prompt) if tools and not want_json else None
     if result is not None and not want_json:
         waited = result.lstrip().startswith("ready:")  # what Claude Code's WAIT_TOOL answers
-        if not (waited and marker is not None and match_tool(marker[0], tools or [])):
+        offered = marker is not None and match_tool(marker[0], tools or []) is not None
+        again = waited and not offered and WAIT_TOOL in (tools or []) and waits < MAX_WAITS
+        if again:
+            return Script(short, "wait_for_mcp", (), 0.0, 0.0, ToolCall("call_" + uuid.uuid4().hex[:16], WAIT_TOOL, {}))
+        if not (waited and offered):
             text = "tool result: " + " ".join(result.split())[:RESULT_QUOTE]
             return Script(short, "tool_result", (text,), 0.0, 0.0)
     if marker is not None:
@@ -558,7 +577,8 @@ class _Handler(BaseHTTPRequestHandler):
         want_json = gen.get("responseMimeType") == "application/json" or "responseJsonSchema" in gen
         tools = tool_names(body)
         script = plan(prompt, want_json=want_json, slow_seconds=self.server.slow_seconds,
-                      think_seconds=self.server.think_seconds, tools=tools, result=tool_result(body))
+                      think_seconds=self.server.think_seconds, tools=tools, result=tool_result(body),
+                      waits=wait_calls(body))
         extra: dict[str, Any] = {"tools": tools} if tools else {}
         if script.call is not None:
             extra["call"] = {"name": script.call.name, "args": script.call.args,

@@ -9,7 +9,7 @@ import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from stub_model_server import (StubServer, last_user_text, match_tool, plan, tool_marker,  # noqa: E402
+from stub_model_server import (MAX_WAITS, StubServer, last_user_text, match_tool, plan, tool_marker, wait_calls,  # noqa: E402
                                tool_names, tool_result)
 
 
@@ -165,9 +165,20 @@ def test_while_claude_codes_mcp_servers_connect_the_stub_waits_for_them_first():
     ready = "ready: true\nConnected (their tools are now available \u2014 call them directly): notebook"
     then = plan("TOOL:mcp__notebook__variables {}", tools=["Bash", "mcp__notebook__variables"], result=ready)
     assert then.mode == "tool_call" and then.call.name == "mcp__notebook__variables"
-    # Still not there after the wait: the wait's answer is the reply (no second wait, no loop).
-    late = plan("TOOL:mcp__notebook__variables {}", tools=["Bash"], result="ready: false\nStill connecting: notebook")
-    assert late.mode == "tool_result" and "Still connecting" in late.text
+    # Still connecting after a wait: wait again, as a model does, up to MAX_WAITS in all; then
+    # the wait's answer is the reply (no endless loop). Without the wait tool, no wait.
+    late = "ready: false\nStill connecting: notebook"
+    tools = ["Bash", "WaitForMcpServers"]
+    again = plan("TOOL:mcp__notebook__variables {}", tools=tools, result=late, waits=1)
+    assert again.mode == "wait_for_mcp" and again.call.name == "WaitForMcpServers"
+    given_up = plan("TOOL:mcp__notebook__variables {}", tools=tools, result=late, waits=MAX_WAITS)
+    assert given_up.mode == "tool_result" and "Still connecting" in given_up.text
+    no_tool = plan("TOOL:mcp__notebook__variables {}", tools=["Bash"], result=late, waits=1)
+    assert no_tool.mode == "tool_result"
+    history = {"messages": [{"role": "user", "content": "TOOL:x"},
+                            {"role": "assistant", "content": [{"type": "tool_use", "name": "WaitForMcpServers", "id": "a", "input": {}}]},
+                            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "content": late}]}]}
+    assert wait_calls(history) == 1 and wait_calls({"contents": []}) == 0
     # The wanted tool's own result ends the turn as before.
     done = plan("TOOL:mcp__notebook__variables {}", tools=["mcp__notebook__variables"], result="x: int = 5")
     assert done.mode == "tool_result" and done.text == "tool result: x: int = 5"
