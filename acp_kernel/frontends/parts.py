@@ -11,7 +11,6 @@ from ..client.registry import AgentSpec, Config
 from ..client.session import Session
 from ..client.turn import Turn
 from ..passthrough import ptycell
-from ..passthrough.manager import Reply
 from ..safe import Markdown
 from ..view import plaintext, transcript, view_for
 from . import cli
@@ -54,6 +53,8 @@ class FrontendParts:
         return await ptycell.reopen(terminals, name, last_prompt, prompt, config, cwd)
 
     def resumed_reply(self, prompt: str, screen: str) -> Any:
+        from ..passthrough.manager import Reply  # lazy: start-up time (the PTY side loads with its first use)
+
         return Reply(prompt, "", "idle", screen=screen, detail="resumed; typed before the restart", sent=False)
 
     def list_agents(self) -> tuple[str, bool]:

@@ -24,13 +24,12 @@ from ..errors import AcpError, PassthroughError
 from ..client.registry import BUILTIN, AgentSpec, Config, ConfigError, Passthrough, load_config
 from ..safe import Markdown, bundle, code, text
 from ..protocol.transport import CommandNotFound
-from .manager import PassthroughManager, PassthroughTerminal, Reply
 from .notebook import NotebookLink, here, offer_terminal
-from .panel import TerminalPanel
-from .screen import last_lines, reply_text
 
 if TYPE_CHECKING:
     from ..view.sink import DisplaySink
+    from .manager import PassthroughManager, PassthroughTerminal, Reply
+    from .panel import TerminalPanel
 
 USAGE = VERBS["passthrough"].usage(KERNEL)
 
@@ -152,6 +151,8 @@ class Terminals:
                 self._asked.get(target.name, old.terminal.settings) == target.settings:
             return old
         if self._manager is None:
+            # The PTY side (terminado, tornado, pyte) loads with the first terminal, not with the kernel.
+            from .manager import PassthroughManager  # lazy: start-up time
             self._manager = PassthroughManager()
         started: list[PassthroughTerminal] = []
         offered = offer_terminal(target.name, target.settings, enabled=self._config().notebook_mcp,
@@ -179,6 +180,8 @@ class Terminals:
             terminal.exited.add_done_callback(lambda _: link.close())
         if offered.note is not None:
             self._notes[name] = offered.note
+        from .panel import TerminalPanel  # lazy: start-up time
+
         panel = TerminalPanel(terminal, title=target.heading())
         self.panels[name] = panel
         return panel
@@ -280,6 +283,8 @@ def outcome_markdown(terminal: PassthroughTerminal, reply: Reply) -> Markdown | 
 
 def last_words(reply: Reply) -> str:
     """The last lines the reply added (or of the screen, when nothing was typed)."""
+    from .screen import last_lines, reply_text  # lazy: start-up time
+
     if reply.sent and reply.text:
         return last_lines(reply.text)
     return last_lines(reply_text(reply.screen.splitlines()))
