@@ -52,16 +52,29 @@ def _group(parts: tuple[str, ...]) -> str | None:
     return None
 
 
+def _slowest() -> dict[str, float]:
+    """tests/slowest.txt (made by tests/slowest.py from a CI run): node id -> seconds."""
+    try:
+        lines = (Path(__file__).parent / "slowest.txt").read_text().splitlines()
+    except OSError:
+        return {}
+    return {nodeid: float(seconds) for seconds, _, nodeid in (line.partition(" ") for line in lines) if nodeid}
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Before xdist's own hook, which reads the groups into the test ids (after it,
-    as this hook ran until now, a group is never seen and every worker starts
-    every server)."""
+    """Groups, and the slowest tests first. Before xdist's own hook, which reads the
+    groups into the test ids (after it, a group is never seen and every worker
+    starts every server). The tests that took longest last time start first (the
+    groups are scheduled as a whole, largest first, by xdist), so the run does
+    not end with one worker on a long test while the others have nothing to do."""
     here = Path(__file__).parent
     for item in items:
         path = Path(str(item.path))
         if path.is_relative_to(here) and (name := _group(path.relative_to(here).parts)) is not None:
             item.add_marker(pytest.mark.xdist_group(name))
+    took = _slowest()
+    items.sort(key=lambda item: -took.get(item.nodeid, 0.0))
 
 
 def pytest_xdist_node_collection_finished(node: object, ids: list[str]) -> None:
