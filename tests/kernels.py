@@ -20,8 +20,8 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from jupyter_client.manager import AsyncKernelManager
-from traitlets import default
+from jupyter_client.manager import AsyncKernelManager, KernelManager
+from traitlets import HasTraits, default
 
 
 @functools.cache
@@ -33,10 +33,10 @@ def _socket_dir() -> Path:
     return where
 
 
-class IpcKernelManager(AsyncKernelManager):
-    """An ``AsyncKernelManager`` on the ``ipc`` transport. Each kernel's sockets
-    get a name of their own (jupyter_client removes them at shutdown); the path
-    is absolute, as the kernel runs in its own cwd and the client in ours."""
+class UnixSockets(HasTraits):
+    """A kernel manager's defaults for the ``ipc`` transport: each kernel's sockets get
+    a name of their own (jupyter_client removes them at shutdown); the path is
+    absolute, as the kernel runs in its own cwd and the client in ours."""
 
     @default("transport")
     def _default_transport(self) -> str:
@@ -45,3 +45,11 @@ class IpcKernelManager(AsyncKernelManager):
     @default("ip")
     def _default_ip(self) -> str:
         return str(_socket_dir() / uuid.uuid4().hex[:12])
+
+
+class IpcKernelManager(UnixSockets, AsyncKernelManager):
+    """``AsyncKernelManager`` on Unix sockets."""
+
+
+class BlockingIpcKernelManager(UnixSockets, KernelManager):
+    """``KernelManager`` (blocking) on Unix sockets, for jupyter_kernel_test."""

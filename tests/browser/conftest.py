@@ -26,6 +26,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -222,6 +223,7 @@ def _serve(base: Path, app: str, extra: list[str]) -> Any:
         "JUPYTERLAB_SETTINGS_DIR": str(settings),
         "JUPYTERLAB_WORKSPACES_DIR": str(base / "workspaces"),
     })
+    sockets = Path(tempfile.mkdtemp(prefix="acp-test-lab-"))  # short: a Unix socket path is at most 107 bytes
     port = _free_port()
     token = secrets.token_hex(24)
     log = base / "jupyterlab.log"
@@ -233,6 +235,8 @@ def _serve(base: Path, app: str, extra: list[str]) -> Any:
                 "--ip=127.0.0.1", f"--port={port}", "--port-retries=0",
                 f"--IdentityProvider.token={token}",
                 f"--ServerApp.root_dir={root}",
+                # Its kernels on Unix sockets too (tests/kernels.py says why), named apart by number.
+                "--KernelManager.transport=ipc", f"--KernelManager.ip={sockets / 'k'}",
                 *extra,
             ],
             cwd=str(root), env=env, stdout=out, stderr=subprocess.STDOUT,
@@ -254,6 +258,7 @@ def _serve(base: Path, app: str, extra: list[str]) -> Any:
         yield server
     finally:
         _stop_group(proc)
+        shutil.rmtree(sockets, ignore_errors=True)
 
 
 def _stop_group(proc: subprocess.Popen) -> None:

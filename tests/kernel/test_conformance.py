@@ -9,6 +9,7 @@ import unittest
 import jupyter_kernel_test as jkt
 
 from acp_kernel.frontends.install import install
+from tests.kernels import BlockingIpcKernelManager
 
 
 class AcpKernelConformance(jkt.KernelTests):
@@ -35,7 +36,17 @@ class AcpKernelConformance(jkt.KernelTests):
         os.environ["JUPYTER_PATH"] = os.path.join(cls._tmp.name, "share", "jupyter")
         os.environ["ACP_KERNEL_STATE"] = os.path.join(cls._tmp.name, "state.json")
         os.environ["ACP_DEMO_STATE_DIR"] = os.path.join(cls._tmp.name, "demo")
-        super().setUpClass()
+        # jupyter_kernel_test's own setUpClass, on Unix sockets (tests/kernels.py: no TCP port race)
+        cls.km = BlockingIpcKernelManager(kernel_name=cls.kernel_name)
+        cls.km.start_kernel()
+        cls.kc = cls.km.client()
+        cls.kc.start_channels()
+        try:
+            cls.kc.wait_for_ready(timeout=60)
+        except RuntimeError:
+            cls.kc.stop_channels()
+            cls.km.shutdown_kernel()
+            raise
 
     @classmethod
     def tearDownClass(cls) -> None:

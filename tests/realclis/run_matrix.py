@@ -42,10 +42,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from jupyter_client.manager import KernelManager
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parents[2]))  # run by hand too: tests.kernels
 from clis import PROFILES, prepare  # noqa: E402
+from tests.kernels import BlockingIpcKernelManager  # noqa: E402
 from stub_model_server import StubServer  # noqa: E402
 
 PROMPTS = ("alpha one", "bravo two", "charlie three")
@@ -91,7 +91,7 @@ class Notebook:
     """A kernel and a client; cells are sent in order and their outputs collected by msg_id."""
 
     def __init__(self, env: dict[str, str], cwd: Path, kernel_name: str = "acp") -> None:
-        self.km = KernelManager(kernel_name=kernel_name)
+        self.km = BlockingIpcKernelManager(kernel_name=kernel_name)  # no TCP port race
         self.km.start_kernel(env=env, cwd=str(cwd))
         self.kc = self.km.client()
         self.kc.start_channels()
