@@ -4,7 +4,7 @@ jupyter_client picks five free TCP ports by binding to port 0, closes them and
 hands the numbers to the kernel, which binds them a moment later. On a busy
 machine another process can take one in between (jupyter_client#487): the
 kernel dies with "Address already in use" before it answers, and a test fails
-for nothing it tests (it happened in CI, once in ~1,400 tests). Sockets in a
+for nothing it tests (it cost two CI runs, each once in ~1,400 tests). Sockets in a
 directory of their own cannot be taken, so the race is gone rather than retried.
 
 A class rather than a configured instance, so nbclient and papermill can be
