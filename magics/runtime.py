@@ -243,7 +243,7 @@ class Runtime(LoopHome):
         except Unavailable as exc:
             raise said(str(exc)) from None
         except AcpError as exc:  # refused before a turn began (ContentRefused: an attachment it cannot take)
-            raise UsageError(str(exc).split("\n", 1)[0]) from None
+            raise said(str(exc).split("\n", 1)[0]) from None
         user_ns["_acp"] = turn
         return turn
 
