@@ -211,6 +211,11 @@ def wait_calls(body: Any) -> int:
     return n
 
 
+def _wait_for_mcp(short: str) -> Script:
+    """A call of Claude Code's WAIT_TOOL, as a model makes it while its MCP servers connect."""
+    return Script(short, "wait_for_mcp", (), 0.0, 0.0, ToolCall("call_" + uuid.uuid4().hex[:16], WAIT_TOOL, {}))
+
+
 def plan(prompt: str, *, want_json: bool = False, slow_seconds: float = SLOW_SECONDS,
          think_seconds: float = THINK_SECONDS, tools: Optional[list[str]] = None,
          result: Optional[str] = None, waits: int = 0) -> Script:
@@ -224,14 +229,14 @@ def plan(prompt: str, *, want_json: bool = False, slow_seconds: float = SLOW_SEC
         offered = marker is not None and match_tool(marker[0], tools or []) is not None
         again = waited and not offered and WAIT_TOOL in (tools or []) and waits < MAX_WAITS
         if again:
-            return Script(short, "wait_for_mcp", (), 0.0, 0.0, ToolCall("call_" + uuid.uuid4().hex[:16], WAIT_TOOL, {}))
+            return _wait_for_mcp(short)
         if not (waited and offered):
             text = "tool result: " + " ".join(result.split())[:RESULT_QUOTE]
             return Script(short, "tool_result", (text,), 0.0, 0.0)
     if marker is not None:
         name = match_tool(marker[0], tools or [])
         if name is None and WAIT_TOOL in (tools or []):  # its MCP servers are still connecting
-            return Script(short, "wait_for_mcp", (), 0.0, 0.0, ToolCall("call_" + uuid.uuid4().hex[:16], WAIT_TOOL, {}))
+            return _wait_for_mcp(short)
         if name is None:
             text = f"stub: no tool matching {marker[0]} among {len(tools or [])}: {', '.join(tools or [])}"[:2000]
             return Script(short, "no_tool", (text,), 0.0, 0.0)
