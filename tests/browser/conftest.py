@@ -396,6 +396,32 @@ def _wait_gone(pids: set[int], timeout: float) -> set[int]:
     return left
 
 
+class Console:
+    """What a page logs: every console line and page error, and the errors alone."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.errors: list[str] = []
+
+    def clear(self) -> None:
+        """Start anew (a shared page's next test): the lists are emptied in place."""
+        self.lines.clear()
+        self.errors.clear()
+
+    def listen(self, page: Any) -> None:
+        page.on("pageerror", self._on_pageerror)
+        page.on("console", self._on_console)
+
+    def _on_pageerror(self, exc: Any) -> None:
+        self.errors.append(str(exc))
+        self.lines.append(f"pageerror: {exc}")
+
+    def _on_console(self, msg: Any) -> None:
+        self.lines.append(f"{msg.type}: {msg.text}")
+        if msg.type == "error":
+            self.errors.append(msg.text)
+
+
 class LabPage:
     """One JupyterLab page for the tests on ``lab``: loading the app is most of a
     page's cost (seconds of CPU), so each test opens its notebook in the loaded
@@ -406,30 +432,23 @@ class LabPage:
     def __init__(self, lab: Lab, context: Any) -> None:
         self.lab, self.context = lab, context
         self.page: Any = None
-        self.errors: list[str] = []
-        self.console: list[str] = []
+        self.console = Console()
 
     def get(self) -> Any:
         """The loaded page, opened on first use or after a failure closed it."""
         if self.page is None or self.page.is_closed():
             page = self.context.new_page()
-            page.on("pageerror", lambda exc: (self.errors.append(str(exc)), self.console.append(f"pageerror: {exc}")))
-            page.on("console", self._on_console)
+            self.console.listen(page)
             page.goto(self.lab.url(f"/lab/workspaces/{uuid.uuid4().hex[:12]}"))
             page.wait_for_function("() => window.jupyterapp !== undefined", timeout=START)
             page.evaluate("() => window.jupyterapp.restored")
             self.page = page
         return self.page
 
-    def _on_console(self, msg: Any) -> None:
-        self.console.append(f"{msg.type}: {msg.text}")
-        if msg.type == "error":
-            self.errors.append(msg.text)
-
     def open(self, name: str) -> Any:
         """Open ``name`` in the app; the page's console from here on is this test's."""
         page = self.get()
-        self.errors, self.console = [], []
+        self.console.clear()
         page.evaluate("(path) => window.jupyterapp.commands.execute('docmanager:open', {path, factory: 'Notebook'})", name)
         return page
 
@@ -497,20 +516,14 @@ def _open_notebook(lab: Lab, where: Any, request: Any, path: str | None = None, 
     shared = where if isinstance(where, LabPage) else None
     if shared is not None:
         page = shared.open(name)
-        errors, console = shared.errors, shared.console
+        recorded = shared.console
     else:
         assert path is not None
         page = where.new_page()
-        errors, console = [], []
-        page.on("pageerror", lambda exc: (errors.append(str(exc)), console.append(f"pageerror: {exc}")))
-
-        def on_console(msg: Any) -> None:
-            console.append(f"{msg.type}: {msg.text}")
-            if msg.type == "error":
-                errors.append(msg.text)
-
-        page.on("console", on_console)
+        recorded = Console()
+        recorded.listen(page)
         page.goto(lab.url(path.format(name=name)))
+    errors, console = recorded.errors, recorded.lines
     notebook = Notebook(lab, page, name)
     notebook.console_errors = errors  # type: ignore[attr-defined]
     ready = False
