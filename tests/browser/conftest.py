@@ -440,8 +440,10 @@ class LabPage:
             page = self.context.new_page()
             self.console.listen(page)
             page.goto(self.lab.url(f"/lab/workspaces/{uuid.uuid4().hex[:12]}"))
+            # Waits with a limit: page.evaluate of a promise would wait on it for ever.
             page.wait_for_function("() => window.jupyterapp !== undefined", timeout=START)
-            page.evaluate("() => window.jupyterapp.restored")
+            page.evaluate("() => { window.jupyterapp.restored.then(() => { window.acpTestRestored = true; }); }")
+            page.wait_for_function("() => window.acpTestRestored === true", timeout=START)
             self.page = page
         return self.page
 
@@ -449,7 +451,8 @@ class LabPage:
         """Open ``name`` in the app; the page's console from here on is this test's."""
         page = self.get()
         self.console.clear()
-        page.evaluate("(path) => window.jupyterapp.commands.execute('docmanager:open', {path, factory: 'Notebook'})", name)
+        # Not awaited here: the caller waits, with limits, for the kernel's name and idle state.
+        page.evaluate("(path) => { window.jupyterapp.commands.execute('docmanager:open', {path, factory: 'Notebook'}); }", name)
         return page
 
     def close_all(self, keep: bool) -> None:
