@@ -38,6 +38,7 @@ TESTED: dict[str, tuple[tuple[int, int], tuple[int, int]]] = {
     "anywidget": ((0, 9), (0, 12)),
     "terminado": ((0, 18), (0, 19)),
     "pyte": ((0, 8), (0, 9)),
+    "pydantic": ((2, 7), (3, 0)),
 }
 
 #: terminado internals the passthrough manager replaces or reads (name: why).
@@ -193,6 +194,40 @@ def displays_to(append: Callable[[dict[str, Any]], None]) -> Iterator[None]:
         yield
     finally:
         shell.display_pub, sys.displayhook = saved_pub, saved_hook
+
+
+# -- pydantic -----------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def lean_pydantic_models() -> Iterator[None]:
+    """Models defined inside are built on first use, and without their field docstrings.
+
+    For a large generated module (``acp.schema``: about 280 models) this is most of its
+    import's CPU. ``defer_build`` is public pydantic config, set on ``BaseModel`` for the
+    duration so every model defined inside inherits it (and keeps it). The docstrings
+    (``use_attribute_docstrings``, read from each class's source) only become JSON-schema
+    descriptions, which acp-kernel never makes; skipping them patches a private function,
+    ``pydantic._internal._fields._update_fields_from_docstrings`` (2.7 and later), and is
+    left out when it is not there. Call it at import time, not while other threads define
+    models: both changes are process-wide while inside."""
+    from pydantic import BaseModel
+
+    try:
+        from pydantic._internal import _fields
+    except ImportError:  # pragma: no cover - a pydantic without the private module
+        _fields = None  # type: ignore[assignment]
+    docstrings = getattr(_fields, "_update_fields_from_docstrings", None)
+    config = BaseModel.model_config
+    BaseModel.model_config = {**config, "defer_build": True}
+    if docstrings is not None:
+        _fields._update_fields_from_docstrings = lambda *args, **kwargs: None
+    try:
+        yield
+    finally:
+        BaseModel.model_config = config
+        if docstrings is not None:
+            _fields._update_fields_from_docstrings = docstrings
 
 
 # -- pyte -------------------------------------------------------------------------

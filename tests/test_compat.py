@@ -3,6 +3,8 @@ and a missing one is reported as a sentence, not found deep in a turn."""
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
 
 import pytest
@@ -75,3 +77,38 @@ def test_waking_a_stopped_iopub_thread_neither_raises_nor_blocks() -> None:
         iopub.close()
         sock.close(linger=0)
         ctx.term()
+
+
+def test_the_acp_schema_is_lean_and_still_validates() -> None:
+    """protocol.schema imports the SDK's models deferred and without docstrings, in a
+    fresh process (this one may have imported acp.schema plainly): the models are not
+    built until they validate, pydantic's BaseModel config is as it was, and a hostile
+    request still validates, or fails, as with a plain import."""
+    probe = r"""
+import json, pydantic
+before = dict(pydantic.BaseModel.model_config)
+from acp_kernel.protocol import schema
+from pydantic._internal import _fields
+out = {"restored": dict(pydantic.BaseModel.model_config) == before,
+       "docstrings_restored": _fields._update_fields_from_docstrings.__name__ == "_update_fields_from_docstrings",
+       "built_before": schema.RequestPermissionRequest.__pydantic_complete__}
+req = schema.RequestPermissionRequest.model_validate({
+    "sessionId": "s", "toolCall": {"toolCallId": "t", "title": "<img src=x onerror=alert(1)> $x$ `a\nb` /tmp/a\nb"},
+    "options": [{"optionId": "a", "name": "Allow", "kind": "allow_once"}]})
+out["built_after"] = schema.RequestPermissionRequest.__pydantic_complete__
+out["title"] = req.tool_call.title
+try:
+    schema.RequestPermissionRequest.model_validate({"sessionId": "s", "options": [{"kind": "allow_maybe"}]})
+    out["refused"] = False
+except pydantic.ValidationError:
+    out["refused"] = True
+out["update"] = type(schema.models.AgentMessageChunk.model_validate(
+    {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}})).__name__
+print(json.dumps(out))
+"""
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {
+        "restored": True, "docstrings_restored": True, "built_before": False, "built_after": True,
+        "title": "<img src=x onerror=alert(1)> $x$ `a\nb` /tmp/a\nb", "refused": True, "update": "AgentMessageChunk",
+    }

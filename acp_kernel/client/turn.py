@@ -64,12 +64,12 @@ _RAW_OUTPUT_KEYS = ("aggregated_output", "formatted_output", "output")
 
 def update_model(raw: dict[str, Any]) -> Any:
     """The SDK model for a raw update (raises pydantic's ValidationError)."""
-    from acp import schema
+    from ..protocol.schema import models  # lazy: start-up time
 
     name = _MODELS.get(raw.get("sessionUpdate"))  # type: ignore[arg-type]
     if name is None:
         raise ValueError(f"no model for update kind {raw.get('sessionUpdate')!r}")
-    return getattr(schema, name).model_validate(raw)
+    return getattr(models, name).model_validate(raw)
 
 
 class _Raw:

@@ -67,7 +67,7 @@ def stdio_entries(raw: Any) -> list[ServerEntry]:
         return []
     if not raw:
         return []
-    from acp.schema import McpServerStdio  # about 0.3 s: only when servers are offered
+    from ..protocol.schema import McpServerStdio  # lazy: start-up time (about 0.45 s of CPU: only when servers are offered)
     from pydantic import ValidationError
 
     out: list[ServerEntry] = []

@@ -90,7 +90,7 @@ def login_target(spec: AgentSpec, method: dict) -> Target:
     method's ``args`` and ``env`` (never a command of the method's choosing).
     Checked against the SDK's ``TerminalAuthMethod`` (ACP v1); v2's list form
     of ``env`` (``[{name, value}]``) is accepted too."""
-    from acp.schema import TerminalAuthMethod
+    from ..protocol.schema import TerminalAuthMethod  # lazy: start-up time
     from pydantic import ValidationError
 
     raw = dict(method)

@@ -41,7 +41,7 @@ class ElicitationService:
         self.prompts = prompts if prompts is not None else PendingPrompts()
 
     async def create(self, params: Any) -> dict[str, Any]:
-        from acp.schema import CreateFormSessionElicitationRequest
+        from ..protocol.schema import CreateFormSessionElicitationRequest  # lazy: start-up time
 
         if not isinstance(params, dict):
             raise RpcError(-32602, "elicitation/create: params must be an object")

@@ -622,7 +622,7 @@ class FileService:
         return RpcError(INTERNAL_ERROR, f"{method}: {path}: {exc.strerror or exc}")
 
     async def read_text_file(self, params: Any) -> dict[str, Any]:
-        from acp.schema import ReadTextFileRequest
+        from ..protocol.schema import ReadTextFileRequest  # lazy: start-up time
 
         req = ReadTextFileRequest.model_validate(params)
         _reject_nul("fs/read_text_file", req.path)
@@ -649,7 +649,7 @@ class FileService:
         return {"content": content}
 
     async def write_text_file(self, params: Any) -> dict[str, Any]:
-        from acp.schema import WriteTextFileRequest
+        from ..protocol.schema import WriteTextFileRequest  # lazy: start-up time
 
         req = WriteTextFileRequest.model_validate(params)
         _reject_nul("fs/write_text_file", req.path)

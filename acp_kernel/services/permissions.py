@@ -448,7 +448,7 @@ class PermissionBroker:
 
     # The ACP handler.
     async def request_permission(self, params: Any) -> dict[str, Any]:
-        from acp.schema import RequestPermissionRequest
+        from ..protocol.schema import RequestPermissionRequest  # lazy: start-up time
 
         options = parse_options(params.get("options") if isinstance(params, dict) else None)
         if isinstance(params, dict):
@@ -647,7 +647,7 @@ class PermissionBroker:
         Python this runs, which a person's allow of it in the agent's own
         request answers likewise (:meth:`take_code_grant`); it is shown whole.
         """
-        from acp.schema import RequestPermissionRequest
+        from ..protocol.schema import RequestPermissionRequest  # lazy: start-up time
 
         if policy_decision(policy or ctx.settings.permissions, kind) != "reject" and getattr(ctx, "turn_running", True):
             if (use_grant and command and self.take_grant(ctx.id, command, kind)) or \

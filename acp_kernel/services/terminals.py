@@ -456,7 +456,7 @@ class TerminalService:
         return req, entry[1]
 
     async def create(self, params: Any) -> dict[str, Any]:
-        from acp.schema import CreateTerminalRequest
+        from ..protocol.schema import CreateTerminalRequest  # lazy: start-up time
 
         req = CreateTerminalRequest.model_validate(params)
         ctx = self.host.session_context(req.session_id)
@@ -555,7 +555,7 @@ class TerminalService:
         return {"terminalId": tid}
 
     async def output(self, params: Any) -> dict[str, Any]:
-        from acp.schema import TerminalOutputRequest
+        from ..protocol.schema import TerminalOutputRequest  # lazy: start-up time
 
         _, term = self._get(params, TerminalOutputRequest)
         text, truncated = term.output()
@@ -565,21 +565,21 @@ class TerminalService:
         return result
 
     async def wait_for_exit(self, params: Any) -> dict[str, Any]:
-        from acp.schema import WaitForTerminalExitRequest
+        from ..protocol.schema import WaitForTerminalExitRequest  # lazy: start-up time
 
         _, term = self._get(params, WaitForTerminalExitRequest)
         status = await term.wait()
         return status.to_dict()
 
     async def kill(self, params: Any) -> dict[str, Any]:
-        from acp.schema import KillTerminalRequest
+        from ..protocol.schema import KillTerminalRequest  # lazy: start-up time
 
         _, term = self._get(params, KillTerminalRequest)
         await term.kill()
         return {}
 
     async def release(self, params: Any) -> dict[str, Any]:
-        from acp.schema import ReleaseTerminalRequest
+        from ..protocol.schema import ReleaseTerminalRequest  # lazy: start-up time
 
         req, term = self._get(params, ReleaseTerminalRequest)
         await term.release()
