@@ -22,7 +22,7 @@ import re
 import sys
 import uuid
 
-from .conftest import AGENTS, START, TURN, Notebook, skip_unless_browser
+from .conftest import AGENTS, START, TURN, LabPage, Notebook, skip_unless_browser
 
 skip_unless_browser()
 
@@ -72,15 +72,20 @@ def _check_plain(out) -> None:
     expect(out).not_to_contain_text("Error displaying widget")
 
 
-def test_a_saved_turn_reopens_as_text_then_upgrades_when_a_live_turn_brings_the_module(nb: Notebook) -> None:
+def test_a_saved_turn_reopens_as_text_then_upgrades_when_a_live_turn_brings_the_module(
+        nb: Notebook, lab_page: LabPage) -> None:
     lab = nb.lab
     lab.api("PUT", SETTINGS, {"raw": json.dumps({"saveState": True})})
     try:
         scenario_file = lab.root / "saved-turn.json"
         scenario_file.write_text(json.dumps({"prompt": _scenario()}))
         agent = f"%agent --command {sys.executable} {AGENTS / 'scripted_agent.py'} {scenario_file}"
-        # A fresh page: the setting is read when JupyterLab starts.
-        nb.page.reload()
+        # A fresh page, the shared one replaced: the setting is read when JupyterLab
+        # starts. (Reloading the shared page restored its workspace, and under load
+        # JupyterLab then sometimes asked for a kernel in a dialog over the cell.)
+        lab_page.discard()
+        nb = Notebook(lab, lab_page.open(nb.name), nb.name)
+        expect(nb.panel.locator(".jp-KernelName")).to_have_text("ACP Agent", timeout=START)
         expect(nb.panel.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_have_count(1, timeout=START)
         expect(nb.run(0, agent)).to_contain_text("it starts with the next prompt", timeout=TURN)
         out = nb.run(1, "go")
