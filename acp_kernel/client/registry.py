@@ -398,7 +398,8 @@ BUILTIN: dict[str, AgentSpec] = {
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Built when a config file is first validated, not at import (most starts have no file).
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class PassthroughConfig(_Strict):
