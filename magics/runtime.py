@@ -104,8 +104,11 @@ class Runtime(LoopHome):
         except Unavailable as exc:
             raise said(str(exc)) from None
         except (AcpError, RpcError, OSError) as exc:
-            self._say(Markdown("**{}:** {}").format(text(call.line), text(str(exc))))
-            raise said(f"{call.line}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+            # The error says the first line; the cell shows the rest, if any: each thing once.
+            first, _, rest = str(exc).partition("\n")
+            if rest.strip():
+                self._say(text(rest))
+            raise said(f"{call.line}: {first or type(exc).__name__}") from None
 
     def _expand(self, line: str, local_ns: dict[str, Any]) -> str:
         from IPython.utils.text import DollarFormatter

@@ -51,8 +51,7 @@ async def explain(client: Client, exc: BaseException) -> Unavailable:
         client.kill_now()
     status, err = client.transport.exit_info() if client.transport is not None else (None, "")
     failure = explain_failure(client.spec, exc, stderr=err, returncode=status)
-    first = failure.detail.split("\n", 1)[0]
-    return Unavailable(f"{failure.headline}: {first}" if first else failure.headline, failure, exc)
+    return Unavailable(failure.error_line(), failure, exc)
 
 
 async def start_agent(client: Client) -> Client:
@@ -168,8 +167,11 @@ class Lifecycle:
             done()
 
     def _shown(self, exc: Unavailable) -> Unavailable:
-        if exc.failure is not None:
-            self.say(exc.failure.markdown(), plain(exc.failure.plain()))
+        """Show what the error's own line (``str(exc)``, said by the caller's error
+        reply or exception) leaves out, so the cell says each thing once."""
+        rest = exc.failure.below() if exc.failure is not None else None
+        if rest:
+            self.say(rest.markdown(), plain(rest.plain()))
         return exc
 
     def _mcp_servers(self) -> list[dict[str, Any]]:

@@ -20,7 +20,7 @@ import os
 import shlex
 import signal
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .. import safe, termsafe
@@ -81,8 +81,24 @@ class Failure:
     #: The hint as markdown, commands and keys as code spans (our template, escaped values).
     hint_md: Markdown = field(default=Markdown(""), repr=False, compare=False)
 
+    def error_line(self) -> str:
+        """The one line an error reply or exception says: the headline, and the
+        detail's first line when there is one."""
+        first = self.detail.split("\n", 1)[0]
+        return f"{self.headline}: {first}" if first else self.headline
+
+    def below(self) -> Failure:
+        """What :meth:`error_line` leaves out (no headline, the detail past its first
+        line, the stderr tail, the hint): shown beside an error that says the line,
+        so a reader sees each thing once."""
+        rest = self.detail.split("\n", 1)[1] if "\n" in self.detail else ""
+        return replace(self, headline="", detail=rest)
+
+    def __bool__(self) -> bool:
+        return bool(self.headline or self.detail or self.stderr_tail or self.hint)
+
     def markdown(self) -> Markdown:
-        parts = [Markdown("**{}**").format(safe.text(self.headline))]
+        parts = [Markdown("**{}**").format(safe.text(self.headline))] if self.headline else []
         if self.detail:
             lines = self.detail.split("\n")
             parts.append(safe.text(lines[0]) if len(lines) == 1 else safe.block(self.detail))
@@ -94,7 +110,7 @@ class Failure:
 
     def plain(self) -> str:
         """Lines for a terminal, controls neutralised; the caller indents or prefixes."""
-        rows = [termsafe.clean(self.headline, oneline=True)]
+        rows = [termsafe.clean(self.headline, oneline=True)] if self.headline else []
         if self.detail:
             rows.append(termsafe.clean(self.detail))
         if self.stderr_tail:

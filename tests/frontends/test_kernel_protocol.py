@@ -68,7 +68,10 @@ async def test_errors_are_error_messages_with_one_line(acp_kernel):
     content = failed.reply["content"]
     assert content["ename"] == "AgentUnavailable" and "not found" in content["evalue"]
     assert "\n" not in content["evalue"] and content["traceback"] == [f"AgentUnavailable: {content['evalue']}"]
-    assert "Cannot start" in failed.text()  # the cell shows the whole story
+    # Said once (issue 24): the error's line, and displayed beside it only what the line leaves out.
+    assert failed.text().count("Cannot start") == 1 and "Cannot start" in content["evalue"]
+    assert "Hint:" in "".join(m["content"]["data"]["text/markdown"] for m in failed.outputs
+                              if m["msg_type"] == "display_data")
 
 
 def test_headless_runs_stop_at_a_failing_cell_with_its_reason(kernel_env, tmp_path, monkeypatch):
@@ -205,6 +208,7 @@ async def test_a_session_refused_at_start_shows_the_agent_stderr_and_one_line(ac
     content = res.reply["content"]
     assert content["ename"] == "AgentUnavailable" and "answered with an error: no model" in content["evalue"]
     assert "\n" not in content["evalue"]
+    assert res.text().count("answered with an error") == 1  # said once, by the error
     shown = [m["content"]["data"] for m in res.outputs if m["msg_type"] == "display_data"]
     md = "\n".join(d.get("text/markdown", "") for d in shown)
     plain = "\n".join(d.get("text/plain", "") for d in shown)

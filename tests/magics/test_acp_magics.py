@@ -220,8 +220,10 @@ async def test_bad_input_gives_one_clear_line_and_the_kernel_lives(magics):
 
     res = await magics.execute("%acp connect --command /no/such/agent-binary")
     assert res.status == "error" and res.reply["content"]["ename"] == "UsageError"
-    assert "Cannot start" in res.text() and "not found" in res.text()  # the cell says why
     assert "not found" in res.error_line() and "\n" not in res.error_line().strip()
+    # Said once (issue 24): the error's line, and beside it only what the line leaves out (the hint).
+    assert res.text().count("Cannot start") == 1 and "Cannot start" in res.error_line()
+    assert "Hint:" in "".join(m["content"]["data"]["text/markdown"] for m in res.displays())
 
     for cell, says in (("%%acp\nhello", "no agent connected; use %acp connect NAME"),
                        ("%acp frobnicate", "unknown command 'frobnicate'"),
