@@ -25,7 +25,7 @@ import shlex
 import signal
 import sys
 import time
-from typing import Any, Sequence, TextIO
+from typing import Any, NoReturn, Sequence, TextIO
 
 # What a permission question shows, and form answers typed on a terminal: shared with stdin questions.
 from .ask import RAW_INPUT_SHOWN, action_details, check_answer, field_question, parse_answer, permission_question  # noqa: F401
@@ -349,6 +349,17 @@ class _Printer:
 _encode = json.JSONEncoder(ensure_ascii=False, default=repr).encode
 
 
+def json_error(stage: str, headline: str, detail: str = "") -> str:
+    """An ``error`` event and the ``end`` that follows it, as JSON lines: how a
+    ``--format json`` run that stops before its turn says why (``stage``: usage,
+    config; start-up failures say ``start``), so a program reading stdout never has
+    to parse stderr. ``headline`` is whole, newlines and all (a config file's path
+    may hold one, so its first line is not its headline)."""
+    error = {"type": "error", "stage": stage, "headline": headline, "detail": detail}
+    end = {"type": "end", "stopReason": None, "error": headline}
+    return "".join(json_safe(_encode(e)) + "\n" for e in (error, end))
+
+
 class _Asker:
     """Asks permission and form questions on the terminal, one at a time.
 
@@ -564,6 +575,8 @@ async def run_prompt(args: argparse.Namespace, out: TextIO = sys.stdout, err: Te
         else:
             spec = config.agent(args.agent or config.default_agent)
     except (ConfigError, AcpError) as exc:
+        if args.format == "json":
+            out_.write(json_error("config", str(exc)))
         err_.write(f"acp-kernel: {_block(exc)}\n")
         return EXIT_USAGE
     if args.prompt:
@@ -576,6 +589,8 @@ async def run_prompt(args: argparse.Namespace, out: TextIO = sys.stdout, err: Te
         err_.write(f"acp-kernel: the prompt held {replaced} byte(s) that are not valid "
                    f"{_input_encoding()}; each was replaced with U+FFFD (\ufffd)\n")
     if not text.strip():
+        if args.format == "json":
+            out_.write(json_error("usage", "no prompt given (pass it as arguments or on stdin)"))
         err_.write("acp-kernel: no prompt given (pass it as arguments or on stdin)\n")
         return EXIT_USAGE
     policy = args.permissions or config.permissions or "ask"
@@ -865,8 +880,29 @@ def _directory(path: str) -> str:
     return path
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser; in a run that asked for ``--format json`` a usage error is
+    also an ``error`` event on stdout (argparse prints it to stderr and exits 2).
+    Subparsers are made of the same class (argparse's default)."""
+
+    json_errors = False
+
+    def error(self, message: str) -> NoReturn:
+        if _Parser.json_errors:
+            _Out(sys.stdout).write(json_error("usage", message))
+            sys.stdout.flush()
+        super().error(message)
+
+
+def _wants_json(argv: Sequence[str]) -> bool:
+    """``--format json`` (or ``--format=json``) among the words, before parsing:
+    a usage error is found while parsing."""
+    words = list(argv)
+    return "--format=json" in words or any(a == "--format" and b == "json" for a, b in zip(words, words[1:]))
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="acp-kernel", description="Work with ACP coding agents from Jupyter and the shell.",
         epilog="Run `acp-kernel COMMAND --help` for a command's options. With no command, this help "
                "is printed and the exit status is 2 (a usage error).")
@@ -911,6 +947,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return demo_main(argv[1:]) or 0
     parser = build_parser()
+    _Parser.json_errors = _wants_json(argv)
     args = parser.parse_args(argv)
     if args.command is None:  # like `pip`: the help, not argparse's one-line error
         parser.print_help()

@@ -218,6 +218,28 @@ def test_json_mode_reports_start_and_failure_as_events():
     assert events[2] == {"type": "end", "stopReason": None, "error": error["headline"]}
 
 
+def test_json_mode_reports_config_and_usage_errors_as_events(tmp_path):
+    """A --format json run that stops before its turn says why on stdout, as the start
+    failure does (issue 24 §4): a bad config file (its path and keys hostile), argparse's
+    own usage errors (either spelling of the flag) and an empty prompt. stderr still says it."""
+    hostile = tmp_path / "cfg `a\nb` <img src=x onerror=alert(1)> $x$.json"
+    hostile.write_text(json.dumps({"agents": {"x<img src=x>\n$y$": 3}}))
+    config = _cli("prompt", "--format", "json", "--agent", "demo", "hi", env=_env(ACP_KERNEL_CONFIG=str(hostile)))
+    usage = _cli("prompt", "--format=json", "--bogus", "hi")
+    empty = _cli("prompt", "--format", "json", "--agent", "demo")
+    for res, stage, says in ((config, "config", f"{hostile}: invalid configuration\n  agents.x<img src=x>\n$y$: "),
+                             (usage, "usage", "unrecognized arguments: --bogus"),
+                             (empty, "usage", "no prompt given")):
+        assert res.returncode == 2, res.err
+        events = [json.loads(line) for line in res.out.splitlines()]  # every line is JSON
+        assert [e["type"] for e in events] == ["error", "end"], res.out
+        assert events[0]["stage"] == stage and events[0]["headline"].startswith(says), events[0]
+        assert events[1] == {"type": "end", "stopReason": None, "error": events[0]["headline"]}
+        assert res.err.strip()  # the person reading stderr is told too
+    # Without --format json, stdout stays empty.
+    assert _cli("prompt", "--bogus", "hi").out == ""
+
+
 def test_a_missing_program_says_so_with_a_hint():
     res = _cli("prompt", "--agent-command", "nosuch-agent-xyz --acp", "hi")
     assert res.returncode == 1
