@@ -156,3 +156,56 @@ def test_a_form_inside_the_turn_starts_unset_lines_up_and_submits(nb: Notebook) 
 
 def page_pwned(nb: Notebook):
     return nb.page.evaluate("window.__acp_pwned === undefined ? null : window.__acp_pwned")
+
+
+def test_long_field_titles_and_option_names_wrap_inside_their_question(nb: Notebook) -> None:
+    """Issue 24 §4: a field title of thousands of characters pushed the inputs about 4,000 px
+    to the right (the form looked empty), and a long option name overflowed the question box.
+    Both now wrap inside the turn, the title's column at most 40 % wide and scrolled past a
+    few lines, never cut; agent text stays text (raw HTML, math, a code span and a path
+    across line breaks)."""
+    hostile = f"{IMG} $x$ \\(y\\) `a\nb` /tmp/a\nb.txt "
+    title = "Replicas " + "very-long-title-" * 250 + hostile
+    option = "Allow " + "and-also-this-" * 120 + hostile
+    form_request = {"request": {"method": "elicitation/create", "params": {
+        "sessionId": "$SID", "mode": "form", "message": "Deploy?",
+        "requestedSchema": {"type": "object", "properties": {
+            "replicas": {"type": "integer", "title": title},
+            "force": {"type": "boolean", "title": "Force", "default": False}}}}}}
+    ask = {"request": {"method": "session/request_permission", "params": {
+        "sessionId": "$SID", "toolCall": {"toolCallId": "t1", "title": "Run a command", "kind": "execute",
+                                          "rawInput": {"command": "echo hi"}},
+        "options": [{"optionId": "yes", "name": option, "kind": "allow_once"},
+                    {"optionId": "no", "name": "No", "kind": "reject_once"}]}}}
+    scenario_file = nb.lab.root / "long-names.json"
+    scenario_file.write_text(json.dumps({"prompt": [form_request, ask, {"chunk": "thanks\n"}]}))
+    out0 = nb.run(0, f"%agent --command {sys.executable} {AGENTS / 'scripted_agent.py'} {scenario_file}")
+    expect(out0).to_contain_text("it starts with the next prompt", timeout=TURN)
+    out = nb.run(1, "go")
+    form = out.locator(".acp-form")
+    expect(form).to_be_visible(timeout=TURN)
+    expect(form.locator("input[type='number']")).to_be_visible()
+    # Measured in one step in the page (a re-render between separate reads would detach them).
+    got = form.evaluate("""f => {
+        const r = e => e.getBoundingClientRect(), label = f.querySelector('.acp-form-label');
+        const form = r(f), l = r(label), i = r(f.querySelector("input[type='number']"));
+        return {inside: i.right <= form.right + 1, beside: l.right <= i.left, share: l.width / form.width,
+                scrolls: label.scrollHeight > label.clientHeight, text: label.textContent};
+    }""")
+    assert got["inside"] and got["beside"] and got["share"] <= 0.45 and got["scrolls"], got
+    # Never cut: the whole title is there, as text (a title is one line: its newlines shown as ␊).
+    assert got["text"].endswith(hostile.replace("\n", "\u240a")), got["text"][-200:]
+    form.get_by_role("button", name="Decline").click()
+    expect(form.locator(".acp-q-outcome")).to_have_text("→ declined", timeout=TURN)
+    question = out.locator(".acp-question:not(.acp-form)")
+    buttons = question.locator(".acp-button")
+    expect(buttons).to_have_count(2, timeout=TURN)
+    expect(buttons.nth(0)).to_be_enabled()
+    past = question.evaluate("""q => { const right = q.getBoundingClientRect().right;
+        return [...q.querySelectorAll('.acp-button')].map(b => b.getBoundingClientRect().right - right); }""")
+    assert len(past) == 2 and max(past) <= 1, past  # no button reaches past the question's edge
+    nb.screenshot("long-names.png")
+    buttons.nth(1).click()
+    expect(out.locator(".jp-OutputArea-output sub").last).to_have_text(DONE, timeout=TURN)
+    assert out.locator("img").count() == 0
+    assert page_pwned(nb) is None
