@@ -170,7 +170,7 @@ class Lifecycle:
         """Show what the error's own line (``str(exc)``, said by the caller's error
         reply or exception) leaves out, so the cell says each thing once."""
         rest = exc.failure.below() if exc.failure is not None else None
-        if rest:
+        if rest is not None and not rest.empty:
             self.say(rest.markdown(), plain(rest.plain()))
         return exc
 

@@ -94,8 +94,10 @@ class Failure:
         rest = self.detail.split("\n", 1)[1] if "\n" in self.detail else ""
         return replace(self, headline="", detail=rest)
 
-    def __bool__(self) -> bool:
-        return bool(self.headline or self.detail or self.stderr_tail or self.hint)
+    @property
+    def empty(self) -> bool:
+        """Nothing to show (what :meth:`below` leaves when the error line says it all)."""
+        return not (self.headline or self.detail or self.stderr_tail or self.hint)
 
     def markdown(self) -> Markdown:
         parts = [Markdown("**{}**").format(safe.text(self.headline))] if self.headline else []

@@ -360,6 +360,16 @@ def json_error(stage: str, headline: str, detail: str = "") -> str:
     return "".join(json_safe(_encode(e)) + "\n" for e in (error, end))
 
 
+def _stopped(args: argparse.Namespace, out: _Out, err: _Out, stage: str, message: str,
+             shown: str | None = None) -> int:
+    """A run stopped before its turn: said on stderr (``shown``, else ``message``), and with
+    ``--format json`` as events on stdout too; the usage exit status."""
+    if args.format == "json":
+        out.write(json_error(stage, message))
+    err.write(f"acp-kernel: {shown if shown is not None else message}\n")
+    return EXIT_USAGE
+
+
 class _Asker:
     """Asks permission and form questions on the terminal, one at a time.
 
@@ -575,10 +585,7 @@ async def run_prompt(args: argparse.Namespace, out: TextIO = sys.stdout, err: Te
         else:
             spec = config.agent(args.agent or config.default_agent)
     except (ConfigError, AcpError) as exc:
-        if args.format == "json":
-            out_.write(json_error("config", str(exc)))
-        err_.write(f"acp-kernel: {_block(exc)}\n")
-        return EXIT_USAGE
+        return _stopped(args, out_, err_, "config", str(exc), _block(exc))
     if args.prompt:
         text = " ".join(args.prompt)
     else:
@@ -589,10 +596,7 @@ async def run_prompt(args: argparse.Namespace, out: TextIO = sys.stdout, err: Te
         err_.write(f"acp-kernel: the prompt held {replaced} byte(s) that are not valid "
                    f"{_input_encoding()}; each was replaced with U+FFFD (\ufffd)\n")
     if not text.strip():
-        if args.format == "json":
-            out_.write(json_error("usage", "no prompt given (pass it as arguments or on stdin)"))
-        err_.write("acp-kernel: no prompt given (pass it as arguments or on stdin)\n")
-        return EXIT_USAGE
+        return _stopped(args, out_, err_, "usage", "no prompt given (pass it as arguments or on stdin)")
     policy = args.permissions or config.permissions or "ask"
     interactive = _isatty(sys.stdin) and policy in ("ask", "allow-reads")
     settings = config.client_settings(policy)
