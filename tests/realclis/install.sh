@@ -2,7 +2,8 @@
 # Install the six real agent CLIs from their registries into a cache outside the repo.
 # Idempotent: a package already at the cached version is not fetched again.
 #   REALCLIS_HOME (default /tmp/realclis): npm/ holds the npm CLIs, kimi/ a venv for kimi-cli.
-# CI does not run this; tests/realclis/test_matrix.py skips when the CLIs are absent.
+# CI does not run this; the realcli tests run only with ACP_REALCLIS=1 (then skip a CLI that is absent):
+#   ACP_REALCLIS=1 python -m pytest -m realcli
 set -euo pipefail
 ROOT="${REALCLIS_HOME:-/tmp/realclis}"
 mkdir -p "$ROOT/npm"

@@ -3,8 +3,8 @@
 Each test runs tests/realclis/run_matrix.py's sequence for one CLI (Run All of
 ``%passthrough NAME`` + three cells + a two-line cell, an interrupted SLOW reply,
 one more cell, ``%passthrough stop``) in a real acp kernel, the CLI pointed at the
-stub model server. It skips, saying why, when the CLI is not installed: CI does
-not install them; run ``bash tests/realclis/install.sh`` first.
+stub model server. It runs on request only (``ACP_REALCLIS=1``, see conftest.py) and skips,
+saying why, when the CLI is not installed: run ``bash tests/realclis/install.sh`` first.
 """
 
 from __future__ import annotations

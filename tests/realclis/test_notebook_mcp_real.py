@@ -11,8 +11,8 @@ over stdio, and the stub quotes the result back, so the turn shows it:
   cells run before;
 - Claude Code in a passthrough terminal, from the generated ``--mcp-config`` file.
 
-Skipped, saying why, when the CLI is not installed (CI does not install them): run
-``bash tests/realclis/install.sh`` first (it also installs the Claude Agent ACP adapter).
+Run on request only (``ACP_REALCLIS=1``, see conftest.py); skipped, saying why, when the CLI is not
+installed: run ``bash tests/realclis/install.sh`` first (it also installs the Claude Agent ACP adapter).
 """
 
 from __future__ import annotations
