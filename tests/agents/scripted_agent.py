@@ -33,7 +33,8 @@ Scenario keys (all optional):
                   request this agent sends as {"agent_request": message}
 
 Actions (one key each):
-  {"update": {...}}        session/update for the current session
+  {"update": {...}}        session/update for the current session ("$TERM": the
+                           terminalId the client last created)
   {"chunk": "text"}        an agent_message_chunk
   {"raw": "text"}          write this line as is (noise)
   {"raw_b64": "..."}       write these bytes as is (garbage, invalid UTF-8)
@@ -171,7 +172,7 @@ class Agent:
             (key, value), = action.items()
             getattr(self, "do_" + key)(value)
 
-    def do_update(self, value): self.update(value)
+    def do_update(self, value): self.update(json.loads(json.dumps(value).replace("$TERM", self.last_terminal)))
     def do_chunk(self, value): self.chunk(value)
     def do_raw(self, value): write_raw(value.encode() + b"\n")
     def do_raw_b64(self, value): write_raw(base64.b64decode(value))
