@@ -58,12 +58,16 @@ OBSERVE_JS = """
         if (last && last.textContent.includes(finalText)) lt.final = wall();
       }
       if (!lt.status) {
-        const st = area.querySelector('.acp-status');
-        if (st && /^Done\\b/.test(st.textContent)) { lt.status = wall(); lt.statusPerf = performance.now(); }
+        // the live widget's status block, or the static output's <sub> that replaces it at the end
+        const st = area.querySelector('.acp-status') || [...area.querySelectorAll('sub')].pop();
+        if (st && /^Done\\b/.test(st.textContent)) {
+          lt.status = wall(); lt.statusPerf = performance.now();
+          if (!lt.final && area.textContent.includes(finalText)) lt.final = lt.status;
+        }
       }
     }
     if (!(lt.final && lt.status)) requestAnimationFrame(check);
-    else lt.blocks = cell.querySelectorAll('.acp-block').length;
+    else lt.blocks = cell.querySelectorAll('.acp-block').length || cell.querySelectorAll('details, p').length;
   };
   requestAnimationFrame(check);
   return true;

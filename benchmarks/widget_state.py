@@ -7,6 +7,9 @@ as ``tests/kernel/conftest.py`` sets up; the built-in demo agent), writes it wit
 and prints one JSON object on its last stdout line: the file's bytes, the bytes of its
 widget state, and per widget class (``_anywidget_id``, else the model name) the models,
 the bytes of their code (``_esm`` + ``_css``) and of everything else in their state.
+``long [--steps 1000] [--store]`` saves one turn of that many steps instead (a paragraph and a
+tool call each) and prints the file's bytes, the turn's output bytes per mime type, the
+widget state's bytes and how many steps the saved output keeps.
 
 The section (``widget_state(ctx)`` in ``run.py``'s registry, ``--only widget-state``) runs
 it once: the figures are sizes, not times.
@@ -51,11 +54,8 @@ def measure(nb: Any, size: int) -> dict[str, Any]:
             "classes": by_class}
 
 
-def run(path: str, save: str | None) -> dict[str, Any]:
-    import nbformat
-    from nbclient import NotebookClient
-
-    tmp = tempfile.mkdtemp(prefix="acp-widget-state-")
+def _env(tmp: str) -> None:
+    """A private kernelspec and temp state for the kernels nbclient starts here."""
     if not os.environ.get("JUPYTER_PATH"):
         from acp_kernel.frontends.install import install
 
@@ -66,6 +66,14 @@ def run(path: str, save: str | None) -> dict[str, Any]:
                        "ACP_DEMO_STATE_DIR": os.path.join(tmp, "demo-state")})
     for key in ("ACP_KERNEL_AGENT", "ACP_KERNEL_PERMISSIONS", "JPY_SESSION_NAME"):
         os.environ.pop(key, None)
+
+
+def run(path: str, save: str | None) -> dict[str, Any]:
+    import nbformat
+    from nbclient import NotebookClient
+
+    tmp = tempfile.mkdtemp(prefix="acp-widget-state-")
+    _env(tmp)
     work = os.path.join(tmp, "work")
     os.makedirs(work)
     nb = nbformat.read(path, as_version=4)
@@ -75,6 +83,38 @@ def run(path: str, save: str | None) -> dict[str, Any]:
     nbformat.write(nb, out)
     saved = nbformat.read(out, as_version=4)
     return {"notebook": os.path.relpath(path, ROOT), **measure(saved, os.path.getsize(out))}
+
+
+def long_turn(steps: int, store_widget_state: bool) -> dict[str, Any]:
+    """One turn of ``steps`` steps (a paragraph and a tool call each: long_turn_browser.py's
+    agent, as fast as it writes) saved by nbclient: the file's bytes, the turn's output bytes
+    per mime type, the widget state's bytes, and how many steps the output keeps."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    tmp = tempfile.mkdtemp(prefix="acp-long-saved-")
+    _env(tmp)
+    agent = [sys.executable, os.path.join(HERE, "long_turn_browser.py"), "agent", "--steps", str(steps),
+             "--rate", "0", "--stamp", os.path.join(tmp, "stamp")]
+    with open(os.environ["ACP_KERNEL_CONFIG"], "w", encoding="utf-8") as f:
+        json.dump({"default_agent": "long", "agents": {"long": {"title": "Long", "command": agent}}}, f)
+    work = os.path.join(tmp, "work")
+    os.makedirs(work)
+    nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "acp", "display_name": "ACP", "language": "markdown"}})
+    nb.cells = [nbformat.v4.new_code_cell("go")]
+    NotebookClient(nb, timeout=300, kernel_name="acp", store_widget_state=store_widget_state,
+                   resources={"metadata": {"path": work}}).execute()
+    out = os.path.join(tmp, "saved.ipynb")
+    nbformat.write(nb, out)
+    saved = nbformat.read(out, as_version=4)
+    mimes: dict[str, int] = {}
+    for o in saved.cells[0].outputs:
+        for mime, value in o.get("data", {}).items():
+            mimes[mime] = mimes.get(mime, 0) + _size(value)
+    md = "".join(o.get("data", {}).get("text/markdown", "") for o in saved.cells[0].outputs)
+    return {"steps": steps, "file_bytes": os.path.getsize(out), "mimes": mimes,
+            "widget_state_bytes": _size(saved.get("metadata", {}).get("widgets", {})),
+            "steps_kept": md.count("Step ") - md.count("steps of this turn are not kept")}
 
 
 #: The same measure of the tour saved at f8842c1, before the turn's code became a loader
@@ -106,17 +146,32 @@ def widget_state(ctx: Any) -> Any:
                      f"(before: {b['file_bytes']:,} and {b['widget_state_bytes']:,}); bytes as the file holds them "
                      "(JSON strings, UTF-8)")
     sec.notes.append("the turn's module (common.js + turn.js, toolcall.css + turn.css) is sent to a page on request "
-                     "(a custom message, never saved); each turn saves static/turnloader.js + turnplain.css")
+                     "(a custom message, never saved); a finished turn's widget is closed, its state emptied first, "
+                     "so nbclient (which keeps closed models) saves static/turnloader.js + turnplain.css and no blocks")
+    for store in (False, True):
+        try:
+            lt = worker(ctx, "long", "--steps", "1000", *(["--store"] if store else []), script=os.path.abspath(__file__),
+                        env=kernel_env(ctx), timeout=600, cwd=os.path.join(ctx.tmp, "work"))
+        except (Failed, OSError, ValueError, KeyError) as exc:
+            sec.notes.append(f"the 1,000-step turn failed: {exc}")
+            continue
+        per = ", ".join(f"{m} {n:,}" for m, n in sorted(lt["mimes"].items()))
+        sec.notes.append(f"a 1,000-step turn saved by nbclient (store_widget_state={store}): {lt['file_bytes']:,} bytes; "
+                         f"its output {per}; widget state {lt['widget_state_bytes']:,}; steps kept "
+                         f"{lt['steps_kept']:,} of {lt['steps']:,}")
     return sec
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="widget_state.py")
-    p.add_argument("mode", nargs="?", choices=["run"], default="run")
+    p.add_argument("mode", nargs="?", choices=["run", "long"], default="run")
     p.add_argument("--notebook", default=TOUR)
     p.add_argument("--save", help="keep the executed notebook here")
+    p.add_argument("--steps", type=int, default=1000, help="long: the turn's steps")
+    p.add_argument("--store", action="store_true", help="long: nbclient's store_widget_state")
     args = p.parse_args(argv)
-    sys.stdout.write(json.dumps(run(args.notebook, args.save)) + "\n")
+    result = long_turn(args.steps, args.store) if args.mode == "long" else run(args.notebook, args.save)
+    sys.stdout.write(json.dumps(result) + "\n")
     return 0
 
 

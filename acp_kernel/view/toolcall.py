@@ -10,6 +10,7 @@ for frontends without widgets (:class:`.turnview.TurnView`).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import shlex
@@ -31,6 +32,7 @@ from .transcript import (
     command_of,
     kind_icon,
     location_text,
+    tool_call_body,
     tool_call_markdown,
     tool_call_plain,
 )
@@ -218,11 +220,21 @@ class ToolCallRow:
         }
 
     def snapshots(self) -> dict[str, TerminalSnapshot]:
-        """Each attached terminal as the transcript shows it."""
-        return {tid: f.snapshot() for tid, f in self.feeds.items()}
+        """Each attached terminal as the transcript shows it; one the call ended
+        without (cancelled, failed) says that it has no exit status."""
+        snaps = {tid: f.snapshot() for tid, f in self.feeds.items()}
+        if self.call.status in ("cancelled", "failed"):
+            for tid, snap in snaps.items():
+                if not snap.exit:
+                    snaps[tid] = dataclasses.replace(snap, exit="no exit status: the call was " + self.call.status)
+        return snaps
 
     def markdown(self) -> Markdown:
         return self._cached("md", lambda: tool_call_markdown(self.call, self.snapshots()))
+
+    def body_markdown(self) -> Markdown:
+        """The call's content without its header (the static view folds it under the header)."""
+        return self._cached("body", lambda: tool_call_body(self.call, self.snapshots()))
 
     def plain(self) -> str:
         return self._cached("plain", lambda: tool_call_plain(self.call))

@@ -175,11 +175,17 @@ def tool_call_final_plain(call: Any, terminals: Mapping[str, TerminalSnapshot] |
 
 
 def tool_call_markdown(call: tm.ToolCall, terminals: Mapping[str, TerminalSnapshot] | None = None) -> Markdown:
-    """Header line, then content: text, diffs, terminal output, locations.
+    """Header line, then :func:`tool_call_body`."""
+    body = tool_call_body(call, terminals)
+    return Markdown("\n\n").join([tool_call_header(call), body] if body else [tool_call_header(call)])
+
+
+def tool_call_body(call: tm.ToolCall, terminals: Mapping[str, TerminalSnapshot] | None = None) -> Markdown:
+    """A call's content below its header: text, diffs, terminal output, locations.
 
     A ``terminal`` item this client has no terminal for (the agent's own,
     reported through ``_meta``) shows the output the agent sent instead."""
-    parts = [tool_call_header(call)]
+    parts: list[Markdown] = []
     cmd = command_of(call.raw_input)
     if cmd and not call.terminal_ids:
         parts.append(block("$ " + truncate_tail(cmd, 500)[0], "sh"))
@@ -311,6 +317,15 @@ def resolved_markdown(ev: se.PermissionResolved) -> Markdown:
 def resolved_plain(ev: se.PermissionResolved) -> str:
     choice = "cancelled" if ev.option_id is None else (ev.option_kind or ev.option_id)
     return f"Permission for {ev.title or ev.tool_call_id}: {choice} ({ev.by})"
+
+
+def elicitation_outcome(outcome: Any) -> str:
+    """What the user answered a form, in words (the plain text of a finished turn)."""
+    if not isinstance(outcome, dict):
+        return "cancelled"
+    if outcome.get("action") == "accept":
+        return "submitted " + truncate_tail(json.dumps(outcome.get("content", {}), default=repr), 1000)[0]
+    return str(outcome.get("action"))
 
 
 def elicitation_markdown(prompt: se.ElicitationPrompt, outcome: Any = None, *, answered: bool = False) -> Markdown:

@@ -6,7 +6,8 @@ behind "Show more outputs". Here the whole turn is one display: one widget
 (:mod:`.turnwidget`, ``static/turn.js``) whose model holds the turn's ordered
 blocks, plus the complete markdown and text of the turn in the same bundle
 for readers without widgets (nbconvert, GitHub, a page without the widget
-extension).
+extension). Only a live turn is a widget: when the turn ends, the output is
+replaced in place by a static one and the widget closes (:mod:`.finished`).
 
 Traffic: blocks are synced at most ``rate_hz`` times a second, only the ones
 that changed (completed text is sent once: the open tail of the message is
@@ -49,6 +50,7 @@ from .sink import DisplaySink, widget_bundle
 from .toolcall import ToolCallRow, shared_layout
 from .transcript import (
     elicitation_markdown,
+    elicitation_outcome,
     kind_icon,
     notice_markdown,
     option_name,
@@ -63,6 +65,7 @@ from .transcript import (
 )
 from .turnbase import TurnBase, notice_icon, outcome_of
 from .turnwidget import block_key, turn_widget_class
+from .finished import Step, static_bundle, tool_html
 from .form import UNSET
 from .turnview import TurnView
 
@@ -129,6 +132,14 @@ def _row_state(row: ToolCallRow) -> dict[str, Any]:
     return st
 
 
+def _opens(row: ToolCallRow, chosen: Any) -> bool:
+    """Whether a finished call shows unfolded, as the live row did (static/common.js):
+    the reader's choice if they made one, else when it showed a terminal or failed."""
+    if isinstance(chosen, bool):
+        return chosen
+    return bool(row.state().get("terminals")) or row.call.status == "failed"
+
+
 class TurnOutput(TurnBase):
     """Render one turn live as one output; see the module docstring.
 
@@ -162,6 +173,10 @@ class TurnOutput(TurnBase):
         self._fallback_at = 0.0
         self._fallback_handle: Any = None
         self._fallback_sent: tuple[str, str] | None = None
+        #: Rows the reader opened or folded (block key -> open), as the page said in a message: the
+        #: synced ``expanded`` can wait for the kernel to go idle (ipywidgets buffers a model's
+        #: updates until the last one is answered), and the static end must keep the choices.
+        self._chosen: dict[str, bool] = {}
         self.display_id = f"acp-turn-{uuid.uuid4().hex[:12]}"
         self.widget = self._run(self._make_widget)
         self._run(self._display)
@@ -471,7 +486,7 @@ class TurnOutput(TurnBase):
                     "cancelled" if outcome is None else f"chose {option_name(p.options, outcome)}")
         else:
             block.md = elicitation_markdown(p, outcome, answered=answered)
-            block.text = f"The agent asks: {p.message}"
+            block.text = f"The agent asks: {p.message}" + (f" -> {elicitation_outcome(outcome)}" if answered else "")
 
     def _settled(self, block: Block, outcome: Any) -> None:
         if block.state.get("state") != "asking":
@@ -503,6 +518,9 @@ class TurnOutput(TurnBase):
             return
         index = int(key[2:])
         block = self.blocks[index] if index < len(self.blocks) else None
+        if kind == "expanded" and block is not None and isinstance(content.get("open"), bool):
+            self._chosen[key] = content["open"]  # a dict item set: safe from a comm thread
+            return
         if block is None or block.prompt is None or block.prompt.done:
             return
         if kind == "answer" and block.kind == "permission":
@@ -580,11 +598,6 @@ class TurnOutput(TurnBase):
             if block.row is not None:
                 block.row.take_output()
                 block.row.finish()
-                for tid, stream in block.streams.items():
-                    rest = stream.flush()
-                    if rest:
-                        self.widget.send({"type": "term", "block": block.key, "id": tid, "data": rest})
-                self._dirty.add(block.index)
             elif block.prompt is not None and block.state.get("state") == "asking" and block.prompt.done:
                 self._settled(block, outcome_of(block.prompt.future))
         if self.turn.done:
@@ -596,8 +609,24 @@ class TurnOutput(TurnBase):
             block = self._new("status")
             block.state = {"type": "status", "text": line, "stop": str(self.turn.stop_reason or ("error" if self.turn.error else ""))}
             block.md, block.text = status_markdown(line), line
-        self._sync()
-        self._update_fallback(final=True)
+        self._finish()
+
+    def _finish(self) -> None:
+        """The finished turn becomes a static output in place and the widget closes
+        (:mod:`.finished`: a saved notebook then reads everywhere, no widget model)."""
+        steps = []
+        chosen = {**(self.widget.expanded if isinstance(self.widget.expanded, dict) else {}), **self._chosen}
+        for block in self.blocks:
+            if block.row is not None:
+                row = block.row
+                block.md = row.markdown()
+                block.text = tool_call_final_plain(row.call, row.snapshots())
+                steps.append(Step(tool_html(row.plain(), row.body_markdown(), open_=_opens(row, chosen.get(block.key))),
+                                  block.md, block.text))
+            else:
+                steps.append(Step(block.fallback_html() if block.md else Html(""), block.md, block.text))
+        self.sink.update(static_bundle(steps), display_id=self.display_id)
+        self.widget.retire()
 
 
 def view_for(turn: tm.Turn, sink: DisplaySink, *, frontend: Frontend | None = None, widgets: bool = True,

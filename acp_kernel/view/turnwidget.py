@@ -8,8 +8,11 @@ reloaded page, the saved notebook) has them all. The frontend writes
 ``expanded`` (block key -> open) and ``shown`` (how many of the last blocks
 the reader keeps on the page): both survive a new view of the widget.
 
+The widget lives only while its turn runs: the finished turn's output is
+static (:mod:`.finished`) and :meth:`TurnWidget.retire` closes the widget.
 The synced ``_esm`` is a small loader (``static/turnloader.js``), not the
-turn's module: a notebook saves a widget's code with every model, and the
+turn's module: a notebook saved while a turn runs, or by a runner that keeps
+closed models (nbclient), saves a widget's code with every model, and the
 real module (common.js + turn.js, toolcall.css + turn.css: about 25 KB)
 would be saved once per turn. A view asks the kernel for it with a custom
 message, the widget answers with :func:`module_message`, and the page keeps
@@ -120,6 +123,15 @@ def _define() -> Any:
             state: dict[str, Any] = dict(changed)
             state["count"] = len(self._blocks)
             send_partial_state(self, state)
+
+        def retire(self) -> None:
+            """Close, the blocks emptied first: the turn's output no longer shows this
+            widget (view/finished.py), and a runner that saves every model's last state
+            (nbclient keeps a closed comm's) saves a husk, not the whole turn again."""
+            if self.comm is not None and self._blocks:
+                send_partial_state(self, {**dict.fromkeys(self._blocks), "count": 0})
+            self._blocks = {}
+            self.close()
 
     return TurnWidget
 

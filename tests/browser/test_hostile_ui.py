@@ -116,6 +116,13 @@ def scenario() -> dict:
             {"update": {"sessionUpdate": "usage_update", "used": 1234, "size": 200000,
                         "cost": {"amount": 0.5, "currency": _oneline("currency")}}},
             {"chunk": "\n\nThe last words.\n"},
+            # A question keeps the turn live (a widget) while the test reads it; answered, the
+            # turn ends and its output becomes static: both are checked.
+            {"request": {"method": "session/request_permission", "params": {
+                "sessionId": "$SID", "toolCall": {"toolCallId": "q1", "title": "Hold " + _oneline("question"),
+                                                  "kind": "other"},
+                "options": [{"optionId": "ok", "name": "Allow once", "kind": "allow_once"},
+                            {"optionId": "no", "name": "Reject", "kind": "reject_once"}]}}},
         ],
         "prompts": {
             "fail": [
@@ -192,15 +199,25 @@ def test_hostile_agent_strings_stay_text(nb: Notebook) -> None:
     out0 = nb.run(0, f"%agent --command {sys.executable} {AGENTS / 'scripted_agent.py'} {scenario_file}")
     expect(out0).to_contain_text("it starts with the next prompt", timeout=TURN)
 
-    # The turn: no permission request in it, so nothing waits for a click.
+    # The turn, live (a widget) while its last question waits: its rows opened, nothing live in it.
     out = nb.run(1, "go")
-    status = out.locator(".jp-OutputArea-output sub").last
-    expect(status).to_have_text(END_TURN, timeout=TURN)
     expect(out).to_contain_text("The last words.", timeout=TURN)
+    reject = out.get_by_role("button", name="Reject", exact=True)
+    expect(reject).to_have_count(1, timeout=TURN)
     _expand_rows(out)
     row = out.locator(".acp-tc")
     expect(row).to_have_count(1)
     expect(row.locator(".acp-tc-title")).to_have_text(_oneline("title").replace("\n", " "))
+    live_problems = page.evaluate(FIND_LIVE)
+    assert not live_problems, live_problems
+    nb.screenshot("hostile-live.png")
+    # Answered, the turn ends: its output is static from here on (every fold opened).
+    reject.click()
+    status = out.locator(".jp-OutputArea-output sub").last
+    expect(status).to_have_text(END_TURN, timeout=TURN)
+    expect(out.locator(".acp-tc")).to_have_count(0)
+    expect(out.locator("summary").filter(has_text="title")).to_have_count(1)
+    out.evaluate("area => area.querySelectorAll('details').forEach(d => { d.open = true; })")
 
     # Kernel commands showing agent-chosen ids and the agent's error.
     out2 = nb.run(2, "%status")

@@ -42,6 +42,12 @@ def long_turn(steps: int = STEPS, ask_at: int = ASK_AT) -> list[dict]:
                 "options": [{"optionId": "ok", "name": "Allow", "kind": "allow_once"},
                             {"optionId": "no", "name": "Reject", "kind": "reject_once"}]}}})
     actions.append({"chunk": f"FINAL ANSWER after {steps} steps {IMG} ![leak](http://127.0.0.1:9/leak.png?secret=1)\n"})
+    # The last question holds the turn live (a widget) while the test reads the page; answered,
+    # the turn ends and its output becomes static.
+    actions.append({"request": {"method": "session/request_permission", "params": {
+        "sessionId": "$SID", "toolCall": {"toolCallId": "last", "title": "Hold", "kind": "other"},
+        "options": [{"optionId": "ok", "name": "Allow", "kind": "allow_once"},
+                    {"optionId": "no", "name": "Reject", "kind": "reject_once"}]}}})
     return actions
 
 
@@ -77,17 +83,16 @@ def _run_long_turn(nb: Notebook, shot: str) -> None:
     expect(nb.cell(1)).to_have_class(re.compile(r"\bacp-asking\b"))
     nb.screenshot(f"{shot}-asking.png")
     question.get_by_role("button", name=re.compile(r"^Allow once")).click()
-    expect(note).to_be_hidden()
-    expect(nb.cell(1)).not_to_have_class(re.compile(r"\bacp-asking\b"))
-    expect(out.locator(".jp-OutputArea-output sub").last).to_have_text(DONE, timeout=TURN)
     final = out.get_by_text(f"FINAL ANSWER after {STEPS} steps")
-    expect(final).to_be_visible()
+    expect(final).to_be_visible(timeout=TURN)
     expect(final).to_contain_text(IMG)  # agent HTML is text
     expect(out).to_contain_text('RESULT {"outcome": {"outcome": "selected", "optionId": "ok"}}')
     expect(out.locator(".jp-TrimmedOutputs")).to_have_count(0)
     _one_output(out)
-    question = out.locator(".acp-permission")
+    question = out.locator(".acp-permission").first
     expect(question.locator(".acp-q-outcome")).to_have_text("→ chose Allow once — the agent's words: “Allow”")
+    hold = out.locator(".acp-permission").filter(has_text="Hold")
+    expect(hold).to_be_visible(timeout=TURN)
     # The image is a placeholder naming its host; nothing loaded it.
     expect(out.locator(".acp-img")).to_contain_text("image from 127.0.0.1: click to load")
     # The DOM is bounded: the last 120 blocks, and a way to the earlier ones.
@@ -96,7 +101,7 @@ def _run_long_turn(nb: Notebook, shot: str) -> None:
     more = out.locator(".acp-more")
     expect(more).to_be_visible()
     expect(more).to_contain_text("earlier")
-    out.locator(".jp-OutputArea-output sub").last.scroll_into_view_if_needed()
+    hold.scroll_into_view_if_needed()
     nb.screenshot(f"{shot}-done.png")
     more.click()
     expect(out.locator(".acp-block")).to_have_count(before + 100)
@@ -110,6 +115,17 @@ def _run_long_turn(nb: Notebook, shot: str) -> None:
     expect(odd.locator(".acp-tc-text")).to_have_text("# heading in file_199\nline 199")
     assert out.locator("a[href*='osc'], img").count() == 0
     assert page.evaluate("typeof window.__acp_pwned") == "undefined"
+    # Answered, the turn ends: one static output, its end and the question's outcome in it.
+    hold.get_by_role("button", name=re.compile(r"^Allow once")).click()
+    expect(note).to_be_hidden()
+    expect(nb.cell(1)).not_to_have_class(re.compile(r"\bacp-asking\b"))
+    expect(out.locator(".jp-OutputArea-output sub").last).to_have_text(DONE, timeout=TURN)
+    expect(out.locator(".acp-turn")).to_have_count(0)
+    expect(out.get_by_text(f"FINAL ANSWER after {STEPS} steps")).to_contain_text(IMG)
+    expect(out).to_contain_text("(image from 127.0.0.1)")
+    expect(out.locator("details > summary").filter(has_text="Read file_199.py")).to_have_count(1)
+    assert out.locator("a[href*='osc'], img").count() == 0
+    nb.screenshot(f"{shot}-static.png")
     assert not [u for u in requests if "127.0.0.1:9" in u], requests
     assert not [e for e in nb.console_errors if re.search(r"acp|anywidget", e, re.I)], nb.console_errors
 
@@ -150,7 +166,8 @@ def test_a_form_inside_the_turn_starts_unset_lines_up_and_submits(nb: Notebook) 
     form.get_by_role("button", name="Submit").click()
     expect(out.locator(".jp-OutputArea-output sub").last).to_have_text(DONE, timeout=TURN)
     expect(out).to_contain_text('RESULT {"action": "accept", "content": {"target": "prod", "replicas": 3, "force": false}}')
-    expect(form.locator(".acp-q-outcome")).to_have_text("→ submitted")
+    expect(out.locator(".acp-form")).to_have_count(0)  # finished: static, the answer in words
+    expect(out).to_contain_text("→ submitted")
     assert page_pwned(nb) is None
 
 

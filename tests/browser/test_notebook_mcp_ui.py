@@ -9,13 +9,18 @@ import json
 import pytest
 
 from .conftest import TURN, Notebook, skip_unless_browser
-from .test_notebook_ui import END_TURN, status_line, tool_row
+from .test_notebook_ui import END_TURN, status_line
 
 skip_unless_browser()
 
 from playwright.sync_api import expect  # noqa: E402
 
 CODE = "x = 6 * 7\nprint('<img src=x onerror=alert(1)> `a', x)\nprint('/tmp/evil\\n# heading')"
+
+
+def _fold(out, title: str):
+    """A finished turn's tool call: its ``<details>``, found by its header."""
+    return out.locator("details").filter(has=out.page.locator("summary", has_text=title))
 
 
 @pytest.mark.slow
@@ -32,13 +37,12 @@ def test_execute_asks_runs_live_in_the_turn_and_the_next_cell_sees_it(pynb: Note
     nb.screenshot("notebook-mcp-asking.png")
     form.get_by_role("button", name="Allow once").click()
     expect(status_line(out)).to_have_text(END_TURN, timeout=TURN)
-    row = tool_row(out, "Run Python in this notebook")
+    # Finished, the turn is static: the call folded under its header, its output inside.
+    row = _fold(out, "Run Python in this notebook")
     expect(row).to_have_count(1)
-    expect(row).to_have_attribute("data-status", "completed")
-    if row.locator(".acp-tc-head").get_attribute("aria-expanded") != "true":
-        row.locator(".acp-tc-head").click()
-    expect(row.locator(".acp-tc-body")).to_contain_text("<img src=x onerror=alert(1)> `a 42")
-    expect(row.locator(".acp-tc-body")).to_contain_text("# heading")
+    expect(row.locator("summary")).to_contain_text("✓ done")
+    expect(row).to_contain_text("<img src=x onerror=alert(1)> `a 42")
+    expect(row).to_contain_text("# heading")
     expect(out.locator("img[src='x']")).to_have_count(0)  # text, never an element
     nb.screenshot("notebook-mcp-done.png")
     value = nb.run(3, "x")
@@ -49,9 +53,7 @@ def test_execute_asks_runs_live_in_the_turn_and_the_next_cell_sees_it(pynb: Note
     expect(status_line(cells)).to_have_text(END_TURN, timeout=TURN)
     saved = json.loads((nb.lab.root / nb.name).read_text())
     assert "".join(saved["cells"][3]["source"]) == "x"
-    row = tool_row(cells, "notebook: cells")
-    if row.locator(".acp-tc-head").get_attribute("aria-expanded") != "true":
-        row.locator(".acp-tc-head").click()
-    expect(row.locator(".acp-tc-body")).to_contain_text(nb.name)
-    expect(row.locator(".acp-tc-body")).to_contain_text("%acp connect demo --permissions ask")
+    row = _fold(cells, "notebook: cells")
+    expect(row).to_contain_text(nb.name)
+    expect(row).to_contain_text("%acp connect demo --permissions ask")
     assert not nb.console_errors, nb.console_errors  # type: ignore[attr-defined]

@@ -40,8 +40,53 @@ TOOL_TITLES = [
 ]
 
 
-def test_tools_render_as_widget_rows(nb: Notebook) -> None:
-    out = nb.run(0, "tools")
+def _question(tid: str, title: str) -> dict:
+    return {"request": {"method": "session/request_permission", "params": {
+        "sessionId": "$SID", "toolCall": {"toolCallId": tid, "title": title, "kind": "edit"},
+        "options": [{"optionId": "ok", "name": "Allow", "kind": "allow_once"},
+                    {"optionId": "no", "name": "Reject", "kind": "reject_once"}]}}}
+
+
+def _call(tid: str, title: str, kind: str, status: str, content: list | None = None, **extra) -> list[dict]:
+    text = "permission denied (a scripted failure)" if status == "failed" else f"{title}: its result"
+    return [{"update": {"sessionUpdate": "tool_call", "toolCallId": tid, "title": title, "kind": kind,
+                        "status": "in_progress", **extra}},
+            {"update": {"sessionUpdate": "tool_call_update", "toolCallId": tid, "status": status,
+                        "content": content or [{"type": "content", "content": {"type": "text", "text": text}}]}}]
+
+
+OLD = 'def greet(name):\n    return "Hello " + name\n'
+NEW = 'def greet(name: str) -> str:\n    return f"Hello, {name}!"\n'
+
+
+def _tools_scenario() -> dict:
+    """The demo's ``tools`` turn (the same calls), then two questions: the turn stays live
+    (a widget) while the test reads its rows; answered, it ends and becomes static."""
+    steps = [{"chunk": "Running simulated tool calls of several kinds:\n\n"}]
+    steps += _call("c1", TOOL_TITLES[0], "read", "completed", locations=[{"path": "README.md", "line": 1}])
+    steps += _call("c2", TOOL_TITLES[1], "search", "completed")
+    steps += _call("c3", TOOL_TITLES[2], "edit", "completed",
+                   [{"type": "diff", "path": "demo/app.py", "oldText": OLD, "newText": NEW}])
+    steps += [{"chunk": "Proposed an edit with a diff.\n"}]
+    steps += _call("c4", TOOL_TITLES[3], "fetch", "completed")
+    steps += _call("c5", TOOL_TITLES[4], "delete", "failed")
+    steps += [{"chunk": "\nDone: read, search, edit (with a diff), fetch, and one failed call.\n"},
+              _question("q1", "Write first"), _question("q2", "Write second"), {"chunk": "Both answered.\n"}]
+    return {"prompt": steps}
+
+
+def _use_scripted(nb: Notebook, name: str, scenario: dict) -> None:
+    scenario_file = nb.lab.root / f"{name}.json"
+    scenario_file.write_text(json.dumps(scenario))
+    out0 = nb.run(0, f"%agent --command {sys.executable} {AGENTS / 'scripted_agent.py'} {scenario_file}")
+    expect(out0).to_contain_text("it starts with the next prompt", timeout=TURN)
+
+
+def test_tools_render_as_widget_rows_then_a_static_output(nb: Notebook) -> None:
+    _use_scripted(nb, "tools-scenario", _tools_scenario())
+    out = nb.run(1, "go")
+    forms = out.locator(".acp-permission")
+    expect(forms).to_have_count(1, timeout=TURN)  # the turn waits: live, a widget
     read = tool_row(out, "Read README.md (simulated)")
     expect(read).to_have_count(1)
     expect(read.locator(".acp-tc-title")).to_have_text("Read README.md (simulated)")
@@ -51,9 +96,7 @@ def test_tools_render_as_widget_rows(nb: Notebook) -> None:
     failed = tool_row(out, "Delete build/ (simulated failure)")
     expect(failed).to_have_attribute("data-status", "failed")
     expect(failed.locator(".acp-tc-body")).to_contain_text("permission denied")
-    expect(status_line(out)).to_have_text(END_TURN, timeout=TURN)
-    # One output for the whole turn (no widget per run of calls), its blocks in event order,
-    # also after the final re-render: the edit's message sits between the two runs.
+    # One output for the whole turn (no widget per run of calls), its blocks in event order.
     expect(out.locator(".acp-tc-title")).to_have_text(TOOL_TITLES)
     expect(out.locator(".acp-turn")).to_have_count(1)
     expect(out.locator(".jp-OutputArea-output:has(.acp-turn)")).to_have_count(1)
@@ -90,10 +133,31 @@ def test_tools_render_as_widget_rows(nb: Notebook) -> None:
     page.keyboard.press("Space")
     expect(head).to_have_attribute("aria-expanded", "false")
     expect(nb.panel.locator(".jp-Notebook")).to_have_class(re.compile(r"\bjp-mod-commandMode\b"))
+    # The first question answered: its buttons lock while the second one waits.
+    buttons = forms.first.locator("button")
+    forms.first.get_by_role("button", name=re.compile(r"^Allow once")).click()
+    expect(forms).to_have_count(2, timeout=TURN)
+    for i in range(buttons.count()):
+        expect(buttons.nth(i)).to_be_disabled()
+    forms.last.get_by_role("button", name=re.compile(r"^Allow once")).click()
+    # The end: one static output in place of the widget, the rows folded under their headers in
+    # order, the failed one open, the diff inside the edit's.
+    expect(status_line(out)).to_have_text(END_TURN, timeout=TURN)
+    expect(out.locator(".acp-turn")).to_have_count(0)
+    summaries = out.locator("details > summary")
+    expect(summaries).to_have_count(len(TOOL_TITLES))
+    for i, title in enumerate(TOOL_TITLES):
+        expect(summaries.nth(i)).to_contain_text(title)
+    expect(out.locator("details[open] > summary")).to_have_text([re.compile("Delete build/")])
+    edit_fold = out.locator("details").filter(has=out.page.locator("summary", has_text="Edit demo/app.py"))
+    expect(edit_fold).to_contain_text("def greet(name: str) -> str:")
+    edit_fold.locator("summary").click()
+    expect(edit_fold.get_by_text("def greet(name: str) -> str:")).to_be_visible()
+    nb.screenshot("tools-static.png")
     assert not [e for e in nb.console_errors if "acp" in e.lower() or "anywidget" in e.lower()], nb.console_errors
 
 
-def test_saved_notebook_has_markdown_for_frontends_without_widgets(nb: Notebook) -> None:
+def test_saved_notebook_has_static_turns_for_every_frontend(nb: Notebook) -> None:
     out = nb.run(0, "tools")
     expect(status_line(out)).to_have_text(END_TURN, timeout=TURN)
     nb.save()
@@ -103,9 +167,10 @@ def test_saved_notebook_has_markdown_for_frontends_without_widgets(nb: Notebook)
     for output in outputs:  # every output has a type any frontend reads
         if output["output_type"] == "display_data":
             assert {"text/markdown", "text/plain"} & set(output["data"]), output
-    widget_outputs = [o for o in outputs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
-    assert len(widget_outputs) == 1, [o.get("data", {}).keys() for o in outputs]  # the turn is one output
-    (turn,) = widget_outputs
+    assert not [o for o in outputs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]  # static
+    turns = [o for o in outputs if "Read README.md" in o.get("data", {}).get("text/markdown", "")]
+    assert len(turns) == 1, [o.get("data", {}).keys() for o in outputs]  # the turn is one output
+    (turn,) = turns
     markdown = turn["data"]["text/markdown"]  # a reader without widgets sees the whole turn
     # The fallback holds the *final* state (update_display_data reached the saved model), in order.
     assert "pending" not in markdown and "running" not in markdown, markdown
@@ -136,8 +201,10 @@ def test_permission_buttons_allow_once(nb: Notebook) -> None:
     form.get_by_role("button", name="Allow once").click()
     expect(out).to_contain_text("Permission granted", timeout=TURN)
     expect(status_line(out)).to_have_text(END_TURN)
-    for i in range(4):  # answered: the buttons lock
-        expect(buttons.nth(i)).to_be_disabled()
+    # Finished: static, the question with its answer and nothing to click (a live answered
+    # question's locked buttons: test_tools_render_as_widget_rows_then_a_static_output).
+    expect(out.locator("button")).to_have_count(0)
+    expect(out).to_contain_text("Allow once")
     nb.screenshot("permission-answered.png")
     assert (nb.lab.root / "demo-permission.txt").exists()
 
@@ -220,25 +287,21 @@ def test_shell_output_live_inside_the_execute_row(nb: Notebook) -> None:
     row = tool_row(out, "Run a short bash script")
     term = row.locator(".acp-tc-term")
     expect(term).to_contain_text("line 1 from")
+    nb.screenshot("shell.png")
     expect(status_line(out)).to_have_text(END_TURN, timeout=TURN)
     assert page.evaluate("window.__seen") == "in_progress", "the output did not show while the command ran"
-    expect(row).to_have_attribute("data-status", "completed")
-    expect(out.locator(".acp-tc")).to_have_count(1)
-    expect(out).to_contain_text("exited with code 0")
-    # The row opened by itself for the live output and stays open when the
-    # command ends: the whole final output and the exit status are shown.
-    expect(row.locator(".acp-tc-head")).to_have_attribute("aria-expanded", "true")
-    expect(term).to_contain_text("a line on stderr")
-    expect(term).to_contain_text(re.compile(r"line 5 from \S+\s+a line on stderr\s+done\s*$"))
-    expect(row.locator(".acp-tc-body")).to_contain_text("$ /bin/bash -c")
-    expect(row.locator(".acp-tc-body")).to_contain_text("exit code 0")
-    nb.screenshot("shell.png")
-    # Folding it is the reader's choice, and sticks.
-    row.locator(".acp-tc-head").click()
-    expect(term).to_have_count(0)
+    # Finished, static: the call stays unfolded as the live row was (it showed a terminal),
+    # with the whole output and the exit status.
+    expect(out.locator(".acp-tc")).to_have_count(0)
+    fold = out.locator("details[open]").filter(has=page.locator("summary", has_text="Run a short bash script"))
+    expect(fold).to_have_count(1)
+    expect(fold).to_contain_text("$ /bin/bash -c")
+    expect(fold).to_contain_text(re.compile(r"line 5 from \S+\s+a line on stderr\s+done"))
+    expect(fold).to_contain_text("exit code 0")
+    nb.screenshot("shell-static.png")
 
 
-def test_a_row_opened_or_folded_by_hand_stays_so_when_the_view_is_rendered_again(nb: Notebook) -> None:
+def test_a_row_opened_or_folded_by_hand_stays_so_in_the_static_output(nb: Notebook) -> None:
     def call(tid: str, title: str, kind: str, status: str, body: str) -> dict:
         return {"update": {"sessionUpdate": "tool_call", "toolCallId": tid, "title": title, "kind": kind,
                            "status": status, "content": [{"type": "content", "content": {"type": "text", "text": body}}]}}
@@ -252,8 +315,7 @@ def test_a_row_opened_or_folded_by_hand_stays_so_when_the_view_is_rendered_again
                 "sessionId": "$SID", "toolCall": {"toolCallId": "x3", "title": "Write three", "kind": "edit"},
                 "options": [{"optionId": "ok", "name": "Allow", "kind": "allow_once"},
                             {"optionId": "no", "name": "Reject", "kind": "reject_once"}]}}},
-            # A row changes after the run closed: its display gets the new fallback and
-            # JupyterLab renders a new view of the widget.
+            # A row changes after the reader's clicks: the static end shows its last state.
             {"update": {"sessionUpdate": "tool_call_update", "toolCallId": "x1", "title": "Read one again"}},
             {"chunk": "after the rows\n"},
         ]
@@ -268,7 +330,6 @@ def test_a_row_opened_or_folded_by_hand_stays_so_when_the_view_is_rendered_again
     # Automatic: the completed call is folded, the failed one open.
     expect(one.locator(".acp-tc-head")).to_have_attribute("aria-expanded", "false")
     expect(two.locator(".acp-tc-head")).to_have_attribute("aria-expanded", "true")
-    out.locator(".acp-turn").evaluate("el => { el.dataset.marker = 'first view'; }")
     one.locator(".acp-tc-head").click()
     two.locator(".acp-tc-head").click()
     expect(one.locator(".acp-tc-head")).to_have_attribute("aria-expanded", "true")
@@ -276,13 +337,13 @@ def test_a_row_opened_or_folded_by_hand_stays_so_when_the_view_is_rendered_again
     form.get_by_role("button", name=re.compile(r"^Allow once")).click()
     expect(status_line(out)).to_have_text(END_TURN, timeout=TURN)
     expect(out).to_contain_text("after the rows")
-    again = tool_row(out, "Read one again")
-    expect(again).to_have_count(1)
-    expect(out.locator(".acp-turn[data-marker]")).to_have_count(0)  # the view was rendered anew ...
-    expect(again.locator(".acp-tc-head")).to_have_attribute("aria-expanded", "true")  # ... and kept the choices
-    expect(again.locator(".acp-tc-body")).to_contain_text("first body")
-    expect(two.locator(".acp-tc-head")).to_have_attribute("aria-expanded", "false")
-    expect(two.locator(".acp-tc-body")).to_be_hidden()
+    # The static output that replaced the view keeps the reader's choices: "Read one" (folded
+    # by default) open, "Run two" (open by default: it failed) folded.
+    expect(out.locator(".acp-turn")).to_have_count(0)
+    expect(out.locator("details[open] > summary")).to_have_text([re.compile("Read one again")])
+    expect(out.get_by_text("first body")).to_be_visible()
+    expect(out.locator("details:not([open]) > summary")).to_have_text([re.compile("Run two")])
+    expect(out.get_by_text("boom")).to_be_hidden()
 
 
 P_SCRIPT = "<script>window.__pwned=1</script>"
@@ -322,16 +383,22 @@ def test_agent_html_is_shown_as_text(nb: Notebook) -> None:
     expect(form).to_contain_text(f"Run {P_IMG}")
     expect(form.locator("pre")).to_have_text(f"echo {P_SCRIPT}")
     expect(buttons).to_have_text([f"Allow once \u2014 the agent's words: \u201cAllow {P_IMG}\u201d", "Reject"])
-    buttons.first.click()
-    expect(form).to_contain_text(f"chose Allow once \u2014 the agent's words: \u201cAllow {P_IMG}\u201d")
-    expect(status_line(out)).to_have_text(END_TURN, timeout=TURN)
-    expect(out).to_contain_text('RESULT {"outcome": {"outcome": "selected", "optionId": "ok"}}')
+    # Live (the question waits): the row's title, diff and result are text.
     row = tool_row(out, "Edit")
     expect(row.locator(".acp-tc-title")).to_have_text(f"Edit {P_IMG}")
     row.locator(".acp-tc-head").click()
     diff = row.locator(".acp-tc-diff")
     expect(diff.locator(".acp-add")).to_have_text(["+" + P_SCRIPT, "+" + P_IMG])
     expect(row.locator(".acp-tc-body")).to_contain_text(f"result {P_IMG}")
+    assert out.locator("img[src='x'], script").count() == 0
+    buttons.first.click()
+    expect(status_line(out)).to_have_text(END_TURN, timeout=TURN)
+    # Finished, static: the same strings, still text.
+    expect(out).to_contain_text(f"chose Allow once \u2014 the agent's words: \u201cAllow {P_IMG}\u201d")
+    expect(out).to_contain_text('RESULT {"outcome": {"outcome": "selected", "optionId": "ok"}}')
+    expect(out.locator("summary").filter(has_text=f"Edit {P_IMG}")).to_have_count(1)
+    expect(out).to_contain_text("+" + P_SCRIPT)
+    expect(out).to_contain_text(f"result {P_IMG}")
     expect(out).to_contain_text(f"text {P_SCRIPT} and {P_IMG}")
     expect(out).to_contain_text(f"after {P_IMG} end")
     expect(out).to_contain_text(f"plan {P_IMG}")

@@ -1,28 +1,32 @@
-"""A turn saved with its widget state reopens readably, with and without a kernel (issue 14).
+"""A finished turn is a static output: a saved notebook reads everywhere (issue 24 §1).
 
-The turn widget saves a small loader, not its module (view/turnwidget.py,
-static/turnloader.js). JupyterLab saves the widget state (its
-``saveState`` setting on), the page is closed and the notebook reopened:
+When a turn ends, its live widget is replaced in place by HTML we generate
+(view/finished.py), the markdown transcript and text, and the widget closes. A
+turn with hostile agent strings, a diff, a terminal, a plan and an answered
+question is run in JupyterLab with default settings (no widget state saved),
+saved, and read back:
 
-- with a kernel (a new one: the saved model has no comm to it, so the
-  loader's request goes nowhere, as in an HTML export with no kernel at
-  all), the turn shows as plain text, agent HTML as text; a new turn in
-  that page fetches the module, and the reopened turn upgrades to the
-  full view.
+- the saved file: no widget view in any output, no widget state;
+- reopened with a fresh kernel: the whole turn shows, tool calls folded under
+  their headers, nothing live, no "Error displaying widget";
+- reopened untrusted (the file changed on disk, so its signature no longer
+  matches): the sanitizer's path shows the same turn, inert;
+- ``jupyter nbconvert --to html``, opened from disk with no server: the turn is
+  in the page, inert, with nothing to fetch.
 
-With "No Kernel", JupyterLab 4.6 + jupyterlab_widgets 3.0.17 restore no
-saved widget at all (their restore asks the kernel first and stops when
-there is none: "Loading widget..."), so no widget code runs there.
+A static output does not need a kernel to show, so "No Kernel" reads like the
+fresh kernel does (nothing in it talks to one).
 """
 
 from __future__ import annotations
 
 import json
 import re
+import subprocess
 import sys
 import uuid
 
-from .conftest import AGENTS, START, TURN, LabPage, Notebook, skip_unless_browser
+from .conftest import AGENTS, ARTIFACTS, START, TURN, WAIT, Notebook, skip_unless_browser
 
 skip_unless_browser()
 
@@ -31,22 +35,55 @@ from playwright.sync_api import expect
 DONE = re.compile(r"^Done\b")
 IMG = "<img src=x onerror=window.__acp_pwned=1>"
 SPAN = "`a\nb` <img src=x onerror=window.__acp_pwned=2>"
-SETTINGS = "/lab/api/settings/@jupyter-widgets/jupyterlab-manager:plugin"
-STATE_MIME = "application/vnd.jupyter.widget-state+json"
-TURN_WIDGET = "acp_kernel.view.turnwidget.TurnWidget"
+MATH = "$x^2$ and $$y$$"
+NL_PATH = "/tmp/a\n# not a heading.py"
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
 
 def _scenario() -> list[dict]:
     return [
-        {"chunk": f"First {IMG} and {SPAN}\n\n"},
-        {"update": {"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "Read /tmp/a\n# not a heading.py",
+        {"chunk": f"First {IMG} and {SPAN} with {MATH}\n\n"},
+        {"update": {"sessionUpdate": "tool_call", "toolCallId": "t1", "title": f"Read {NL_PATH}",
                     "kind": "read", "status": "completed",
                     "content": [{"type": "content", "content": {"type": "text",
                                                                 "text": f"# My project\n\x1b[31mred\x1b[0m {IMG}"}}]}},
+        {"update": {"sessionUpdate": "tool_call", "toolCallId": "t2", "title": f"Edit {IMG}", "kind": "edit",
+                    "status": "completed", "content": [{"type": "diff", "path": NL_PATH, "oldText": "old line\n",
+                                                        "newText": f"new line {IMG}\n"}]}},
+        {"request": {"method": "terminal/create", "params": {"sessionId": "$SID", "command": "/bin/sh",
+                                                             "args": ["-c", "echo TERMINAL-SAID-THIS"]}}},
+        {"request": {"method": "terminal/wait_for_exit", "params": {"sessionId": "$SID", "terminalId": "$TERM"}}},
+        {"update": {"sessionUpdate": "tool_call", "toolCallId": "t4", "title": "Run the echo", "kind": "execute",
+                    "status": "completed", "content": [{"type": "terminal", "terminalId": "$TERM"}]}},
         {"update": {"sessionUpdate": "plan", "entries": [
             {"content": f"check {IMG}", "priority": "high", "status": "completed"}]}},
+        {"request": {"method": "session/request_permission", "params": {
+            "sessionId": "$SID", "toolCall": {"toolCallId": "t3", "title": "Write the notes", "kind": "edit"},
+            "options": [{"optionId": "ok", "name": "Allow once", "kind": "allow_once"},
+                        {"optionId": "no", "name": "Reject", "kind": "reject_once"}]}}},
         {"chunk": "SAVED FINAL ANSWER\n"},
     ]
+
+
+def _check_static(out) -> None:
+    """The finished turn as a static output, whatever renders it."""
+    expect(out).to_contain_text("SAVED FINAL ANSWER", timeout=TURN)
+    expect(out).to_contain_text(f"First {IMG} and")
+    expect(out).to_contain_text(MATH)  # as typed: never typeset
+    expect(out).to_contain_text("Read /tmp/a")
+    expect(out).to_contain_text("Permission")
+    expect(out).to_contain_text("Allow once")
+    expect(out).to_contain_text(f"check {IMG}")
+    expect(out.locator("details summary").filter(has_text="Read /tmp/a")).to_have_count(1)
+    terminal = out.locator("details[open]").filter(has=out.page.locator("summary", has_text="Run the echo"))
+    expect(terminal).to_contain_text("TERMINAL-SAID-THIS")  # a terminal's call stays unfolded
+    expect(terminal).to_contain_text("exit code 0")
+    diff = out.locator("details").filter(has=out.page.locator("summary", has_text="Edit"))
+    expect(diff).to_contain_text("new line")  # the diff, folded inside the edit
+    expect(out.locator("sub").last).to_have_text(DONE)
+    assert out.locator("img, script, iframe, a[href^='javascript'], mjx-container, .MathJax").count() == 0
+    expect(out).not_to_contain_text("Error displaying widget")
+    expect(out).not_to_contain_text("Loading widget")
 
 
 def _open(nb: Notebook) -> object:
@@ -57,64 +94,65 @@ def _open(nb: Notebook) -> object:
     return page
 
 
-def _check_plain(out) -> None:
-    plain = out.locator(".acp-turn-plain")
-    expect(plain).to_have_count(1, timeout=TURN)
-    expect(plain).to_contain_text("SAVED FINAL ANSWER")
-    expect(plain).to_contain_text(f"First {IMG} and")
-    expect(plain).to_contain_text("Read /tmp/a")
-    expect(plain).to_contain_text("# My project")
-    expect(plain).to_contain_text(f"red {IMG}")  # colours dropped, HTML as text
-    expect(plain).to_contain_text(f"☑ check {IMG}")
-    expect(plain.locator(".acp-plain-status")).to_have_text(DONE)
-    assert out.locator("img, script, iframe, a[href]").count() == 0
-    assert "\x1b" not in plain.inner_text()
-    expect(out).not_to_contain_text("Error displaying widget")
+def _close_sessions(nb: Notebook) -> None:
+    for sess in nb.lab.api("GET", "/api/sessions"):
+        nb.lab.api("DELETE", f"/api/sessions/{sess['id']}", timeout=TURN / 1000)
 
 
-def test_a_saved_turn_reopens_as_text_then_upgrades_when_a_live_turn_brings_the_module(
-        nb: Notebook, lab_page: LabPage) -> None:
+def test_a_finished_turn_is_static_and_reads_after_reopening_untrusted_and_in_nbconvert(
+        nb: Notebook, tmp_path) -> None:
     lab = nb.lab
-    lab.api("PUT", SETTINGS, {"raw": json.dumps({"saveState": True})})
-    try:
-        scenario_file = lab.root / "saved-turn.json"
-        scenario_file.write_text(json.dumps({"prompt": _scenario()}))
-        agent = f"%agent --command {sys.executable} {AGENTS / 'scripted_agent.py'} {scenario_file}"
-        # A fresh page, the shared one replaced: the setting is read when JupyterLab
-        # starts. (Reloading the shared page restored its workspace, and under load
-        # JupyterLab then sometimes asked for a kernel in a dialog over the cell.)
-        lab_page.discard()
-        nb = Notebook(lab, lab_page.open(nb.name), nb.name)
-        expect(nb.panel.locator(".jp-KernelName")).to_have_text("ACP Agent", timeout=START)
-        expect(nb.panel.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_have_count(1, timeout=START)
-        expect(nb.run(0, agent)).to_contain_text("it starts with the next prompt", timeout=TURN)
-        out = nb.run(1, "go")
-        expect(out.locator(".jp-OutputArea-output sub").last).to_have_text(DONE, timeout=TURN)
-        expect(out.locator(".acp-tc")).to_have_count(1)  # the live view: the real module
-        nb.save()
-        saved = json.loads((lab.root / nb.name).read_text(encoding="utf-8"))
-        models = saved["metadata"]["widgets"][STATE_MIME]["state"]
-        turns = [m["state"] for m in models.values() if m["state"].get("_anywidget_id") == TURN_WIDGET]
-        assert len(turns) == 1
-        assert len((turns[0]["_esm"] + turns[0]["_css"]).encode()) < 3 * 1024
-        nb.page.close()
-        for sess in lab.api("GET", "/api/sessions"):
-            lab.api("DELETE", f"/api/sessions/{sess['id']}", timeout=TURN / 1000)
+    scenario_file = lab.root / "saved-turn.json"
+    scenario_file.write_text(json.dumps({"prompt": _scenario()}))
+    agent = f"%agent --command {sys.executable} {AGENTS / 'scripted_agent.py'} {scenario_file}"
+    expect(nb.run(0, agent)).to_contain_text("it starts with the next prompt", timeout=TURN)
+    out = nb.run(1, "go")
+    allow = out.get_by_role("button", name=re.compile(r"^Allow once")).last
+    allow.click(timeout=TURN)  # the terminal: the default policy asks
+    expect(out).to_contain_text("TERMINAL-SAID-THIS", timeout=TURN)
+    expect(out.get_by_text("Write the notes").first).to_be_visible(timeout=TURN)
+    allow.click(timeout=TURN)  # the agent's own question
+    expect(out.locator("sub").last).to_have_text(DONE, timeout=TURN)
+    expect(out.locator(".acp-tc")).to_have_count(0)  # the widget is gone: the output is static
+    _check_static(out)
+    expect(out).to_contain_text("TERMINAL-SAID-THIS")
+    nb.screenshot("saved-turn-live-end.png")
+    nb.save()
+    path = lab.root / nb.name
+    saved = json.loads(path.read_text(encoding="utf-8"))
+    outputs = [o for c in saved["cells"] for o in c.get("outputs", [])]
+    assert not [o for o in outputs if WIDGET_MIME in o.get("data", {})]
+    assert "widgets" not in saved["metadata"]
+    nb.page.close()
+    _close_sessions(nb)
 
-        # Reopened with a (new) kernel: plain text, then the full view once a live turn brings the module.
-        page = _open(nb)
-        again = Notebook(lab, page, nb.name)
-        _check_plain(again.output(1))
-        again.screenshot("saved-turn-plain.png")
-        expect(again.run(2, agent)).to_contain_text("it starts with the next prompt", timeout=TURN)
-        fresh = again.run(3, "go")
-        expect(fresh.locator(".jp-OutputArea-output sub").last).to_have_text(DONE, timeout=TURN)
-        reopened = again.output(1)
-        expect(reopened.locator(".acp-tc")).to_have_count(1, timeout=TURN)
-        expect(reopened.locator(".acp-turn-plain")).to_have_count(0)
-        expect(reopened.get_by_text("SAVED FINAL ANSWER")).to_be_visible()
-        assert page.evaluate("typeof window.__acp_pwned") == "undefined"
-        again.screenshot("saved-turn-reopened.png")
-        page.close()
-    finally:
-        lab.api("PUT", SETTINGS, {"raw": "{}"})
+    # Reopened: a fresh kernel starts; the turn is there as it was.
+    page = _open(nb)
+    again = Notebook(lab, page, nb.name)
+    _check_static(again.output(1))
+    again.screenshot("saved-turn-reopened.png")
+    assert page.evaluate("typeof window.__acp_pwned") == "undefined"
+    page.close()
+    _close_sessions(nb)
+
+    # Untrusted: the file changed on disk (its signature no longer matches).
+    saved["cells"].append({"cell_type": "markdown", "metadata": {}, "source": "changed elsewhere", "id": "x1"})
+    path.write_text(json.dumps(saved), encoding="utf-8")
+    page = _open(nb)
+    untrusted = Notebook(lab, page, nb.name)
+    _check_static(untrusted.output(1))
+    untrusted.screenshot("saved-turn-untrusted.png")
+    assert page.evaluate("typeof window.__acp_pwned") == "undefined"
+    page.close()
+    _close_sessions(nb)
+
+    # nbconvert's HTML, opened from disk: no server, no kernel, nothing fetched.
+    html_path = tmp_path / "saved.html"
+    subprocess.run([sys.executable, "-m", "nbconvert", "--to", "html", "--output", str(html_path), str(path)],
+                   check=True, capture_output=True, timeout=WAIT / 1000 * 4)
+    page = nb.page.context.new_page()
+    page.goto(html_path.as_uri())
+    _check_static(page.locator(".jp-Cell").nth(1).locator(".jp-OutputArea"))
+    page.screenshot(path=str(ARTIFACTS / "saved-turn-nbconvert.png"), full_page=True)
+    assert page.evaluate("typeof window.__acp_pwned") == "undefined"
+    page.close()

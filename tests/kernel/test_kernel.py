@@ -34,9 +34,13 @@ async def test_streamed_then_final_transcript(acp_kernel):
     text = res.text()
     assert "The acp-kernel demo agent" in text
     assert "Done" in text  # the final status line
-    # final: the last output is the status line, after every message block
-    last = res.outputs[-1]["content"]["data"]["text/markdown"]
-    assert "Done" in last
+    # final: the turn's output becomes static (no widget view), the status line after every block
+    displays = [m for m in res.outputs if m["msg_type"] in ("display_data", "update_display_data")]
+    last = displays[-1]["content"]["data"]
+    assert "application/vnd.jupyter.widget-view+json" not in last
+    assert last["text/markdown"].rstrip().removesuffix("</div>").rstrip().splitlines()[-1].startswith("<sub>Done")
+    husk = res.outputs[-1]  # the widget empties its state before it closes (nbclient would save it)
+    assert husk["msg_type"] == "comm_msg" and husk["content"]["data"]["state"]["count"] == 0
 
 
 async def test_interrupt_cancels_the_turn_and_the_next_cell_works(acp_kernel):

@@ -67,6 +67,8 @@ async def test_load_ext_magics_is_the_same_extension(ipython):
     await ipython.ok("%acp connect demo")
     res = await ipython.ok("%%acp\nhello")
     assert "demo agent" in res.text()
+    final = res.displays()[-1]["content"]["data"]  # a finished %%acp turn is static, as in the kernel
+    assert "application/vnd.jupyter.widget-view+json" not in final and "demo agent" in final["text/html"]
     assert await ipython.value("_acp.stop_reason, 'script' in _acp.text") == "('end_turn', True)"
     # %acp inside an indented block runs where an await may stand (if/for/async def)...
     inside = await ipython.ok("if True:\n    %acp status")

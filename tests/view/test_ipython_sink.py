@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import textwrap
 
 import pytest
@@ -61,6 +62,8 @@ MANY = textwrap.dedent(
     from acp_kernel.client.turn import Turn
     from acp_kernel.view import HEADLESS, IPythonSink, view_for
 
+    OUT = "a line the file has\\n" * 8
+
     async def run(n):
         turn = Turn("s1")
         view = view_for(turn, IPythonSink(), frontend=HEADLESS)
@@ -68,7 +71,8 @@ MANY = textwrap.dedent(
         for i in range(n):
             turn.apply_update({"sessionUpdate": "tool_call", "toolCallId": f"t{i}", "title": f"Read f{i}.py",
                                "kind": "read", "status": "pending"})
-            turn.apply_update({"sessionUpdate": "tool_call_update", "toolCallId": f"t{i}", "status": "completed"})
+            turn.apply_update({"sessionUpdate": "tool_call_update", "toolCallId": f"t{i}", "status": "completed",
+                               "content": [{"type": "content", "content": {"type": "text", "text": OUT}}]})
         turn.finish("end_turn")
 
     await run(1500)
@@ -76,7 +80,12 @@ MANY = textwrap.dedent(
 )
 
 
-def test_a_turn_of_many_tool_calls_is_one_widget_in_the_saved_notebook():
+def test_a_turn_of_many_tool_calls_is_one_bounded_static_output_in_the_saved_notebook():
+    """Live, the turn is one widget; finished, one static output (no widget view, so a
+    reopened notebook needs no model), its size bounded: the first steps, a line saying
+    how many were left out, the last ones; the closed model nbclient keeps is a husk."""
+    from acp_kernel.view.finished import HEAD, LIMIT
+
     nb = nbformat.v4.new_notebook()
     nb.cells.append(nbformat.v4.new_code_cell(MANY))
     client = nbclient.NotebookClient(
@@ -84,12 +93,20 @@ def test_a_turn_of_many_tool_calls_is_one_widget_in_the_saved_notebook():
     )
     client.execute()
     outputs = nb.cells[0].outputs
-    views = [o for o in outputs if "application/vnd.jupyter.widget-view+json" in o.data]
-    assert len(outputs) == 1 and len(views) == 1  # the whole turn is one output
-    assert views[0].data["text/markdown"].count("· ✓ done") == 1500
+    assert len(outputs) == 1 and "application/vnd.jupyter.widget-view+json" not in outputs[0].data
+    data = outputs[0].data
+    assert len(data["text/html"]) <= LIMIT + 100  # and the wrapping element
+    md = data["text/markdown"]
+    kept = md.count("· ✓ done")
+    left = int(re.search(r"… (\d+) steps of this turn are not kept", md).group(1))
+    assert kept + left == 1500 and 0 < left < 1500
+    assert "Read f0.py" in md and f"Read f{HEAD - 2}.py" in md and "Read f1499.py" in md  # HEAD counts the text
+    assert md.index("Read f0.py") < md.index("not kept") < md.index("Read f1499.py")
+    plain = data["text/plain"]
+    assert plain.count("· ✓ done") == kept and plain.splitlines()[-1].startswith("Done")
+    assert data["text/html"].count("<details") == kept
     state = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
     ours = [m for m in state.values() if m["state"].get("_anywidget_id") == "acp_kernel.view.turnwidget.TurnWidget"]
-    assert len(ours) == 1  # one comm for 1,500 tool calls
+    assert len(ours) == 1  # one comm for 1,500 tool calls, emptied before it closed
     saved = ours[0]["state"]
-    tools = [saved[f"b:{i}"] for i in range(saved["count"]) if saved[f"b:{i}"]["type"] == "tool"]
-    assert [(t["title"], t["status"]) for t in tools] == [(f"Read f{i}.py", "completed") for i in range(1500)]
+    assert saved["count"] == 0 and not any(saved.get(f"b:{i}") for i in range(1501))

@@ -21,6 +21,8 @@ from acp_kernel.client.turn import Turn
 from acp_kernel.view import RecordingSink, view_for
 from acp_kernel.view import turnwidget
 
+from tests.hostile.render import inert_data
+
 from .helpers import Frontend, text, tool_call, tool_update
 
 TURN_WIDGET = "acp_kernel.view.turnwidget.TurnWidget"
@@ -41,7 +43,7 @@ def _turn(frontend: Frontend) -> tuple[object, str]:
     turn.apply_update(text("Reading.\n\n"))
     turn.apply_update(tool_call("t1", "Read a.py", "read", "in_progress"))
     turn.apply_update(tool_update("t1", status="completed"))
-    turn.finish("end_turn")
+    view.flush()  # live: a finished turn has no widget (view/finished.py)
     (comm_id,) = frontend.opens(TURN_WIDGET)
     return view, comm_id
 
@@ -122,7 +124,7 @@ from tests.kernel.conftest import kernel_env, kernelspec_path  # noqa: E402,F401
 HOSTILE = "<img src=x onerror=alert(1)> `a\nb` and a path /tmp/a\n# not a heading.py"
 
 
-def test_a_saved_notebook_keeps_a_small_loader_per_turn(headless_env, tmp_path):
+def test_a_saved_notebook_keeps_static_turns_and_at_most_a_small_husk_per_model(headless_env, tmp_path):
     import nbformat
     from nbclient import NotebookClient
 
@@ -144,10 +146,14 @@ def test_a_saved_notebook_keeps_a_small_loader_per_turn(headless_env, tmp_path):
     models = saved.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
     turns = [m["state"] for m in models.values() if m["state"].get("_anywidget_id") == TURN_WIDGET]
     assert len(turns) == 3
-    for state in turns:
+    for state in turns:  # nbclient keeps a closed comm's state: the widget emptied it first
         assert code_bytes(state) < CODE_BOUND, code_bytes(state)
-        blocks = [state[f"b:{i}"] for i in range(state["count"])]
-        assert [b["type"] for b in blocks][:3] == ["text", "tool", "text"]
+        assert state["count"] == 0 and not any(v for k, v in state.items() if k.startswith("b:"))
+    for cell in saved.cells:  # each finished turn is one static output
+        (out,) = [o for o in cell.outputs if o.data["text/plain"]]  # (the start-up line, done, is empty)
+        assert "application/vnd.jupyter.widget-view+json" not in out.data
+        assert "Read /tmp/a" in out.data["text/html"] and "Done." in out.data["text/plain"]
+        assert inert_data(out.data) == [], inert_data(out.data)
     raw = path.read_text(encoding="utf-8")
     for name in MODULE_ONLY:
         assert name not in raw

@@ -10,7 +10,7 @@ from acp_kernel.client.turn import Notice, Turn
 from acp_kernel.services import events as se
 from acp_kernel.view import TERMINAL, RecordingSink, TurnOutput, TurnView, view_for
 from acp_kernel.view import turnoutput
-from tests.hostile.render import live
+from tests.hostile.render import inert_data, live, live_html
 
 from .helpers import (
     FakeTerminal,
@@ -74,12 +74,20 @@ async def test_a_turn_is_one_output_with_ordered_blocks_and_a_complete_fallback(
         {"type": "content", "content": {"type": "text", "text": "# My project\nline two\n```\nfence\n"}}]))
     turn.apply_update(plan(("read", "completed"), ("write", "pending")))
     turn.apply_update(text("All done."))
+    view.flush()
+    assert WIDGET in sink.outputs()[0]  # live: one widget
+    kinds = [b["type"] for b in blocks(model_of(frontend))]
+    assert kinds == ["text", "thought", "tool", "plan", "text"]
     turn.finish("end_turn")
     outs = sink.outputs()
-    assert len(outs) == 1 and WIDGET in outs[0]  # one output, updated in place
+    assert len(outs) == 1 and WIDGET not in outs[0]  # one output, updated in place: finished, static
     assert {m.display_id for m in sink.messages} == {view.display_id}
-    kinds = [b["type"] for b in blocks(model_of(frontend))]
-    assert kinds == ["text", "thought", "tool", "plan", "text", "status"]
+    (comm_id,) = frontend.opens(TURN_WIDGET)
+    assert [kind for kind, cid, _ in frontend.messages if cid == comm_id][-1] == "comm_close"
+    html = outs[0]["text/html"]
+    assert html.count("<details") == 2 and "<summary" in html  # the thought and the tool call fold
+    assert html.index("Looking around.") < html.index("Read README.md") < html.index("All done.") < html.index("Done")
+    assert live_html(html) == [], live_html(html)
     md = outs[0]["text/markdown"]
     # The saved transcript: tool output in a fence longer than any inside, the heading stays code.
     assert "````text\n# My project\nline two\n```\nfence\n````" in md
@@ -126,9 +134,10 @@ async def test_terminal_output_streams_as_deltas_with_colours_and_no_osc(fronten
     term.exit(0)
     turn.add(se.TerminalExited("s1", "term-1", term.exit_status, "exited"))
     turn.apply_update(tool_update("t1", status="completed"))
-    turn.finish("end_turn")
+    view.flush()
     row = model_of(frontend)["b:0"]
     assert row["terminals"][0]["output"].startswith("\x1b[31mred") and "evil" not in row["terminals"][0]["output"]
+    turn.finish("end_turn")
     md = sink.outputs()[0]["text/markdown"]
     assert "\x1b" not in md and "red link half" in md
 
@@ -180,8 +189,12 @@ async def test_form_starts_with_required_choices_unset_and_validates(frontend: F
     await asyncio.to_thread(view._on_widget_msg, view.widget, {"type": "submit", "block": key, "values": values}, [])
     outcome = await asyncio.wait_for(prompt.future, 1)
     assert outcome["content"] == {"name": "demo", "count": 3, "public": True, "license": "Apache-2.0", "tags": ["a", "c"]}
-    turn.finish("end_turn")
+    for _ in range(3):
+        await asyncio.sleep(0)
+    view.flush()
     assert model[key]["state"] == "submitted"
+    turn.finish("end_turn")
+    assert "Apache-2.0" in sink.outputs()[0]["text/plain"]
 
 
 async def test_hostile_strings_in_every_block(frontend: Frontend):
@@ -196,8 +209,12 @@ async def test_hostile_strings_in_every_block(frontend: Frontend):
     turn.apply_update(plan((f"plan {IMG}", "pending")))
     turn.add(Notice("warning", f"careful {IMG}\n{SPAN}"))
     turn.add(se.FileWritten("s1", NL_PATH, 3, True))
+    view.flush()
+    model = dict(model_of(frontend))
     turn.finish("end_turn")
-    model = model_of(frontend)
+    static = sink.outputs()[0]
+    assert WIDGET not in static and inert_data(static) == [], inert_data(static)
+    assert "&lt;img src=x" in static["text/html"] and "<img" not in static["text/html"]
     html = model["b:0"]["html"]
     assert "<img" not in html and "&lt;img src=x" in html and "http://leak.example" in html  # the URL only in data-src
     assert 'class="acp-img"' in html and "leak.example: click to load" in html
@@ -218,8 +235,8 @@ async def test_the_status_line_reads_as_words_and_the_turn_ends_cancelled_cleanl
     turn.apply_update({"sessionUpdate": "usage_update", "used": 40, "size": 1000, "cost": {"amount": 0, "currency": "USD"}})
     turn.apply_update({"sessionUpdate": "current_mode_update", "currentModeId": "code"})
     turn.finish("cancelled")
-    status = blocks(model_of(frontend))[-1]
-    assert status["type"] == "status" and status["text"].startswith("Cancelled · 40/1,000 tokens · $0.00 · code mode · ")
+    status = sink.outputs()[0]["text/plain"].splitlines()[-1]
+    assert status.startswith("Cancelled · 40/1,000 tokens · $0.00 · code mode · ")
 
 
 async def test_terminal_frontends_keep_the_append_only_view():
@@ -268,10 +285,31 @@ async def test_a_cancelled_turn_leaves_no_stale_cancelling_line(frontend: Fronte
     term.emit("started\n")
     turn.add(Notice("info", "cancelling...", key="cancelling"))  # as Session.cancel says it
     turn.finish("cancelled")
-    texts = [b.get("text") for b in blocks(model_of(frontend))]
-    assert "cancelling..." not in texts and "Cancel requested; the turn ended cancelled" in texts
-    row = blocks(model_of(frontend))[0]
-    # Its parts in order: the command, its output, then the line saying it was stopped.
-    assert row["status"] == "cancelled" and row["terminals"][0]["output"] == "started\n"
-    assert row["terminals"][0]["exit"] == "no exit status: the call was cancelled"
-    assert texts[-1].startswith("Cancelled")
+    lines = sink.outputs()[0]["text/plain"].splitlines()
+    assert not any(line.endswith("cancelling...") for line in lines)
+    # The call's parts in order: the command, its output, then the line saying it was stopped.
+    assert lines == ["💻 Run sleep · ⊘ cancelled", "    $ sleep 100", "    started",
+                     "    (no exit status: the call was cancelled)", "Cancel requested; the turn ended cancelled",
+                     lines[-1]] and lines[-1].startswith("Cancelled")
+
+
+async def test_the_static_end_keeps_the_rows_the_reader_opened_or_folded(frontend: Frontend):
+    """The page says each open/fold in a message (the synced ``expanded`` can wait while the
+    kernel is busy): the static output opens the rows as the reader left them, else as the
+    live row did (a failed call open, a completed one folded)."""
+    turn, sink = Turn("s1"), RecordingSink()
+    view = TurnOutput(turn, sink)
+    body = [{"type": "content", "content": {"type": "text", "text": "body"}}]
+    for tid, title, status in (("t1", "Read one", "completed"), ("t2", "Run two", "failed"),
+                               ("t3", "Read three", "completed"), ("t4", "Run four", "failed")):
+        turn.apply_update(tool_call(tid, title, "read", status, content=body))
+    view.flush()
+    view._on_widget_msg(view.widget, {"type": "expanded", "block": "b:0", "open": True}, [])
+    await asyncio.to_thread(view._on_widget_msg, view.widget, {"type": "expanded", "block": "b:1", "open": False}, [])
+    view._on_widget_msg(view.widget, {"type": "expanded", "block": "b:9", "open": True}, [])  # no such row
+    view._on_widget_msg(view.widget, {"type": "expanded", "block": "b:2", "open": "yes"}, [])  # not a choice
+    turn.finish("end_turn")
+    html = sink.outputs()[0]["text/html"]
+    opened = [line.split("<summary>")[1].split(" · ")[0] for line in html.split("\n") if "<details open>" in line]
+    folded = [line.split("<summary>")[1].split(" · ")[0] for line in html.split("\n") if "<details>" in line]
+    assert opened == ["📖 Read one", "📖 Run four"] and folded == ["📖 Run two", "📖 Read three"], html

@@ -124,6 +124,9 @@ function toolRow(model, key, live, fmt) {
     chosen[key] = !isOpen();
     model.set("expanded", chosen);
     model.save_changes();
+    // Also as a message, which is never held back: while a turn keeps the kernel busy the
+    // synced update can wait, and the turn's static end keeps the reader's choice.
+    model.send({ type: "expanded", block: key, open: chosen[key] });
   }
   head.addEventListener("click", toggle);
   head.addEventListener("keydown", (e) => {

@@ -1,0 +1,87 @@
+"""A finished turn as a static output: what every front-end shows without widgets.
+
+When a turn ends (done, failed, cancelled, refused), :class:`.turnoutput.TurnOutput`
+replaces its live widget in place (``update_display_data``) with this bundle and
+closes the widget, so the saved notebook holds no widget model for it and reads the
+same in JupyterLab and Notebook 7 (trusted or not, with a kernel or none), VS Code and
+nbconvert's HTML offline: HTML we generate (a tool call folds under its header with
+``<details>``), the markdown transcript, and plain text. Every agent string in it went
+through :mod:`acp_kernel.safe` (escaped, or agent markdown rendered with raw HTML off),
+and the HTML is inside the element MathJax skips. It carries no styles of its own: each
+front-end's styles for rendered HTML (tables, code, ``<details>``) apply, and an untrusted
+notebook's sanitizer has nothing to strip.
+
+Bounded: a turn of many steps keeps its first :data:`HEAD` steps and as many of its
+last as fit in :data:`LIMIT` characters of HTML; one line between says how many steps
+were left out of the saved output (the agent's session keeps its whole history).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..safe import Html, Markdown, bundle, html, inert_html_inner, plain
+
+#: Characters of HTML a finished turn keeps (the markdown and the text are smaller).
+LIMIT = 200_000
+#: Steps kept from the start of a long turn (the prompt's first answer), before the cut.
+HEAD = 5
+
+_TOOL = "<details{open}><summary>{header}</summary>{body}</details>"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One block of the turn in its three static forms."""
+
+    html: Html
+    md: Markdown
+    text: str
+
+    @property
+    def size(self) -> int:
+        return len(self.html) + 1  # and the line joining it to the next
+
+
+def tool_html(header: str, body: Markdown, *, open_: bool = False) -> Html:
+    """A tool call: its header (plain text: icon, title, status) as the summary,
+    its content (our markdown) folded under it; open when ``open_``."""
+    inner = Html(_TOOL).format(open=Html(" open") if open_ else Html(""), header=html(header),
+                               body=inert_html_inner(body) if body else Html(""))
+    return inner
+
+
+def omitted(count: int) -> Step:
+    line = (f"… {count} step{'s' if count != 1 else ''} of this turn are not kept in the saved output "
+            "(the agent's session keeps its whole history)")
+    return Step(Html("<p><em>{}</em></p>").format(html(line)), Markdown("*{}*").format(line), line)
+
+
+def bounded(steps: Sequence[Step], limit: int | None = None, head: int = HEAD) -> list[Step]:
+    """All the steps when they fit in ``limit`` (:data:`LIMIT`); else the first ``head``
+    and the last that fit, with a line saying how many between were left out."""
+    limit = LIMIT if limit is None else limit
+    if sum(s.size for s in steps) <= limit:
+        return list(steps)
+    first = list(steps[:head])
+    room = limit - sum(s.size for s in first) - omitted(len(steps)).size
+    last: list[Step] = []
+    for step in reversed(steps[head:]):
+        if step.size > room and last:
+            break
+        last.append(step)  # the last step (the status line) is always kept
+        room -= step.size
+    last.reverse()
+    return first + [omitted(len(steps) - len(first) - len(last))] + last
+
+
+def static_bundle(steps: Sequence[Step], *, empty: str = "(the agent's turn)") -> dict[str, Any]:
+    """The finished turn's display data: HTML, markdown and text, bounded, no widget."""
+    kept = bounded([s for s in steps if s.md or s.text])
+    if not kept:
+        return bundle(Markdown("*{}*").format(empty), plain(empty))
+    md = Markdown("\n\n").join(s.md for s in kept if s.md)
+    text = "\n".join(s.text for s in kept if s.text)
+    return bundle(md, plain(text), Html("\n").join(s.html for s in kept))

@@ -1,0 +1,56 @@
+"""The static output of a finished turn (view/finished.py): pure, no kernel."""
+
+from __future__ import annotations
+
+from acp_kernel.safe import Html, Markdown, markdown, text
+from acp_kernel.view.finished import HEAD, Step, bounded, static_bundle, tool_html
+from tests.hostile.render import inert_data, live_html
+
+IMG = "<img src=x onerror=alert(1)>"
+SPAN = "`a\nb` <img src=x onerror=alert(2)>"
+MATH = "$x^2$ \\(y\\) $$z$$"
+NL_PATH = "/tmp/a\n# not a heading.py"
+
+
+def _step(i: int, size: int = 100) -> Step:
+    words = f"step {i} " + "x" * size
+    return Step(Html("<p>{}</p>").format(words), text(words), words)
+
+
+def test_a_turn_that_fits_is_kept_whole():
+    steps = [_step(i) for i in range(10)]
+    assert bounded(steps, limit=10_000) == steps
+
+
+def test_a_long_turn_keeps_its_start_a_line_saying_what_was_left_out_and_its_end():
+    steps = [_step(i) for i in range(1000)]
+    kept = bounded(steps, limit=20_000)
+    assert kept[:HEAD] == steps[:HEAD] and kept[-1] == steps[-1]
+    line = kept[HEAD]
+    tail = kept[HEAD + 1:]
+    assert tail == steps[len(steps) - len(tail):]
+    left = len(steps) - HEAD - len(tail)
+    assert line.text.startswith(f"… {left} steps of this turn are not kept")
+    assert sum(s.size for s in kept) <= 20_000
+
+
+def test_the_last_step_is_kept_even_when_it_alone_is_over_the_limit():
+    steps = [_step(i) for i in range(10)] + [_step(10, size=50_000)]
+    kept = bounded(steps, limit=5_000)
+    assert kept[-1] == steps[-1] and "not kept" in kept[HEAD].text
+
+
+def test_hostile_strings_in_a_tool_call_and_its_content_stay_inert():
+    header = f"✏️ Edit {IMG} {MATH} {NL_PATH.replace(chr(10), ' ')} · ✓ done"
+    body = markdown(f"{SPAN}\n\n{MATH}\n\n{IMG}")
+    folded = tool_html(header, body, open_=True)
+    assert folded.startswith("<details open><summary>") and "&lt;img src=x" in folded
+    assert live_html(folded) == [], live_html(folded)
+    data = static_bundle([Step(folded, Markdown("{}").format(header) + Markdown("\n\n") + body, header)])
+    assert "application/vnd.jupyter.widget-view+json" not in data
+    assert inert_data(data) == [], inert_data(data)
+
+
+def test_an_empty_turn_still_says_what_it_is():
+    data = static_bundle([Step(Html(""), Markdown(""), "")])
+    assert data["text/plain"] == "(the agent's turn)"
