@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..safe import Html, Markdown, bundle, html, inert_html_inner, plain
+from ..safe import Html, Markdown, bundle, html, plain
 
 #: Characters of HTML a finished turn keeps (the markdown and the text are smaller).
 LIMIT = 200_000
@@ -45,12 +45,11 @@ class Step:
         return len(self.html) + 1  # and the line joining it to the next
 
 
-def tool_html(header: str, body: Markdown, *, open_: bool = False) -> Html:
-    """A tool call: its header (plain text: icon, title, status) as the summary,
-    its content (our markdown) folded under it; open when ``open_``."""
-    inner = Html(_TOOL).format(open=Html(" open") if open_ else Html(""), header=html(header),
-                               body=inert_html_inner(body) if body else Html(""))
-    return inner
+def tool_html(header: str, body: Html, *, open_: bool = False) -> Html:
+    """A tool call: its header (plain text: icon, title, status) as the summary, its
+    content (our markdown's :func:`~acp_kernel.safe.inert_html_inner`) folded under it;
+    open when ``open_``."""
+    return Html(_TOOL).format(open=Html(" open") if open_ else Html(""), header=html(header), body=body)
 
 
 def omitted(count: int) -> Step:

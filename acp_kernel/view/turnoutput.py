@@ -100,11 +100,19 @@ class Block:
         self.html: Html = Html("")  # the fallback's HTML of ``md``, made when the fallback is
         self.html_of: Markdown | None = None  # the ``md`` it was made from
 
-    def fallback_html(self) -> Html:
-        """``md`` as HTML, rendered again only when ``md`` changed."""
-        if self.html_of is not self.md:
-            self.html, self.html_of = inert_html_inner(self.md), self.md
-        return self.html
+    def fallback_html(self, open_: bool | None = None) -> Html:
+        """``md`` as HTML, rendered again only when ``md`` changed; a tool call folded
+        under its header (:func:`.finished.tool_html`, open as ``open_`` or as the live
+        row would be), its content rendered again only when the row's changed."""
+        row = self.row
+        if row is None:
+            if self.html_of is not self.md:
+                self.html, self.html_of = inert_html_inner(self.md), self.md
+            return self.html
+        body = row.body_markdown()
+        if self.html_of is not body:
+            self.html, self.html_of = inert_html_inner(body) if body else Html(""), body
+        return tool_html(row.plain(), self.html, open_=_opens(row, None) if open_ is None else open_)
 
 
 def _row_state(row: ToolCallRow) -> dict[str, Any]:
@@ -621,8 +629,7 @@ class TurnOutput(TurnBase):
                 row = block.row
                 block.md = row.markdown()
                 block.text = tool_call_final_plain(row.call, row.snapshots())
-                steps.append(Step(tool_html(row.plain(), row.body_markdown(), open_=_opens(row, chosen.get(block.key))),
-                                  block.md, block.text))
+                steps.append(Step(block.fallback_html(_opens(row, chosen.get(block.key))), block.md, block.text))
             else:
                 steps.append(Step(block.fallback_html() if block.md else Html(""), block.md, block.text))
         self.sink.update(static_bundle(steps), display_id=self.display_id)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from acp_kernel.safe import Html, Markdown, markdown, text
+from acp_kernel.safe import Html, Markdown, inert_html_inner, markdown, text
 from acp_kernel.view.finished import HEAD, Step, bounded, static_bundle, tool_html
 from tests.hostile.render import inert_data, live_html
 
@@ -43,7 +43,7 @@ def test_the_last_step_is_kept_even_when_it_alone_is_over_the_limit():
 def test_hostile_strings_in_a_tool_call_and_its_content_stay_inert():
     header = f"✏️ Edit {IMG} {MATH} {NL_PATH.replace(chr(10), ' ')} · ✓ done"
     body = markdown(f"{SPAN}\n\n{MATH}\n\n{IMG}")
-    folded = tool_html(header, body, open_=True)
+    folded = tool_html(header, inert_html_inner(body), open_=True)
     assert folded.startswith("<details open><summary>") and "&lt;img src=x" in folded
     assert live_html(folded) == [], live_html(folded)
     data = static_bundle([Step(folded, Markdown("{}").format(header) + Markdown("\n\n") + body, header)])
