@@ -133,7 +133,11 @@ def test_cli_json_format_and_stdin_prompt(tmp_path):
                stdin="tools", env={"ACP_DEMO_STATE_DIR": str(tmp_path / "s")})
     assert res.returncode == 0, res.stderr
     events = [json.loads(line) for line in res.stdout.splitlines()]
-    assert events[-1] == {"type": "end", "stopReason": "end_turn", "error": None}
+    end = events[-1]
+    record = end.pop("record")  # the turn's record, as a notebook keeps it (client/record.py)
+    assert end == {"type": "end", "stopReason": "end_turn", "error": None}
+    assert record["agent"]["name"] == "demo" and record["stop_reason"] == "end_turn"
+    assert ("edit", "completed") in [(c["kind"], c["status"]) for c in record["tool_calls"]]
     assert any(e["type"] == "tool_call" and e["kind"] == "edit" for e in events)
 
 

@@ -22,6 +22,7 @@ from ..errors import AUTH_REQUIRED, INVALID_PARAMS, AcpError, AuthRequired, Conn
 from .host import ClientSettings
 from .registry import AgentSpec
 from ..protocol.transport import ProcessTransport
+from .record import Provenance
 from .turn import STOP_REASONS, Notice, Turn
 from .. import services as services_mod
 
@@ -320,6 +321,8 @@ class Session:
         blocks = gated.blocks
         self._compact_history(self.settings.limits.detailed_turns)
         turn = self._new_turn(blocks)
+        turn.provenance = Provenance(agent=self.client.spec.name, info=self.client.agent_info, session=self.id,
+                                     model=self.current_model, mode=self.current_mode, policy=self.settings.permissions)
         for note in gated.notes:
             turn.add(Notice("info", note))
         self._active = turn

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ..services.events import SERVICE_EVENTS, Notice  # a turn event the services emit too; its home is there
+from .record import Provenance, turn_record
 
 # sessionUpdate kind -> name of the SDK model (resolved lazily: the schema
 # module costs ~0.8 s to import).
@@ -355,6 +356,9 @@ class Turn:
     compacted: bool = False
     #: Characters of command output kept per tool call (:attr:`ToolCall.output`).
     tool_output_limit: int = TOOL_OUTPUT_CHARS
+    #: Who answers, in which session, under what policy (:class:`.record.Provenance`; the session sets it).
+    provenance: Optional[Provenance] = None
+    _record: Optional[dict[str, Any]] = field(default=None, repr=False)
     _message: list[str] = field(default_factory=list, repr=False)
     _thought: list[str] = field(default_factory=list, repr=False)
     _listeners: list[Callable[[Any], None]] = field(default_factory=list, repr=False)
@@ -531,6 +535,15 @@ class Turn:
         for listener in list(self._listeners):
             listener(None)  # None marks the end for listeners
 
+    @property
+    def record(self) -> Optional[dict[str, Any]]:
+        """The finished turn's record (:mod:`.record`: agent, model, usage, tool calls,
+        files written); None while it runs. Made once, before :meth:`compact` could drop
+        what it counts."""
+        if self._record is None and self.ended is not None:
+            self._record = turn_record(self)
+        return self._record
+
     def compact(self) -> None:
         """Drop what only a live view needed, keep what a reader of an old
         turn uses: the final text (one chunk), tool calls in their final state
@@ -539,6 +552,7 @@ class Turn:
         service events and unknown updates go. Only for finished turns."""
         if self.compacted or self.ended is None:
             return
+        _ = self.record  # made from the whole turn first
         events: list[Any] = []
         run: list[str] = []
 

@@ -675,7 +675,8 @@ async def _converse(client: Any, text: str, args: argparse.Namespace, printer: _
     if args.format == "text" and turn.text and not turn.text.endswith("\n"):
         printer._emit("\n")
     if args.format == "json":
-        printer._emit(json_safe(_encode({"type": "end", "stopReason": turn.stop_reason, "error": turn.error})) + "\n")
+        printer._emit(json_safe(_encode({"type": "end", "stopReason": turn.stop_reason, "error": turn.error,
+                                         "record": turn.record})) + "\n")
     printer.flush()
     if turn.error:
         if args.format == "text":
@@ -872,7 +873,9 @@ exit codes:
 The prompt is read from stdin when none is given. Bytes in it that are not
 valid in the locale's encoding are replaced with U+FFFD (with a warning).
 In --format json every event is one JSON object per line on stdout, starting
-with {"type": "starting", ...} and ending with {"type": "end", ...}.
+with {"type": "starting", ...} and ending with {"type": "end", ...}; the end
+of a turn carries its "record" (agent, model, mode, usage, tool calls, files
+written: what a notebook keeps in the output's metadata).
 """
 
 
@@ -937,11 +940,32 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument("--prefix", help="under this prefix")
     i.add_argument("--agent", help="bind the kernelspec to this agent (\"ACP: Claude Code\")")
     sub.add_parser("demo-agent", help="run the built-in demo ACP agent on stdio (a script, no model)")
+    r = sub.add_parser("report", help="what produced each answer in saved notebooks: turns, agents, models, "
+                       "time and cost, tool calls, files written (from the records turns keep in their outputs)")
+    r.add_argument("notebooks", nargs="+", metavar="NOTEBOOK", help="a saved .ipynb")
+    r.add_argument("--format", choices=["text", "json"], default="text")
     m = sub.add_parser("mcp", help="run the notebook MCP server on stdio (agents start it from the "
                        "entry a notebook session offers)")
     m.add_argument("--connection-file", required=True, help="the kernel's connection file")
     m.add_argument("--token", required=True, help="the token the kernel issued for the session")
     return parser
+
+
+def run_report(args: argparse.Namespace) -> int:
+    """``acp-kernel report``: one report per notebook; a file that is not one is said on
+    stderr (exit 1), the others are still reported."""
+    from . import report  # lazy: start-up time
+
+    status = EXIT_OK
+    for path in args.notebooks:
+        try:
+            summary = report.load(path)
+        except report.ReportError as exc:
+            sys.stderr.write(f"acp-kernel: {exc}\n")
+            status = EXIT_AGENT
+            continue
+        sys.stdout.write(report.json_report(path, summary) if args.format == "json" else report.text_report(path, summary))
+    return status
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -969,6 +993,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         adopt_orphans()  # a daemon the agent double-forks is re-parented here and ended with it
         return prompt_main(args)
+    if args.command == "report":
+        return run_report(args)
     if args.command == "mcp":
         from ..notebook_mcp.server import main as mcp_main  # lazy: start-up time
 

@@ -80,6 +80,7 @@ class FileWritten:
     path: str
     created: bool
     bytes: int
+    sha256: str = ""  # of the bytes written (the turn's record keeps it)
 
 
 @dataclass

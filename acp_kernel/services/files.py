@@ -57,6 +57,7 @@ a valid notebook.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import errno
 import fcntl
 import itertools
@@ -669,7 +670,8 @@ class FileService:
         except OSError as exc:
             raise self._os_error(ctx, "fs/write_text_file", req.path, exc) from None
         real = os.path.join(base, *parts)
-        ctx.emit(FileWritten(req.session_id, real, created, len(req.content.encode("utf-8"))))
+        data = req.content.encode("utf-8")
+        ctx.emit(FileWritten(req.session_id, real, created, len(data), hashlib.sha256(data).hexdigest()))
         return {}
 
     def register(self, conn: Any) -> None:

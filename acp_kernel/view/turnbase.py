@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..client import turn as tm
+from ..client.record import KEY as RECORD_KEY
 from ..safe import Markdown
 from ..services import events as se
 from .coalesce import Coalescer
@@ -26,6 +27,14 @@ from .markdown import BlockSplitter
 from .sink import CellContext, DisplaySink
 from .toolcall import ToolCallRow
 from .transcript import LINES, command_of, prompt_tool_call_id, resolved_markdown, resolved_plain, status_line
+
+
+def record_metadata(turn: tm.Turn) -> dict[str, Any]:
+    """The finished turn's output metadata: its record (:mod:`acp_kernel.client.record`),
+    which a saved notebook keeps with the cell."""
+    record = turn.record
+    return {RECORD_KEY: record} if record is not None else {}
+
 
 log = logging.getLogger(__name__)
 

@@ -63,7 +63,7 @@ from .transcript import (
     tool_call_final_plain,
     user_markdown,
 )
-from .turnbase import TurnBase, notice_icon, outcome_of
+from .turnbase import TurnBase, notice_icon, outcome_of, record_metadata
 from .turnwidget import block_key, turn_widget_class
 from .finished import Step, static_bundle, tool_html
 from .form import UNSET
@@ -632,7 +632,7 @@ class TurnOutput(TurnBase):
                 steps.append(Step(block.fallback_html(_opens(row, chosen.get(block.key))), block.md, block.text))
             else:
                 steps.append(Step(block.fallback_html() if block.md else Html(""), block.md, block.text))
-        self.sink.update(static_bundle(steps), display_id=self.display_id)
+        self.sink.update(static_bundle(steps), record_metadata(self.turn), display_id=self.display_id)
         self.widget.retire()
 
 

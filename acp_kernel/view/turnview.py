@@ -50,7 +50,7 @@ from .transcript import (
     thought_markdown,
     user_markdown,
 )
-from .turnbase import TurnBase, notice_icon, outcome_of
+from .turnbase import TurnBase, notice_icon, outcome_of, record_metadata
 from .prompts import ElicitationForm, PermissionForm
 
 log = logging.getLogger(__name__)
@@ -396,4 +396,4 @@ class TurnView(TurnBase):
                 self._settled(form, outcome_of(form.prompt.future))
         if self.turn.done:
             line = status_line(self.turn, self.session, files_read=self._files_read)
-            self.sink.display(bundle(status_markdown(line), line))
+            self.sink.display(bundle(status_markdown(line), line), record_metadata(self.turn))

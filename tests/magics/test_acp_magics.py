@@ -70,6 +70,10 @@ async def test_load_ext_magics_is_the_same_extension(ipython):
     final = res.displays()[-1]["content"]["data"]  # a finished %%acp turn is static, as in the kernel
     assert "application/vnd.jupyter.widget-view+json" not in final and "demo agent" in final["text/html"]
     assert await ipython.value("_acp.stop_reason, 'script' in _acp.text") == "('end_turn', True)"
+    # The turn's record, as the saved output's metadata keeps it (client/record.py).
+    assert await ipython.value("_acp.record['stop_reason'], _acp.record['agent']['name'], _acp.record['policy']") == \
+        "('end_turn', 'demo', 'ask')"
+    assert res.displays()[-1]["content"]["metadata"]["acp_kernel"]["stop_reason"] == "end_turn"
     # %acp inside an indented block runs where an await may stand (if/for/async def)...
     inside = await ipython.ok("if True:\n    %acp status")
     assert "**demo** (default):" in inside.text()
