@@ -286,6 +286,7 @@ class _Printer:
         self._buf: list[str] = []
         self._carry = ""
         self._scheduled = False
+        self._ended = False
 
     @property
     def broken(self) -> bool:
@@ -322,7 +323,10 @@ class _Printer:
         self._emit(cleaned)
 
     def __call__(self, event: Any) -> None:
+        if self._ended:
+            return  # a late update (after a cancel): the turn keeps it, the end line stays last
         if event is None:
+            self._ended = True
             if self._carry:  # a lone "\r" at the very end
                 self._carry = ""
                 self._emit(clean("\r"))

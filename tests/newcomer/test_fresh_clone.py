@@ -86,6 +86,12 @@ def test_headless_demo_in_a_fresh_clone_with_an_externally_managed_python(newcom
         cells = json.loads((demo_dir / name).read_text())["cells"]
         outputs = [o for c in cells if c["cell_type"] == "code" for o in c["outputs"]]
         assert outputs and not [o for o in outputs if o["output_type"] == "error"], name
+    # A clean first run: the steps that ask (a shell command, a file write) ran under allow-all.
+    tour = {"".join(c["source"]): json.dumps(c["outputs"]) for c in
+            json.loads((demo_dir / "01-acp-kernel-tour.ipynb").read_text())["cells"] if c["cell_type"] == "code"}
+    assert "line 5 from" in tour["shell"] and "exit code 0" in tour["shell"], tour["shell"][-2000:]
+    assert "Permission granted" in tour["permission"] and "✗ failed" not in tour["files"]
+    assert "permission policy allow-all" in out.stdout
     assert (demo_dir / "acp-demo-notes.md").is_file()
     assert (demo_dir / "demo-permission.txt").is_file()
     assert "That was the tour." in out.stdout

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import io
 import json
 import logging
 from collections.abc import Callable
@@ -187,3 +188,19 @@ def test_the_cli_text_names_a_kind_it_does_not_know():
         pass
 
     assert cli.describe(Surprise()) == "[event] Surprise"
+
+
+def test_the_cli_prints_nothing_after_the_turn_ended():
+    """A chunk that arrives after a cancel was answered (the turn keeps it, late_events)
+    is not printed below the end of the turn (issue 24 §4)."""
+    from acp_kernel.client.turn import Chunk
+    from acp_kernel.frontends import cli
+
+    for fmt in ("text", "json"):
+        out, err = io.StringIO(), io.StringIO()
+        printer = cli._Printer(fmt, cli._Out(out), cli._Out(err))
+        printer(Chunk("agent", "before "))
+        printer(None)
+        printer(Chunk("agent", "LATE"))
+        printer.flush()
+        assert "before" in out.getvalue() and "LATE" not in out.getvalue() + err.getvalue(), fmt
