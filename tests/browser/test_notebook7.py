@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import re
 
-from .conftest import Notebook, TURN, skip_unless_browser
+from .conftest import START, Notebook, TURN, skip_unless_browser
 
 skip_unless_browser()
 
@@ -27,3 +28,40 @@ def test_notebook7_runs_a_turn_tool_rows_and_a_terminal(nb7: Notebook) -> None:
     expect(reply.locator(".acp-pty .xterm-rows")).to_contain_text("You said: hi from Notebook 7", timeout=TURN)
     nb7.screenshot("notebook7.png")
     assert not [e for e in nb7.console_errors if re.search(r"acp|anywidget|xterm", e, re.I)], nb7.console_errors
+
+
+def test_a_saved_turn_reopens_in_notebook7_with_a_new_kernel_untrusted_and_with_none(nb7: Notebook) -> None:
+    """Issue 24 §1 in Notebook 7: the finished turn is static, so the saved notebook shows it
+    reopened with a new kernel, untrusted (changed on disk), and with no kernel at all (its
+    kernelspec gone: Notebook 7 asks for one, and the outputs are there beneath the question)."""
+    out = nb7.run(0, "tools")
+    expect(out.locator("sub").last).to_have_text(re.compile(r"^Done\b"), timeout=TURN)
+    nb7.save()
+    nb7.page.close()
+    path = nb7.lab.root / nb7.name
+
+    def reopen(shot: str):
+        for sess in nb7.lab.api("GET", "/api/sessions"):
+            nb7.lab.api("DELETE", f"/api/sessions/{sess['id']}", timeout=TURN / 1000)
+        page = nb7.page.context.new_page()
+        page.goto(nb7.lab.url(f"/notebooks/{nb7.name}"))
+        again = Notebook(nb7.lab, page, nb7.name)
+        turn = again.output(0)
+        expect(turn.locator("sub").last).to_have_text(re.compile(r"^Done\b"), timeout=START)
+        expect(turn.locator("details > summary")).to_have_count(5)
+        expect(turn).to_contain_text("Delete build/ (simulated failure) · ✗ failed")
+        expect(turn).not_to_contain_text("Error displaying widget")
+        expect(turn).not_to_contain_text("Loading widget")
+        again.screenshot(shot)
+        return page
+
+    reopen("nb7-saved-turn-new-kernel.png").close()
+    saved = json.loads(path.read_text(encoding="utf-8"))
+    saved["metadata"]["edited_elsewhere"] = True  # the signature no longer matches: untrusted
+    path.write_text(json.dumps(saved), encoding="utf-8")
+    reopen("nb7-saved-turn-untrusted.png").close()
+    saved["metadata"]["kernelspec"] = {"name": "no-such-kernel", "display_name": "Gone", "language": "markdown"}
+    path.write_text(json.dumps(saved), encoding="utf-8")
+    page = reopen("nb7-saved-turn-no-kernel.png")
+    assert not nb7.lab.api("GET", "/api/kernels")  # no kernel started for it
+    page.close()
