@@ -14,8 +14,8 @@ saved, and read back:
 - ``jupyter nbconvert --to html``, opened from disk with no server: the turn is
   in the page, inert, with nothing to fetch.
 
-A static output does not need a kernel to show, so "No Kernel" reads like the
-fresh kernel does (nothing in it talks to one).
+- with no kernel (its kernelspec gone: JupyterLab asks for one): the turn is
+  there beneath the question.
 """
 
 from __future__ import annotations
@@ -145,6 +145,20 @@ def test_a_finished_turn_is_static_and_reads_after_reopening_untrusted_and_in_nb
     assert page.evaluate("typeof window.__acp_pwned") == "undefined"
     page.close()
     _close_sessions(nb)
+
+    # No kernel at all: its kernelspec is gone, JupyterLab asks for one; the turn is there beneath.
+    # (and its language too: JupyterLab would start a kernel of the same language instead)
+    saved["metadata"]["kernelspec"] = {"name": "no-such-kernel", "display_name": "Gone", "language": "no-such-language"}
+    saved["metadata"]["language_info"] = {"name": "no-such-language"}
+    path.write_text(json.dumps(saved), encoding="utf-8")
+    page = nb.page.context.new_page()
+    page.goto(nb.lab.url(f"/lab/workspaces/{uuid.uuid4().hex[:12]}/tree/{nb.name}"))
+    none = Notebook(lab, page, nb.name)
+    expect(page.locator(".jp-Dialog")).to_have_count(1, timeout=START)  # "Select Kernel"
+    _check_static(none.output(1))
+    none.screenshot("saved-turn-no-kernel.png")
+    assert not lab.api("GET", "/api/kernels")
+    page.close()
 
     # nbconvert's HTML, opened from disk: no server, no kernel, nothing fetched.
     html_path = tmp_path / "saved.html"
