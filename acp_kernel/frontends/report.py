@@ -17,10 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..client.record import KEY
+from ..errors import AcpError
 from ..termsafe import json_safe, line
 
 
-class ReportError(Exception):
+class ReportError(AcpError):
     """The file is not a notebook this can read: the message says why, in one line."""
 
 
