@@ -107,6 +107,37 @@ def _tool_line(event: Any) -> str | None:
     return None
 
 
+#: What the text CLI shows under a finished tool call: diff lines per diff, lines of output.
+DETAIL_DIFF_LINES = 40
+DETAIL_OUTPUT_LINES = 12
+
+
+def tool_detail(call: Any, terminals: dict[str, Any], *, colour: bool = False) -> str:
+    """What a terminal user sees under a finished tool call (as Zed's or acpx's output
+    shows it): each diff (unified, cut at :data:`DETAIL_DIFF_LINES` lines) and the tail of
+    its output with the exit code (a client terminal's, or what the agent sent), every
+    line cleaned and indented. ``terminals``: terminal id -> ``TerminalStarted``."""
+    from ..view.diff import diff_from_content  # lazy: start-up time
+    from ..view.transcript import snapshot, tool_call_final_plain  # lazy: start-up time
+
+    out: list[str] = []
+    for item in call.content:
+        if isinstance(item, dict) and item.get("type") == "diff":
+            view = diff_from_content(item, max_lines=DETAIL_DIFF_LINES)
+            for op, text in view.lines:
+                cleaned = clean(text, oneline=True)
+                tint = {"+": "32", "-": "31", "@": "36"}.get(op) if colour else None
+                out.append("    " + (f"\x1b[{tint}m{cleaned}\x1b[0m" if tint else cleaned))
+            if view.truncated:
+                out.append(f"    ... the diff goes on (+{view.added} -{view.removed} in all)")
+    snaps = {tid: snapshot(started) for tid, started in terminals.items() if tid in call.terminal_ids}
+    body = tool_call_final_plain(call, snaps).split("\n")[1:]  # its first line is the header
+    if len(body) > DETAIL_OUTPUT_LINES:
+        body = [f"    ... {len(body) - DETAIL_OUTPUT_LINES} lines above"] + body[-DETAIL_OUTPUT_LINES:]
+    out += [clean(text, oneline=True) for text in body]  # indented by four already
+    return "\n".join(out)
+
+
 def _plan_line(event: Any) -> str:
     marks = {"completed": "x", "in_progress": "~"}
     return "[plan] " + "; ".join(
@@ -287,6 +318,8 @@ class _Printer:
         self._carry = ""
         self._scheduled = False
         self._ended = False
+        self._terminals: dict[str, Any] = {}  # terminal id -> TerminalStarted, for the calls' output
+        self._detailed: set[str] = set()  # tool calls whose detail was printed
 
     @property
     def broken(self) -> bool:
@@ -348,6 +381,13 @@ class _Printer:
         text = describe(event)
         if text:
             self.note(text)
+        if name == "TerminalStarted":
+            self._terminals[event.terminal_id] = event
+        elif name == "ToolCallEvent" and event.call.final and event.call.id not in self._detailed:
+            self._detailed.add(event.call.id)
+            detail = tool_detail(event.call, self._terminals, colour=self.colour)
+            if detail:
+                self.note(detail)
 
 
 _encode = json.JSONEncoder(ensure_ascii=False, default=repr).encode

@@ -592,3 +592,42 @@ def test_second_ctrl_c_while_closing(pty_cli):
     term.type(b"\x03")
     assert term.wait() == 130
     _assert_gone(agent)
+
+
+def test_a_finished_tool_call_shows_its_diff_and_the_tail_of_its_output(tmp_path):
+    """Issue 23: the text CLI showed no diff and no output. Under a finished call: its unified
+    diff (cut at DETAIL_DIFF_LINES) and the last DETAIL_OUTPUT_LINES lines of its output, every
+    line cleaned (hostile path, new text and output stay text on their own lines)."""
+    from acp_kernel.frontends.cli import DETAIL_DIFF_LINES, DETAIL_OUTPUT_LINES
+
+    evil = "<img src=x onerror=alert(1)> $x$ `a\nb` \x1b]52;c;cHduZWQ=\x07\x1b[2J"
+    path = "/tmp/a\n# not a heading.py"
+    big_new = "".join(f"new line {i}\n" for i in range(3 * DETAIL_DIFF_LINES))
+    output = "".join(f"output line {i}\n" for i in range(50)) + evil
+    scenario = {"prompt": [
+        _update(sessionUpdate="tool_call", toolCallId="e1", title="Edit", kind="edit", status="completed",
+                content=[{"type": "diff", "path": path, "oldText": "old\n", "newText": evil + "\n"}]),
+        _update(sessionUpdate="tool_call", toolCallId="e2", title="Big edit", kind="edit", status="completed",
+                content=[{"type": "diff", "path": "/tmp/big.py", "oldText": None, "newText": big_new}]),
+        _update(sessionUpdate="tool_call", toolCallId="r1", title="Run", kind="execute", status="completed",
+                content=[{"type": "content", "content": {"type": "text", "text": output}}]),
+        {"chunk": "done\n"},
+    ]}
+    res = subprocess.run(_argv(scenario), capture_output=True, timeout=TIMEOUT, env=_env(tmp_path),
+                         stdin=subprocess.DEVNULL)
+    assert res.returncode == 0, res.stderr
+    _assert_clean_bytes(res.stdout + res.stderr)
+    err = res.stderr.decode().splitlines()
+    edit = err.index("[tool] edit: Edit (completed)")
+    assert err[edit + 1:edit + 6] == ["    --- /tmp/a␊# not a heading.py", "    +++ /tmp/a␊# not a heading.py",
+                                      "    @@ -1 +1,2 @@", "    -old", "    +<img src=x onerror=alert(1)> $x$ `a"]
+    assert err[edit + 6].startswith("    +b` ")  # the agent's newline is a diff line of its own, indented
+    big = err.index("[tool] edit: Big edit (completed)")
+    shown = [x for x in err[big + 1:] if x.startswith("    +new line")]
+    assert len(shown) == DETAIL_DIFF_LINES - 3  # the limit counts the two headers and the hunk line
+    assert f"    ... the diff goes on (+{3 * DETAIL_DIFF_LINES} -0 in all)" in err
+    run = err.index("[tool] execute: Run (completed)")
+    tail = err[run + 1:run + 2 + DETAIL_OUTPUT_LINES]
+    assert tail[0].startswith("    ... ") and tail[0].endswith(" lines above")
+    assert tail[1:-2] == [f"    output line {i}" for i in range(52 - DETAIL_OUTPUT_LINES, 50)]
+    assert tail[-2].startswith("    <img src=x onerror=alert(1)> $x$ `a") and tail[-1].startswith("    b` ")
