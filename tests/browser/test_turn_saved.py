@@ -86,12 +86,24 @@ def _check_static(out) -> None:
     expect(out).not_to_contain_text("Loading widget")
 
 
-def _open(nb: Notebook) -> object:
+def _reopened(nb: Notebook, shot: str, *, kernel: bool = True) -> None:
+    """Open the saved notebook in a new page; the turn (cell 1) reads as it did. Without
+    ``kernel``, JupyterLab asks for one ("Select Kernel") and none starts."""
     page = nb.page.context.new_page()
     page.goto(nb.lab.url(f"/lab/workspaces/{uuid.uuid4().hex[:12]}/tree/{nb.name}"))
-    panel = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
-    expect(panel.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_have_count(1, timeout=START)
-    return page
+    if kernel:
+        panel = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)")
+        expect(panel.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_have_count(1, timeout=START)
+    else:
+        expect(page.locator(".jp-Dialog")).to_have_count(1, timeout=START)
+    again = Notebook(nb.lab, page, nb.name)
+    _check_static(again.output(1))
+    again.screenshot(shot)
+    assert page.evaluate("typeof window.__acp_pwned") == "undefined"
+    if not kernel:
+        assert not nb.lab.api("GET", "/api/kernels")
+    page.close()
+    _close_sessions(nb)
 
 
 def _close_sessions(nb: Notebook) -> None:
@@ -127,38 +139,19 @@ def test_a_finished_turn_is_static_and_reads_after_reopening_untrusted_and_in_nb
     _close_sessions(nb)
 
     # Reopened: a fresh kernel starts; the turn is there as it was.
-    page = _open(nb)
-    again = Notebook(lab, page, nb.name)
-    _check_static(again.output(1))
-    again.screenshot("saved-turn-reopened.png")
-    assert page.evaluate("typeof window.__acp_pwned") == "undefined"
-    page.close()
-    _close_sessions(nb)
+    _reopened(nb, "saved-turn-reopened.png")
 
     # Untrusted: the file changed on disk (its signature no longer matches).
     saved["cells"].append({"cell_type": "markdown", "metadata": {}, "source": "changed elsewhere", "id": "x1"})
     path.write_text(json.dumps(saved), encoding="utf-8")
-    page = _open(nb)
-    untrusted = Notebook(lab, page, nb.name)
-    _check_static(untrusted.output(1))
-    untrusted.screenshot("saved-turn-untrusted.png")
-    assert page.evaluate("typeof window.__acp_pwned") == "undefined"
-    page.close()
-    _close_sessions(nb)
+    _reopened(nb, "saved-turn-untrusted.png")
 
     # No kernel at all: its kernelspec is gone, JupyterLab asks for one; the turn is there beneath.
     # (and its language too: JupyterLab would start a kernel of the same language instead)
     saved["metadata"]["kernelspec"] = {"name": "no-such-kernel", "display_name": "Gone", "language": "no-such-language"}
     saved["metadata"]["language_info"] = {"name": "no-such-language"}
     path.write_text(json.dumps(saved), encoding="utf-8")
-    page = nb.page.context.new_page()
-    page.goto(nb.lab.url(f"/lab/workspaces/{uuid.uuid4().hex[:12]}/tree/{nb.name}"))
-    none = Notebook(lab, page, nb.name)
-    expect(page.locator(".jp-Dialog")).to_have_count(1, timeout=START)  # "Select Kernel"
-    _check_static(none.output(1))
-    none.screenshot("saved-turn-no-kernel.png")
-    assert not lab.api("GET", "/api/kernels")
-    page.close()
+    _reopened(nb, "saved-turn-no-kernel.png", kernel=False)
 
     # nbconvert's HTML, opened from disk: no server, no kernel, nothing fetched.
     html_path = tmp_path / "saved.html"
