@@ -60,8 +60,11 @@ def test_a_saved_turn_reopens_in_notebook7_with_a_new_kernel_untrusted_and_with_
     saved["metadata"]["edited_elsewhere"] = True  # the signature no longer matches: untrusted
     path.write_text(json.dumps(saved), encoding="utf-8")
     reopen("nb7-saved-turn-untrusted.png").close()
-    saved["metadata"]["kernelspec"] = {"name": "no-such-kernel", "display_name": "Gone", "language": "markdown"}
+    # (its language too: a kernel of the same language would be started instead)
+    saved["metadata"]["kernelspec"] = {"name": "no-such-kernel", "display_name": "Gone", "language": "no-such-language"}
+    saved["metadata"]["language_info"] = {"name": "no-such-language"}
     path.write_text(json.dumps(saved), encoding="utf-8")
     page = reopen("nb7-saved-turn-no-kernel.png")
+    expect(page.locator(".jp-Dialog")).to_have_count(1, timeout=START)  # "Select Kernel"
     assert not nb7.lab.api("GET", "/api/kernels")  # no kernel started for it
     page.close()

@@ -393,7 +393,14 @@ function render({ model, el }) {
   // is on screen (never pulling the page away from another cell), and marked where the
   // reader may be looking: a note at the top of the turn, and the cell's prompt area.
   const seen = new Set();
+  let unplaced = 0;
   function noteQuestions() {
+    // A new view (the output was rendered again) may not be in the page yet: where it is
+    // decides whether to bring a question into view, so decide once it is (a bounded wait).
+    if (!root.isConnected) {
+      if (unplaced++ < 300) requestAnimationFrame(noteQuestions);
+      return;
+    }
     const waiting = [...shown.keys()].filter(asking).sort((a, b) => a - b);
     waitingNote.hidden = waiting.length === 0;
     waitingNote.textContent = waiting.length === 1 ? "A question is waiting for you below \u2193"
