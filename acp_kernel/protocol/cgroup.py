@@ -105,6 +105,28 @@ def move(path: str | None, pid: int) -> bool:
         return False
 
 
+def open_procs(path: str | None) -> int | None:
+    """The cgroup's ``cgroup.procs`` open for writing (close-on-exec), for :func:`join`
+    in a child; None without one."""
+    if path is None:
+        return None
+    try:
+        return os.open(os.path.join(path, "cgroup.procs"), os.O_WRONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+
+
+def join(fd: int) -> None:
+    """In a child between fork and exec (``preexec_fn``): move itself into the cgroup
+    whose ``cgroup.procs`` is open as ``fd`` ("0" names the writer). One system call, no
+    lock taken; a refusal leaves it where it is (the parent's :func:`move` and the marker
+    still apply)."""
+    try:
+        os.write(fd, b"0")
+    except OSError:
+        pass
+
+
 def procs(path: str | None) -> set[int]:
     """Every pid in the cgroup and its sub-cgroups."""
     out: set[int] = set()

@@ -34,12 +34,13 @@ is reaped while a scope is starting one).
 from __future__ import annotations
 
 import atexit
+import functools
 import itertools
 import os
 import signal
 import threading
 import weakref
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 
 from . import cgroup, proctree
@@ -190,13 +191,21 @@ class Scope:
         return self._cgroup  # type: ignore[return-value]
 
     @contextmanager
-    def spawning(self) -> Iterator[None]:
-        """Around the start of a leader: the reaper waits until it is :meth:`started`."""
+    def spawning(self) -> Iterator[Callable[[], None] | None]:
+        """Around the start of a leader: the reaper waits until it is :meth:`started`.
+
+        Yields the child's setup for ``preexec_fn`` (None without a cgroup): the child
+        moves itself into the cgroup before it execs, so nothing it forks can start
+        outside. Moving it from here once the spawn has returned loses that race when
+        the loop is busy (a daemon forked in the child's first milliseconds escaped)."""
+        fd = cgroup.open_procs(self.cgroup)
         with _reaper.lock:
             _reaper.spawning += 1
         try:
-            yield
+            yield None if fd is None else functools.partial(cgroup.join, fd)
         finally:
+            if fd is not None:
+                os.close(fd)
             with _reaper.lock:
                 _reaper.spawning -= 1
 

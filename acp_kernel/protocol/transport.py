@@ -214,7 +214,7 @@ class ProcessTransport:
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
-        with self.scope.spawning():
+        with self.scope.spawning() as join:
             self._proc, _ = await loop.subprocess_exec(
                 lambda: _ProcessProtocol(self),
                 *self.argv,
@@ -224,6 +224,7 @@ class ProcessTransport:
                 env=self.env,
                 cwd=self.cwd,
                 start_new_session=True,
+                preexec_fn=join,
             )
             self.pid = self._proc.get_pid()
             self.scope.started(self.pid)

@@ -171,7 +171,7 @@ class Terminal:
             raise TerminalError(f"working directory {self.cwd!r} does not exist or is not a directory")
         program = self.argv[0]
         try:
-            with self.scope.spawning():
+            with self.scope.spawning() as join:
                 self._transport, _ = await loop.subprocess_exec(
                     lambda: _Protocol(self),
                     *self.argv,
@@ -181,6 +181,7 @@ class Terminal:
                     cwd=self.cwd,
                     env=env,
                     start_new_session=True,
+                    preexec_fn=join,
                 )
                 self.scope.started(self._transport.get_pid())
         except FileNotFoundError as exc:
