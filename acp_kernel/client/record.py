@@ -73,18 +73,9 @@ def _usage(usage: Any) -> dict[str, Any] | None:
     return out or None
 
 
-def _mode(turn: Turn, fallback: str | None) -> str | None:
-    for ev in reversed(turn.events):
-        raw = getattr(ev, "raw", None)
-        if getattr(ev, "kind", None) == "current_mode_update" and isinstance(raw, dict):
-            if isinstance(raw.get("currentModeId"), str):
-                return _text(raw["currentModeId"])
-    return _text(fallback)
-
-
 def turn_record(turn: Turn) -> dict[str, Any]:
     """The record of ``turn`` (see the module docstring); a running turn has no end yet."""
-    prov = turn.provenance if isinstance(turn.provenance, Provenance) else Provenance()
+    prov = turn.provenance or Provenance()
     calls = list(turn.tool_calls.values())
     files = [ev for ev in turn.events if isinstance(ev, se.FileWritten)]
     return {
@@ -92,7 +83,7 @@ def turn_record(turn: Turn) -> dict[str, Any]:
         "agent": {"name": _text(prov.agent), "info": _info(prov.info)},
         "session": _text(prov.session or turn.session_id),
         "model": _text(prov.model),
-        "mode": _mode(turn, prov.mode),
+        "mode": _text(turn.last_mode() or prov.mode),  # the agent may switch it mid-turn
         "policy": _text(prov.policy),
         "stop_reason": _text(turn.stop_reason),
         "error": _text(turn.error),

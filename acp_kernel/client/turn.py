@@ -535,6 +535,15 @@ class Turn:
         for listener in list(self._listeners):
             listener(None)  # None marks the end for listeners
 
+    def last_mode(self) -> Optional[str]:
+        """The mode the agent last switched to in this turn (``current_mode_update``), if any."""
+        for ev in reversed(self.events):
+            if type(ev) is StateEvent and ev.kind == "current_mode_update":
+                value = ev.raw.get("currentModeId")
+                if isinstance(value, str):
+                    return value
+        return None
+
     @property
     def record(self) -> Optional[dict[str, Any]]:
         """The finished turn's record (:mod:`.record`: agent, model, usage, tool calls,

@@ -319,12 +319,17 @@ def resolved_plain(ev: se.PermissionResolved) -> str:
     return f"Permission for {ev.title or ev.tool_call_id}: {choice} ({ev.by})"
 
 
+def _submitted(outcome: dict[str, Any]) -> str:
+    """An accepted form's values as JSON, cut at 1,000 characters."""
+    return truncate_tail(json.dumps(outcome.get("content", {}), default=repr), 1000)[0]
+
+
 def elicitation_outcome(outcome: Any) -> str:
     """What the user answered a form, in words (the plain text of a finished turn)."""
     if not isinstance(outcome, dict):
         return "cancelled"
     if outcome.get("action") == "accept":
-        return "submitted " + truncate_tail(json.dumps(outcome.get("content", {}), default=repr), 1000)[0]
+        return "submitted " + _submitted(outcome)
     return str(outcome.get("action"))
 
 
@@ -339,8 +344,7 @@ def elicitation_markdown(prompt: se.ElicitationPrompt, outcome: Any = None, *, a
         return head + Markdown(" → *cancelled*")
     action = outcome.get("action")
     if action == "accept":
-        body, _ = truncate_tail(json.dumps(outcome.get("content", {}), default=repr), 1000)
-        return head + Markdown(" → submitted ") + code(body)
+        return head + Markdown(" → submitted ") + code(_submitted(outcome))
     return head + Markdown(" → *{}*").format(str(action))
 
 
@@ -410,12 +414,7 @@ def current_mode(turn: tm.Turn, session: Any = None) -> str | None:
     mode = getattr(session, "current_mode", None) if session is not None else None
     if isinstance(mode, str):
         return mode
-    for ev in reversed(turn.events):
-        if type(ev) is tm.StateEvent and ev.kind == "current_mode_update":
-            value = ev.raw.get("currentModeId")
-            if isinstance(value, str):
-                return value
-    return None
+    return turn.last_mode()
 
 
 #: Stop reasons (ACP's words) as a reader says them.

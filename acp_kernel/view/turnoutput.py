@@ -100,10 +100,10 @@ class Block:
         self.html: Html = Html("")  # the fallback's HTML of ``md``, made when the fallback is
         self.html_of: Markdown | None = None  # the ``md`` it was made from
 
-    def fallback_html(self, open_: bool | None = None) -> Html:
+    def fallback_html(self, chosen: Any = None) -> Html:
         """``md`` as HTML, rendered again only when ``md`` changed; a tool call folded
-        under its header (:func:`.finished.tool_html`, open as ``open_`` or as the live
-        row would be), its content rendered again only when the row's changed."""
+        under its header (:func:`.finished.tool_html`, open as the reader ``chosen`` or
+        as the live row would be), its content rendered again only when the row's changed."""
         row = self.row
         if row is None:
             if self.html_of is not self.md:
@@ -112,7 +112,7 @@ class Block:
         body = row.body_markdown()
         if self.html_of is not body:
             self.html, self.html_of = inert_html_inner(body) if body else Html(""), body
-        return tool_html(row.plain(), self.html, open_=_opens(row, None) if open_ is None else open_)
+        return tool_html(row.plain(), self.html, open_=_opens(row, chosen))
 
 
 def _row_state(row: ToolCallRow) -> dict[str, Any]:
@@ -362,15 +362,19 @@ class TurnOutput(TurnBase):
     def _update_fallback(self, *, final: bool = False) -> None:
         if not final and self._asking():
             return  # a re-render would redraw the question under the reader's hands
-        for block in self.blocks:
-            if block.row is not None:
-                block.md = block.row.markdown()
-                block.text = tool_call_final_plain(block.row.call, block.row.snapshots())
+        self._refresh_rows()
         md, text = self.markdown(), self.plain_text()
         self._fallback_at = time.monotonic()
         if (md, text or "(the agent's turn)") == self._fallback_sent:
             return
         self.sink.update(self._bundle(), display_id=self.display_id)
+
+    def _refresh_rows(self) -> None:
+        """Each tool call's markdown and text as it stands now (the fallback's and the end's)."""
+        for block in self.blocks:
+            if block.row is not None:
+                block.md = block.row.markdown()
+                block.text = tool_call_final_plain(block.row.call, block.row.snapshots())
 
     # -- everything else -------------------------------------------------------------
 
@@ -622,16 +626,9 @@ class TurnOutput(TurnBase):
     def _finish(self) -> None:
         """The finished turn becomes a static output in place and the widget closes
         (:mod:`.finished`: a saved notebook then reads everywhere, no widget model)."""
-        steps = []
         chosen = {**(self.widget.expanded if isinstance(self.widget.expanded, dict) else {}), **self._chosen}
-        for block in self.blocks:
-            if block.row is not None:
-                row = block.row
-                block.md = row.markdown()
-                block.text = tool_call_final_plain(row.call, row.snapshots())
-                steps.append(Step(block.fallback_html(_opens(row, chosen.get(block.key))), block.md, block.text))
-            else:
-                steps.append(Step(block.fallback_html() if block.md else Html(""), block.md, block.text))
+        self._refresh_rows()
+        steps = [Step(b.fallback_html(chosen.get(b.key)) if b.md else Html(""), b.md, b.text) for b in self.blocks]
         self.sink.update(static_bundle(steps), record_metadata(self.turn), display_id=self.display_id)
         self.widget.retire()
 
