@@ -94,6 +94,11 @@ class SessionContext(Protocol):
         """The kind announced for a tool call, if any (permission requests may omit it)."""
         ...
 
+    def tool_call_input(self, tool_call_id: str) -> tuple[Any, Any]:
+        """The ``rawInput`` and ``content`` announced for a tool call, (None, None)
+        if unknown (a permission request may carry neither)."""
+        ...
+
 
 class Host(Protocol):
     def session_context(self, session_id: Any) -> SessionContext:

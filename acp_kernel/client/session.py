@@ -198,6 +198,11 @@ class Session:
                     return call.kind
         return None
 
+    def tool_call_input(self, tool_call_id: str) -> tuple[Any, Any]:
+        # The running turn only: a question is about a call of its own turn.
+        call = self._active.tool_calls.get(tool_call_id) if self._active is not None else None
+        return (call.raw_input, call.content) if call is not None else (None, None)
+
     # -- modes and models, whichever way the agent offers them ------------------
 
     def option_of(self, category: str) -> dict[str, Any] | None:

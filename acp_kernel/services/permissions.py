@@ -12,7 +12,12 @@ answered by "the first match".
 What a question shows is the payload that will run (:class:`Action`, from
 ``rawInput`` and ``locations``: code, command line, cwd, env, paths and the
 rest of the input), whole (:meth:`Action.text`): the agent's title and kind
-are its own words.
+are its own words. A request with no ``rawInput`` is read through the input
+its tool call announced earlier (its ``rawInput``, or its content text when
+that is one JSON object: Kimi streams an MCP call's arguments so) or through
+its own content text (Gemini CLI sends an MCP call's arguments as JSON text)
+(:func:`request_input`); the question says so. What was read is all that a
+grant covers, so a wrong reading can only cost a second question.
 
 Policies (``ClientSettings.permissions``):
 
@@ -34,6 +39,10 @@ A grant covers what was shown, and only for its action class:
   go without a second question, in the same turn: the grant is used up by
   that run and dropped when the turn ends (:meth:`PermissionBroker.end_turn`).
   "Allow always" of code allows exactly that code for the session.
+- A command is the same command when the agent adds one of the marker
+  variables in :data:`AGENT_MARKERS` to its environment (claude-code-acp's
+  ``terminal/create`` adds ``CLAUDECODE=1``); any other variable is part of
+  what was allowed.
 - A grant of one class never covers another: an allowed "read" whose
   ``rawInput`` holds code does not let the server's ``execute`` run it. An
   execute is covered by a grant of class ``execute``, or of no class
@@ -87,6 +96,13 @@ PAYLOAD_SHOWN = 200_000
 #: Characters of a command line inside an option's words ("Always allow `...`").
 LABEL_SCOPE = 60
 BETWEEN_TURNS = "the agent asked while no turn was running"
+#: Characters of a tool call's content text read as its input (Gemini CLI sends at
+#: most 500); longer text is not parsed.
+CONTENT_INPUT_CHARS = 100_000
+#: Environment variables (name, value) that agents add to every command to say
+#: who runs it: they name no program, path or library, so an allow of a command
+#: covers it run with them. Exact name and value only.
+AGENT_MARKERS: frozenset[tuple[str, str]] = frozenset({("CLAUDECODE", "1")})
 
 # -- pure ---------------------------------------------------------------------
 
@@ -184,6 +200,47 @@ def code_of(raw_input: Any) -> str:
     return ""
 
 
+def input_from_content(content: Any) -> dict[str, Any] | None:
+    """The first text item of a tool call's ``content`` that is one JSON object
+    (at most :data:`CONTENT_INPUT_CHARS`), or None."""
+    for item in content[:100] if isinstance(content, list) else ():
+        inner = item.get("content") if isinstance(item, dict) and item.get("type") == "content" else None
+        text = inner.get("text") if isinstance(inner, dict) and inner.get("type") == "text" else None
+        if not isinstance(text, str) or len(text) > CONTENT_INPUT_CHARS or not text.lstrip().startswith("{"):
+            continue
+        try:
+            value = json.loads(text)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(value, dict):
+            return value
+    return None
+
+
+def request_input(raw_tool_call: dict[str, Any], announced: tuple[Any, Any]) -> tuple[Any, str]:
+    """What a permission request asks to run: (input, where it was read).
+
+    Its ``rawInput``; else the ``rawInput`` its tool call announced earlier
+    (``announced``: that call's rawInput and content); else the first content
+    text that is one JSON object, the request's own and then the announced
+    call's. "" names ``rawInput`` itself, else a note for the question."""
+    if raw_tool_call.get("rawInput") is not None:
+        return raw_tool_call["rawInput"], ""
+    known_input, known_content = announced
+    if known_input is not None:
+        return known_input, "read from the input its tool call announced (the question sent none)"
+    for content in (raw_tool_call.get("content"), known_content):
+        found = input_from_content(content)
+        if found is not None:
+            return found, "read from the tool call's text (the agent sent no rawInput)"
+    return None, ""
+
+
+def without_markers(env: Any) -> dict[str, str]:
+    """``env`` (a mapping) without the :data:`AGENT_MARKERS` pairs."""
+    return {k: v for k, v in env.items() if (k, v) not in AGENT_MARKERS}
+
+
 def code_hash(code: str) -> str:
     return hashlib.sha256(code.encode("utf-8", "surrogatepass")).hexdigest() if code else ""
 
@@ -255,9 +312,11 @@ class Action:
     paths: tuple[str, ...] = ()
     #: The rest of ``rawInput`` as JSON (an edit's old and new text...), or "".
     rest: str = ""
+    #: Where the input was read when not from the request's ``rawInput``, or "".
+    source: str = ""
 
     @classmethod
-    def of(cls, kind: str | None, raw_input: Any, locations: Any = None) -> Action:
+    def of(cls, kind: str | None, raw_input: Any, locations: Any = None, source: str = "") -> Action:
         rest = ""
         cwd = ""
         env: tuple[tuple[str, str], ...] = ()
@@ -271,7 +330,8 @@ class Action:
                 rest = json.dumps(others, ensure_ascii=False, indent=1, default=repr)
         elif raw_input is not None:
             rest = json.dumps(raw_input, ensure_ascii=False, default=repr)
-        return cls(kind, command_line(raw_input), code_of(raw_input), cwd, env, touched_paths(raw_input, locations), rest)
+        return cls(kind, command_line(raw_input), code_of(raw_input), cwd, env, touched_paths(raw_input, locations), rest,
+                   source if raw_input is not None else "")
 
     def text(self) -> str:
         """The whole payload as plain text (a command alone: just its line; paths
@@ -279,7 +339,7 @@ class Action:
         ``PAYLOAD_SHOWN``: cut with an explicit count of what is left out."""
         runs = bool(self.code or self.command)
         mislabelled = runs and self.kind in READ_KINDS | {"edit", "delete", "move", "switch_mode"}
-        bare = not (self.code or self.cwd or self.env or self.rest or mislabelled)
+        bare = not (self.code or self.cwd or self.env or self.rest or mislabelled or self.source)
         if bare and self.command and not self.paths:
             return _bounded(self.command)
         if bare and self.paths and not self.command:
@@ -300,6 +360,8 @@ class Action:
         if mislabelled:
             lines.append(f"note: the agent calls this a {self.kind!r}, but it names "
                          f"{'code' if self.code else 'a command'} to run")
+        if self.source:
+            lines.append(f"note: {self.source}")
         return _bounded("\n".join(lines))
 
     def scope(self) -> str:
@@ -473,7 +535,8 @@ class PermissionBroker:
             ctx.emit(Notice("warning", why, ctx.id))
             ctx.emit(PermissionResolved(ctx.id, tool_call.tool_call_id, tool_call.title, None, None, "malformed"))
             raise RpcError(INVALID_PARAMS, why)
-        action = Action.of(kind, raw.get("rawInput"), raw.get("locations"))
+        raw_input, source = request_input(raw, ctx.tool_call_input(tool_call.tool_call_id))
+        action = Action.of(kind, raw_input, raw.get("locations"), source)
         label_options(options, action)
         answer, _ = await self.decide(
             ctx, request, options, kind, tool_call.tool_call_id, tool_call.title,

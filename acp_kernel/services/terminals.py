@@ -47,7 +47,7 @@ from ..errors import INVALID_PARAMS, RESOURCE_NOT_FOUND, AcpError, RpcError
 from .output_buffer import OutputBuffer, StreamDecoder
 from .events import Notice, TerminalExited, TerminalStarted
 from .shell import looks_like_shell_line, shell_argv
-from .permissions import PermissionBroker
+from .permissions import PermissionBroker, without_markers
 
 log = logging.getLogger(__name__)
 
@@ -516,7 +516,8 @@ class TerminalService:
             ctx,
             title=f"Run {text}{via} in {cwd}",
             kind="execute",
-            command=text,
+            # what a grant and an "always" answer match: an agent's marker variable is no part of it
+            command=command_text(plan, req.command, without_markers(env)),
             cwd=cwd,
             raw_input=raw_input,
             use_grant=True,

@@ -16,6 +16,7 @@ break, math delimiters and a path with a newline.
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from pathlib import Path
 from types import SimpleNamespace
@@ -53,12 +54,14 @@ def req(method: str, params: dict) -> dict:
 
 
 def permission(title: str, raw_input: Any = None, kind: str | None = "execute", tcid: str = "tc",
-               options: list[dict] | None = None) -> dict:
+               options: list[dict] | None = None, content: list[dict] | None = None) -> dict:
     tool_call: dict[str, Any] = {"toolCallId": tcid, "title": title}
     if kind:
         tool_call["kind"] = kind
     if raw_input is not None:
         tool_call["rawInput"] = raw_input
+    if content is not None:
+        tool_call["content"] = content
     return req("session/request_permission", {"sessionId": "$SID", "toolCall": tool_call, "options": options or [
         {"optionId": "yes", "name": f"Yes {IMG}", "kind": "allow_once"},
         {"optionId": "always", "name": "Always", "kind": "allow_always"},
@@ -297,12 +300,31 @@ async def test_allow_reads_asks_a_read_titled_request_that_names_code_or_a_comma
     assert sorted(p.request.tool_call.tool_call_id for p in run.asked) == ["cmd", "code"]
 
 
-@pytest.mark.parametrize("kind,raw", [
-    ("execute", {"code": CODE}),
-    ("other", {"server": "notebook", "tool": "execute", "arguments": {"code": CODE}}),  # Claude Code's shape
-    (None, {"request": {"_meta": {"tool_params": {"code": CODE}}}}),  # codex-acp's
-])
-async def test_one_click_the_agents_execute_question_covers_the_servers_for_exactly_that_code_once(ws, kind, raw):
+def text_content(text: str) -> list[dict]:
+    return [{"type": "content", "content": {"type": "text", "text": text}}]
+
+
+def announce(tcid: str, **fields: Any) -> dict:
+    return {"update": {"sessionUpdate": "tool_call", "toolCallId": tcid, "title": "execute", **fields}}
+
+
+ARGS = json.dumps({"code": CODE})
+
+
+@pytest.mark.parametrize("kind,raw,before,content", [
+    ("execute", {"code": CODE}, [], None),
+    ("other", {"server": "notebook", "tool": "execute", "arguments": {"code": CODE}}, [], None),  # Claude Code's shape
+    (None, {"request": {"_meta": {"tool_params": {"code": CODE}}}}, [], None),  # codex-acp's
+    # Gemini CLI 0.61: no rawInput, the MCP call's arguments as the question's content text
+    ("execute", None, [], text_content(ARGS)),
+    # Kimi 1.52: the call announced with its arguments as content text, the question only names the tool
+    (None, None, [announce("mcp", status="in_progress", content=text_content(ARGS))],
+     text_content("Requesting approval to perform: Call MCP tool `execute`.")),
+    # an agent that announced its rawInput and asks without it
+    (None, None, [announce("mcp", kind="other", rawInput={"code": CODE})], None),
+], ids=["rawInput", "claude", "codex", "gemini", "kimi", "announced"])
+async def test_one_click_the_agents_execute_question_covers_the_servers_for_exactly_that_code_once(
+        ws, kind, raw, before, content):
     verdicts: list[tuple[bool, str]] = []
 
     async def servers_turn(prompt: PermissionPrompt, run: Run) -> None:
@@ -318,11 +340,14 @@ async def test_one_click_the_agents_execute_question_covers_the_servers_for_exac
         prompt.allow() if tcid == "mcp" else prompt.reject()
         return None
 
-    actions = [permission("notebook: execute", raw, kind=kind, tcid="mcp"), permission("Wait", {"command": "true"}, tcid="wait")]
+    actions = [*before, permission("notebook: execute", raw, kind=kind, tcid="mcp", content=content),
+               permission("Wait", {"command": "true"}, tcid="wait")]
     async with Run({"prompts": {"go": actions}}, ws, person) as run:
         await run.turn("go")
     assert verdicts == [(True, ""), (False, "the user refused: the code did not run")]
-    assert "pathlib.Path(" in run.asked[0].command  # the agent's question showed the code
+    shown = run.asked[0].command
+    assert shown.startswith("Python code to run:\n") and "pathlib.Path(" in shown  # the agent's question showed the code
+    assert ("note: read from" in shown) == (raw is None)  # and, when not from rawInput, where it was read
     assert len([p for p in run.asked if p.request.tool_call.tool_call_id.startswith("client-")]) == 1
 
 

@@ -201,6 +201,33 @@ async def test_a_persons_allow_of_the_agents_request_runs_that_command_once_with
     assert marker.read_text() == "run\n"
 
 
+async def test_an_agents_marker_variable_is_no_part_of_the_command_but_any_other_variable_is(ws):
+    """claude-code-acp runs each allowed Bash command through ``terminal/create`` with
+    ``CLAUDECODE=1`` added: still the command the person allowed (one question).
+    Any other variable (here one naming a file a shell reads first) makes it another
+    command: asked, showing it."""
+    marker = ws / "ran"
+    line = f"echo run >> {marker}"
+    actions = [
+        permission("Bash", {"command": line}, tcid="a"),
+        create(line, env=[{"name": "CLAUDECODE", "value": "1"}]),  # the allowed command: no second question
+        permission("Bash", {"command": line}, tcid="b"),
+        create(line, env=[{"name": "CLAUDECODE", "value": "1"}, {"name": "BASH_ENV", "value": str(ws / "x")}]),
+        create(line, env=[{"name": "CLAUDECODE", "value": "0"}]),  # not the marker's value: asked
+    ]
+    decisions = iter(["allow", "allow", "reject", "reject"])
+
+    def person(prompt: PermissionPrompt) -> None:
+        prompt.allow() if next(decisions) == "allow" else prompt.reject()
+
+    _, got, asked = await play(actions, ws, "ask", interactive=True, answer=person)
+    assert [k for k, _ in got] == ["RESULT", "RESULT", "RESULT", "ERROR", "ERROR"]
+    assert [p.request.tool_call.tool_call_id for p in asked][:2] == ["a", "b"] and len(asked) == 4
+    assert f"BASH_ENV={ws / 'x'}" in asked[2].title and "CLAUDECODE=1" in asked[2].title
+    assert "CLAUDECODE=0" in asked[3].command
+    assert marker.read_text() == "run\n"
+
+
 async def test_a_policy_allow_of_a_read_grants_no_terminal(ws):
     # allow-reads judges what runs: a "read" naming a command is asked (nobody can answer
     # here, so it is rejected), and the command it names never runs.

@@ -27,6 +27,8 @@ class FakeContext:
     settings: ClientSettings
     interactive: bool = True
     kinds: dict[str, str] = field(default_factory=dict)
+    #: tool call id -> (rawInput, content) the agent announced for it
+    announced: dict[str, tuple[Any, Any]] = field(default_factory=dict)
     events: list[Any] = field(default_factory=list)
     waiters: list[tuple[type, asyncio.Future[Any]]] = field(default_factory=list)
 
@@ -52,6 +54,9 @@ class FakeContext:
 
     def tool_call_kind(self, tool_call_id: str) -> str | None:
         return self.kinds.get(tool_call_id)
+
+    def tool_call_input(self, tool_call_id: str) -> tuple[Any, Any]:
+        return self.announced.get(tool_call_id, (None, None))
 
     def next_event(self, typ: type) -> asyncio.Future[Any]:
         """A future for the next event of ``typ`` (emitted after this call)."""

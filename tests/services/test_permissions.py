@@ -209,3 +209,25 @@ async def test_a_persons_allow_of_the_agents_question_answers_the_servers_once(h
     assert not broker.take_code_grant("s1", "anything")
     broker.forget("s1")
     assert not broker.take_code_grant("s1", "x = 5")
+
+
+def test_a_request_without_raw_input_is_read_through_its_announced_call_or_its_text() -> None:
+    from acp_kernel.services.permissions import CONTENT_INPUT_CHARS, input_from_content, request_input
+
+    def text(t: Any) -> dict:
+        return {"type": "content", "content": {"type": "text", "text": t}}
+
+    args = '{"code": "x = 1"}'
+    assert input_from_content([text("Requesting approval"), text(args)]) == {"code": "x = 1"}
+    # Not one JSON object, too long, too deep, or not text: nothing is read.
+    assert input_from_content([text("[1, 2]"), text('{"code": '), text(3), {"type": "diff", "path": "/x"}]) is None
+    assert input_from_content([text('{"code": "' + "x" * CONTENT_INPUT_CHARS + '"}')]) is None
+    assert input_from_content([text("{\"a\":" * 19_000)]) is None  # too deep for json (within the size)
+    assert input_from_content("not a list") is None
+    # rawInput first (even an empty one), then the announced call's rawInput, then text: the question's own, then the call's.
+    assert request_input({"rawInput": {}, "content": [text(args)]}, ({"code": "y"}, None)) == ({}, "")
+    assert request_input({}, ({"code": "y"}, [text(args)]))[0] == {"code": "y"}
+    assert request_input({"content": [text('{"code": "q"}')]}, (None, [text(args)]))[0] == {"code": "q"}
+    got, source = request_input({"content": [text("Call MCP tool `execute`.")]}, (None, [text(args)]))
+    assert got == {"code": "x = 1"} and "text" in source
+    assert request_input({}, (None, None)) == (None, "")
