@@ -190,10 +190,33 @@ def displays_to(append: Callable[[dict[str, Any]], None]) -> Iterator[None]:
     saved_pub, saved_hook = shell.display_pub, sys.displayhook
     shell.display_pub = Publisher(shell=shell)
     sys.displayhook = CapturingDisplayHook(shell=shell, outputs=_Sink())
+    _diverted.append((shell, saved_pub))
     try:
         yield
     finally:
+        _diverted.pop()
         shell.display_pub, sys.displayhook = saved_pub, saved_hook
+
+
+#: (shell, its own publisher) for each :func:`displays_to` in force, innermost last.
+_diverted: list[tuple[Any, Any]] = []
+
+
+@contextlib.contextmanager
+def cell_displays() -> Iterator[None]:
+    """Inside :func:`displays_to`, our own views' display messages (a passthrough
+    run's progress, a turn's fallback) still go to the cell, not into what the
+    running code is said to have displayed. Same thread only (the run's)."""
+    if not _diverted:
+        yield
+        return
+    shell, own = _diverted[-1]
+    swapped = shell.display_pub
+    shell.display_pub = own
+    try:
+        yield
+    finally:
+        shell.display_pub = swapped
 
 
 # -- pydantic -----------------------------------------------------------------------

@@ -18,6 +18,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from .. import compat
 from ..safe import Html, Markdown, bundle, check_data, unwrapped
 
 
@@ -93,13 +94,15 @@ class IPythonSink:
         kwargs: dict[str, Any] = {"raw": True, "metadata": metadata or {}}
         if display_id:
             kwargs["display_id"] = display_id
-        self.run_in_context(display, data, **kwargs)
+        with compat.cell_displays():  # never taken for the output of code the agent runs
+            self.run_in_context(display, data, **kwargs)
 
     def update(self, data: dict, metadata: dict | None = None, display_id: str = "") -> None:
         from IPython.display import update_display
 
         check_data(data)
-        self.run_in_context(update_display, data, raw=True, metadata=metadata or {}, display_id=display_id)
+        with compat.cell_displays():
+            self.run_in_context(update_display, data, raw=True, metadata=metadata or {}, display_id=display_id)
 
 
 @dataclass

@@ -225,9 +225,13 @@ async def test_standin_reaches_the_server_from_the_generated_file(ipython, tmp_p
     assert lines[0] == "mcp variables -> ok" and "x: int = 5" in lines, lines
     assert "x: int = 5" in await _reply_text(ipython)  # on the CLI's screen, so in the cell's reply
 
-    res = await ipython.ok("%%acp\nmcp run y = x + 1")
-    assert _results(log)[-1]["lines"][0] == "mcp execute -> ok", _results(log)[-1]
+    res = await ipython.ok("%%acp\nmcp run y = x + 1; print('printed', y)")
+    lines = _results(log)[-1]["lines"]
+    assert lines[0] == "mcp execute -> ok", _results(log)[-1]
     assert await ipython.value("y") == "6"
+    # The model gets what the code printed, not the cell's own view of the run (drawn as it printed).
+    assert any("printed 6" in line for line in lines), lines
+    assert not any("runs code in this kernel" in line for line in lines), lines
     run = [m for m in res.outputs if "runs code in this kernel" in m["content"].get("data", {}).get("text/markdown", "")]
     assert run and "y = x + 1" in run[-1]["content"]["data"]["text/markdown"]
 
