@@ -246,6 +246,31 @@ async def test_load_replays_history_into_background():
         await client.close()
 
 
+async def test_a_replay_after_the_load_answer_is_waited_for_and_prompts_are_counted_once():
+    """Gemini CLI answers ``session/load`` and then replays the history: the load
+    is done when the replay goes quiet, so nothing of it lands in the next turn."""
+    from acp_kernel.client.host import ClientSettings, Limits
+
+    def text(kind: str, t: str) -> dict:
+        return {"sessionUpdate": kind, "content": {"type": "text", "text": t}}
+
+    history = []
+    for i in range(10):  # each prompt in two chunks, as an agent may send one message
+        history += [text("user_message_chunk", f"question {i} "), text("user_message_chunk", "(cont.)"),
+                    text("agent_message_chunk", f"answer {i}")]
+    settings = ClientSettings(limits=Limits(replay_quiet_seconds=2.0))
+    client = await Client(scripted_spec({"load": True, "history": history, "replay_after": 0.02}),
+                          settings=settings).start()
+    try:
+        session = await client.load_session("sess-old")
+        assert session.background.text == "".join(f"answer {i}" for i in range(10))
+        turn = session.begin("next")
+        await asyncio.wait_for(session.finish(turn), 30)
+        assert turn.text == "ok"  # the scripted agent's default answer, and nothing replayed
+    finally:
+        await client.close()
+
+
 def test_describe_auth_without_methods():
     assert "lists no methods" in describe_auth([])
 

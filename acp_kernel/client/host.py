@@ -53,6 +53,10 @@ class Limits:
     initialize_seconds: float = 180.0
     #: Timeout for every other request that is not ``session/prompt``.
     request_seconds: float = 60.0
+    #: After ``session/load`` answers, how long the agent's history replay must
+    #: stay quiet before the load counts as done (Gemini CLI answers first and
+    #: replays after); waited at most ``request_seconds`` in all.
+    replay_quiet_seconds: float = 0.5
 
 
 LIMIT_NAMES: tuple[str, ...] = tuple(Limits.__dataclass_fields__)

@@ -237,7 +237,9 @@ class Lifecycle:
         """After a resume or load: the number of earlier prompts and the
         last answer only (the text after the last user message)."""
         events = session.background.events
-        users = [i for i, e in enumerate(events) if isinstance(e, Chunk) and e.role == "user"]
+        # A prompt is one run of user chunks (agents may send one message in several).
+        chunks = [(i, e.role) for i, e in enumerate(events) if isinstance(e, Chunk)]
+        users = [i for n, (i, role) in enumerate(chunks) if role == "user" and (n == 0 or chunks[n - 1][1] != "user")]
         start = users[-1] + 1 if users else 0
         answer = "".join(e.text for e in events[start:] if isinstance(e, Chunk) and e.role == "agent")
         where = code(session.cwd)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -166,6 +167,8 @@ class Session:
     background: Turn = field(init=False)
     _active: Optional[Turn] = field(default=None, repr=False)
     _prompt_future: Optional[asyncio.Future[Any]] = field(default=None, repr=False)
+    #: When the last update outside a turn arrived (time.monotonic): a replay's pace.
+    _between_at: float = field(default=0.0, repr=False)
 
     def __post_init__(self) -> None:
         self.background = self._new_turn()
@@ -270,11 +273,30 @@ class Session:
     # -- updates ------------------------------------------------------------
 
     def apply(self, update: Any) -> None:
+        if self._active is None:
+            self._between_at = time.monotonic()
         if type(update) is dict:
             kind = update.get("sessionUpdate")
             if kind not in ("agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update"):
                 self._apply_state(kind, update)
         self.turn.apply_update(update)
+
+    async def replay_settled(self) -> bool:
+        """Wait until updates outside a turn (a load's replay) have been quiet for
+        ``limits.replay_quiet_seconds`` (counted from the call at the earliest: a
+        replay may start after the answer), at most ``limits.request_seconds``;
+        False when the agent was still replaying then."""
+        limits = self.settings.limits
+        start = time.monotonic()
+        end = start + limits.request_seconds
+        while True:
+            now = time.monotonic()
+            left = max(self._between_at, start) + limits.replay_quiet_seconds - now
+            if left <= 0:
+                return True
+            if now >= end:
+                return False
+            await asyncio.sleep(min(left, end - now))
 
     def _apply_state(self, kind: Any, update: dict[str, Any]) -> None:
         if kind == "available_commands_update":
@@ -694,6 +716,8 @@ class Client:
             raise
         if isinstance(result, dict):
             session._adopt(result)
+        if method == "session/load":  # some agents answer first and replay after
+            await session.replay_settled()
         return session
 
     async def list_sessions(self, cwd: str | None = None) -> list[dict[str, Any]]:

@@ -18,6 +18,8 @@ Scenario keys (all optional):
   ignore_eof      true: keep running after stdin closes (like real agents)
   request_ids     "int" (from 0, default) or "uuid"
   load            true: advertise loadSession and replay ``history`` on load
+  replay_after    seconds: answer session/load first, then replay ``history``
+                  one update each that many seconds (as Gemini CLI does)
   resume          true: advertise sessionCapabilities.resume and answer session/resume
   config_options  list offered as configOptions by session/new, load and resume;
                   session/set_config_option sets an option's currentValue
@@ -378,9 +380,17 @@ class Agent:
             send({"jsonrpc": "2.0", "id": rid, "result": {"sessionId": self.sid, **self.state(), **over}})
         elif method == "session/load":
             self.sid = params.get("sessionId")
-            for update in self.s.get("history", []):
-                self.update(update)
+            gap = self.s.get("replay_after")
+            if gap is None:
+                for update in self.s.get("history", []):
+                    self.update(update)
             send({"jsonrpc": "2.0", "id": rid, "result": self.state()})
+            if gap is not None:
+                def replay() -> None:
+                    for update in self.s.get("history", []):
+                        time.sleep(gap)
+                        self.update(update)
+                threading.Thread(target=replay, daemon=True).start()
         elif method == "session/prompt":
             with self.prompt_lock:
                 self.prompt_id = rid

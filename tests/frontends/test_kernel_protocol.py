@@ -142,10 +142,12 @@ async def test_load_shows_only_the_last_answer_and_hostile_strings_stay_inert(ac
     evil = "<img src=x onerror=alert(1)> \x1b]52;c;ZXZpbA==\x07 `a\nb`"
     scenario = {
         "load": True,
+        "replay_after": 0.01,  # answered first, replayed after (Gemini CLI): the load waits for it
         "history": [
             {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "first question"}},
             {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "FIRST ANSWER"}},
-            {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "second question"}},
+            {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "second "}},
+            {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "question"}},  # one prompt
             {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "second answer " + evil}},
         ],
         "new_session": {"modes": {"currentModeId": "m", "availableModes": [{"id": "m", "name": evil, "description": evil}]},
