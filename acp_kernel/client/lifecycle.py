@@ -195,6 +195,10 @@ class Lifecycle:
         """The notebook MCP server's tools offered to the running agent; None: not offered."""
         return self._notebook_tools if self._notebook_entry is not None else None
 
+    def notebook_started(self) -> bool:
+        """Whether the running agent started the notebook server it was offered."""
+        return self._notebook_entry is not None and self.parts.notebook_started(self._notebook_entry)
+
     def _withdraw_notebook(self) -> None:
         entry, self._notebook_entry = self._notebook_entry, None
         if entry is not None:

@@ -84,7 +84,14 @@ def status_lines(life: Lifecycle, name: Markdown, pty_target: str | None) -> lis
     offered = life.notebook_tools()
     if offered is not None:
         tools = [t for t in ("execute", "variables", "cells") if t in offered]
-        lines.append(M("- notebook MCP server: {}").format(text(", ".join(tools) or "no tools")))
+        line = M("- notebook MCP server: {}").format(text(", ".join(tools) or "no tools"))
+        if life.notebook_started():
+            line += M(" (the agent started it)")
+        elif client is not None and client.alive:
+            line += M(" offered; the agent has not started it (yet)")
+            if spec.mcp_note:
+                line += M(": ") + M("{}").format(text(spec.mcp_note))
+        lines.append(line)
     elif not life.notebook_mcp:
         lines.append(M("- notebook MCP server: off"))
     lines.append(M("- working directory: {}").format(code(life.cwd)))

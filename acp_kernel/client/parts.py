@@ -76,6 +76,10 @@ class Parts(Protocol):
     def withdraw_notebook(self, entry: dict[str, Any]) -> None:
         ...
 
+    def notebook_started(self, entry: dict[str, Any]) -> bool:
+        """Whether the agent started a server from ``entry`` (it connected at least once)."""
+        ...
+
     # -- passthrough terminals ------------------------------------------------------
 
     def resolve_terminal(self, words: list[str], config: Config, current: AgentSpec | None) -> Any:

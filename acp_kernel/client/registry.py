@@ -130,6 +130,9 @@ class AgentSpec:
     env_keys: tuple[str, ...] = ()
     #: The command a person runs once to sign the agent in (its own CLI).
     login: str = ""
+    #: Why the agent may take an MCP server and not start it, and what to do, shown
+    #: by ``%status`` while it has not started the notebook server.
+    mcp_note: str = ""
 
     def program(self) -> str:
         return self.command[0] if self.command else ""
@@ -335,6 +338,8 @@ BUILTIN: dict[str, AgentSpec] = {
             passthrough=PASSTHROUGH["gemini"],
             env_keys=("GEMINI_API_KEY",),
             login="gemini",
+            mcp_note=("Gemini CLI starts no MCP server in a folder it does not trust (its default): run `gemini` "
+                      "in this folder once and trust it, or add the folder to ~/.gemini/trustedFolders.json"),
         ),
         AgentSpec(
             "kimi",

@@ -36,6 +36,9 @@ class FrontendParts:
     def withdraw_notebook(self, entry: dict[str, Any]) -> None:
         notebook_mcp.withdraw(entry)
 
+    def notebook_started(self, entry: dict[str, Any]) -> bool:
+        return notebook_mcp.started(entry)
+
     def resolve_terminal(self, words: list[str], config: Config, current: AgentSpec | None) -> Any:
         return ptycell.resolve(words, config, current)
 

@@ -2,11 +2,12 @@
 read the notebook's cells) through a comm, with the user's permission.
 
 Kernel side: :func:`offer` a :class:`NotebookBridge` to get the ACP ``McpServerStdio``
-entry for a session, :func:`withdraw` it when the session ends. The server process is
+entry for a session, :func:`withdraw` it when the session ends; :func:`started` says
+whether the agent really started a server from it. The server process is
 ``python -m acp_kernel.notebook_mcp`` (:mod:`.server`); the comm wire is :mod:`.wire`.
 """
 
-from .host import NotebookBridge, RunView, offer, withdraw
+from .host import NotebookBridge, RunView, offer, started, withdraw
 from .wire import COMM_TARGET, TOOLS
 
-__all__ = ["COMM_TARGET", "TOOLS", "NotebookBridge", "RunView", "offer", "withdraw"]
+__all__ = ["COMM_TARGET", "TOOLS", "NotebookBridge", "RunView", "offer", "started", "withdraw"]

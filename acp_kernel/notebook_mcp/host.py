@@ -53,6 +53,8 @@ class NotebookBridge(Protocol):
 
 _bridges: dict[str, NotebookBridge] = {}
 _comms: dict[str, list[Any]] = {}
+#: Tokens a server has connected with at least once (the agent started it).
+_connected: set[str] = set()
 _tasks: set[asyncio.Task] = set()  # running tool calls (a task nobody holds may be collected)
 
 
@@ -99,9 +101,17 @@ def withdraw(entry: dict | str | None) -> None:
     if token is None:
         return
     _bridges.pop(token, None)
+    _connected.discard(token)
     for comm in _comms.pop(token, []):
         with contextlib.suppress(Exception):
             comm.close()
+
+
+def started(entry: dict | str | None) -> bool:
+    """Whether a server started from this :func:`offer` entry ever connected (the
+    agent really started it: an agent may take the entry and never start it)."""
+    token = token_of(entry) if entry is not None else None
+    return token is not None and token in _connected
 
 
 def note_for(tools_offered: list[str]) -> str:
@@ -128,6 +138,7 @@ def _on_open(comm: Any, msg: dict) -> None:
         comm.close()
         return
     _comms.setdefault(token, []).append(comm)
+    _connected.add(token)
     offered = [t for t in TOOLS if t in bridge.tools]
     comm.on_msg(lambda m: _on_msg(token, comm, m))
     comm.on_close(lambda m: _forget(token, comm))

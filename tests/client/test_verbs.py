@@ -129,3 +129,24 @@ async def test_status_lines_come_from_the_parts():
     text = fe.out.shown[-1]["text/markdown"]
     assert "- not running (starts with the next prompt)" in text
     assert "- permissions: " in text
+
+
+def test_status_says_whether_the_agent_started_the_notebook_server_and_why_not():
+    from types import SimpleNamespace
+
+    from acp_kernel.client.host import ClientSettings
+    from acp_kernel.client.output import status_lines
+
+    def lines(started: bool, note: str) -> str:
+        life = SimpleNamespace(
+            spec=SimpleNamespace(command=("gemini", "--acp"), mcp_note=note),
+            client=SimpleNamespace(alive=True, agent_info={"name": "gemini"}, transport=None), session=None,
+            settings=ClientSettings(), notebook_tools=lambda: frozenset({"execute", "cells"}),
+            notebook_started=lambda: started, notebook_mcp=True, cwd="/w")
+        return "\n".join(str(m) for m in status_lines(life, Markdown("gemini"), None))  # type: ignore[arg-type]
+
+    assert "- notebook MCP server: execute, cells (the agent started it)" in lines(True, "trust <b>it</b>")
+    waiting = lines(False, "trust <b>it</b> `a\nb`")
+    assert "execute, cells offered; the agent has not started it (yet): trust" in waiting
+    assert "<b>" not in waiting  # the note is text
+    assert BUILTIN["gemini"].mcp_note and "trustedFolders.json" in BUILTIN["gemini"].mcp_note

@@ -33,8 +33,12 @@ def tool_text(res) -> str:
 
 async def test_execute_sets_a_variable_the_next_cell_sees_and_the_run_shows_in_the_turn(magics):
     await magics.ok("%acp connect demo --permissions allow-all")
-    assert "notebook MCP server: execute, variables, cells" in (await magics.ok("%acp status")).text()
+    status = (await magics.ok("%acp status")).text()
+    # The demo agent starts the server when a prompt first needs it: offered, not started.
+    assert "notebook MCP server: execute, variables, cells offered; the agent has not started it" in status, status
     res = await magics.ok("%%acp\nnotebook run x = 41 + 1\nprint('<img src=x onerror=alert(1)>')", timeout=60)
+    status = (await magics.ok("%acp status")).text()
+    assert "notebook MCP server: execute, variables, cells (the agent started it)" in status, status
     shown = tool_text(res)
     assert "Run Python in this notebook" in shown, shown[-3000:]
     assert await magics.value("x") == "42"
