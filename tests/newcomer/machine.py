@@ -73,16 +73,22 @@ def clone_head(dest: Path) -> Path:
 def newcomer_env(bindir: Path, home: Path, tmpdir: Path) -> dict[str, str]:
     """The environment of someone who has just cloned the repository: the
     refusing ``python3`` first on PATH, a fresh HOME, no venv active, nothing
-    of this test run's Jupyter or acp-kernel settings. pip keeps its usual
-    cache and index settings (so wheels are reused, not fetched again)."""
+    of this test run's Jupyter or acp-kernel settings. pip and uv keep their
+    usual cache and index settings (so wheels are reused, not fetched again:
+    the fresh HOME would otherwise make uv download JupyterLab anew)."""
     pip_cache = subprocess.run([sys.executable, "-m", "pip", "cache", "dir"], capture_output=True,
                                text=True, timeout=60).stdout.strip()
+    uv = Path(sys.executable).with_name("uv")
+    uv_cache = subprocess.run([str(uv), "cache", "dir"], capture_output=True, text=True,
+                              timeout=60).stdout.strip() if uv.is_file() else ""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("JUPYTER", "ACP_", "PYTHON", "XDG_", "VIRTUAL_ENV", "CONDA"))}
     env.update({"PATH": os.pathsep.join([str(bindir), env.get("PATH", "")]), "HOME": str(home),
                 "TMPDIR": str(tmpdir)})
     if pip_cache and not pip_cache.startswith("ERROR"):
         env["PIP_CACHE_DIR"] = pip_cache
+    if uv_cache and "UV_CACHE_DIR" not in env:
+        env["UV_CACHE_DIR"] = uv_cache
     return env
 
 
