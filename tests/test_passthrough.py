@@ -99,6 +99,21 @@ async def test_prompt_reply_and_bracketed_paste(manager, tmp_path):
     assert term.exited.done() and not proctree.alive(term.pid)
 
 
+async def test_a_change_of_screen_counts_once_read_even_before_anyone_looked(manager, tmp_path):
+    """A CLI with no input box in the registry (the demo CLI): a paste counts as shown
+    when its echo has been read, not only once something else applied the reads (the
+    paste's wait sat out its whole 3 s window, each prompt, and a settle judged the
+    screen quiet on reads not yet applied)."""
+    term = manager.open("demo", DEMO_CLI, cwd=str(tmp_path))
+    assert await term.ready() == "idle"
+    seq = term._interrupt_seq
+    typed_at = asyncio.get_running_loop().time()
+    term.write("x")  # echoed into the demo CLI's input line
+    assert await term.wait_screen(lambda: term._changed_after(typed_at), 30, seq) == "ok"
+    assert not term._quiet_since(typed_at, 30)
+    await term.close()
+
+
 async def test_without_bracketed_paste_lines_are_submitted_one_by_one(manager, tmp_path):
     settings = Passthrough((*DEMO_CLI.command, "--no-bracketed-paste"), idle_seconds=0.3)
     term = manager.open("demo", settings, cwd=str(tmp_path))

@@ -673,7 +673,7 @@ class PassthroughTerminal:
         if box is not None:  # the box shows more than before (which may be a placeholder)
             typed = await self.wait_screen(lambda: self._box_took_paste(box, before), self.pace.confirm(), seq)
         else:
-            typed = await self.wait_screen(lambda: self._last_change > pasted_at, self.pace.confirm(), seq)
+            typed = await self.wait_screen(lambda: self._changed_after(pasted_at), self.pace.confirm(), seq)
         if typed == "interrupted" or typed == "exited":
             return typed, ""
         if typed == "timeout" and box is not None:
@@ -712,7 +712,7 @@ class PassthroughTerminal:
             return True
         box = self._box
         if box is None:
-            return self._last_change > self._submitted_at
+            return self._changed_after(self._submitted_at)
         if self._holds(text):
             return False
         screen = self.screen.text()
@@ -759,8 +759,15 @@ class PassthroughTerminal:
     def _changed_or_quiet(self, changed: Callable[[], bool], since: float, window: float) -> bool:
         return changed() or self._quiet_since(since, window)
 
+    def _changed_after(self, since: float) -> bool:
+        """The screen changed after ``since``, the reads so far applied (unapplied
+        reads leave ``_last_change`` where it was)."""
+        self.screen  # noqa: B018 - applies the reads so far (and _last_change)
+        return self._last_change > since
+
     def _quiet_since(self, since: float, window: float) -> bool:
         """The screen has not changed for ``window`` seconds since ``since`` (keys written then)."""
+        self.screen  # noqa: B018 - a read not yet applied is a change not yet seen
         return self._loop.time() - max(self._last_change, since) >= window
 
     def _holds(self, text: str) -> bool:
