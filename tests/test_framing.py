@@ -59,7 +59,7 @@ def test_encode_is_one_line_and_survives_lone_surrogates():
 
 
 @pytest.mark.slow
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=1000, deadline=None)  # 3,000 took 13 s of CI; 1,000 still cut every way
 @given(
     lines=st.lists(st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"")), max_size=20),
     cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=10),

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import random
 import uuid
 from collections import Counter
@@ -37,6 +38,9 @@ def quiet_connection_log():
 
 
 SETTINGS = dict(deadline=None, database=None, suppress_health_check=list(HealthCheck))
+#: Examples of the dispatch fuzz: 400 in the suite (its CPU is a tenth of CI's budget at
+#: 1,200; the seeded soak below adds longer streams); ACP_FUZZ_EXAMPLES=N for a longer hunt.
+DISPATCH_EXAMPLES = int(os.environ.get("ACP_FUZZ_EXAMPLES", "400"))
 
 # -- strategies -------------------------------------------------------------------
 
@@ -278,7 +282,7 @@ def run_case(items, cuts, max_line, crlf, outgoing) -> None:
 
 
 @pytest.mark.slow
-@settings(max_examples=1200, **SETTINGS)
+@settings(max_examples=DISPATCH_EXAMPLES, **SETTINGS)
 @given(items=st.lists(item, max_size=25), cuts=st.lists(st.integers(0, 10_000), max_size=12),
        max_line=st.sampled_from([40, 120, 400, 1 << 20]), crlf=st.booleans(), outgoing=st.integers(0, 3))
 def test_dispatch_fuzz_every_request_answered_exactly_once(items, cuts, max_line, crlf, outgoing):
