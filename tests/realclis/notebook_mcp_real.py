@@ -25,6 +25,22 @@ call it was told to make, the result it sent back) and the processes under the k
 
 NAME: gemini, opencode, claude-agent-acp (python3 kernel), NAME:acp (the ACP kernel's ``cells``),
 claude:passthrough.
+
+Ask mode (issue 23): how many questions one ``execute`` shows under ``--permissions ask``.
+
+    python tests/realclis/notebook_mcp_real.py --ask [NAME ...] [--kernel-pythonpath DIR] [--json FILE]
+
+(or NAME:ask specs). The python3 kernel is a notebook's (``JPY_SESSION_NAME`` set, a widget
+manager announced), the agent is connected with ``--permissions ask`` behind acp_tee.py (a
+transparent stdio proxy that logs its ``session/request_permission`` requests and tool call
+updates), and ``%%acp TOOL:execute {"code": "x = 41 + 1"}`` runs while every permission block of
+the turn widget is answered with its ``allow_once`` option ("Allow once") through the widget's
+comm, as the page's button does, each as it appears. Recorded: the questions (the agent's own,
+and our server's "Run Python in this notebook's kernel"), whether the agent's showed the code,
+``x == 42`` in the next cell, and each request's shape (rawInput, content text, the tool call's
+earlier announced input). ``--kernel-pythonpath DIR`` puts DIR first on the kernel's PYTHONPATH
+(an older checkout of acp_kernel, e.g. a git worktree); the row records the ``acp_kernel.__file__``
+the kernel imported and the PYTHONPATH our server process got.
 """
 
 from __future__ import annotations
@@ -32,6 +48,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import queue
 import shlex
 import signal
 import subprocess
@@ -44,7 +61,7 @@ from typing import Any, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from clis import KIMI_BIN, NPM_BIN, prepare  # noqa: E402
-from run_matrix import Notebook, alive, cmdline, descendants, kernelspec_dir, under, wait_for  # noqa: E402
+from run_matrix import Cell, Notebook, alive, cmdline, descendants, kernelspec_dir, under, wait_for  # noqa: E402
 from stub_model_server import StubServer  # noqa: E402
 
 SERVER_MARK = "acp_kernel.notebook_mcp"
@@ -52,6 +69,10 @@ VARIABLES = "TOOL:variables {}"
 EXECUTE = 'TOOL:execute {"code": "x = 41 + 1"}'
 CELLS = "TOOL:cells {}"
 FIRST_ACP_CELL = "echo alpha-one"
+EXECUTE_CODE = "x = 41 + 1"
+#: The title of our own server's question (acp_kernel.client.notebook.EXECUTE_TITLE).
+SERVER_TITLE = "Run Python in this notebook's kernel"
+TEE = Path(__file__).resolve().parent / "acp_tee.py"
 
 
 @dataclass(frozen=True)
@@ -346,6 +367,249 @@ def run_passthrough(name: str, base: Path, timeout: float = 120.0) -> McpRow:
     return row
 
 
+# -- ask mode: questions per execute (issue 23) ---------------------------------------
+
+
+@dataclass
+class Question:
+    """One permission block of the turn widget."""
+
+    title: str
+    detail: str
+    options: list[str]
+    ours: bool  # our server's own question (its title)
+    clicked: str = ""  # the option we answered with
+    state: str = "asking"
+    chosen: str = ""
+    shows_code: bool = False  # the code to run is in what the question shows
+
+
+@dataclass
+class AskRow:
+    agent: str
+    version: str = ""
+    kernel_acp_kernel: str = ""  # acp_kernel.__file__ inside the kernel
+    server_pythonpath: str = "?"  # PYTHONPATH of our server process (from /proc)
+    connected: bool = False
+    questions: list[Question] = field(default_factory=list)
+    fallback_questions: int = 0  # "Permission requested" blocks in the cell's final text
+    execute_ok: bool = False
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    requests: list[dict[str, Any]] = field(default_factory=list)  # the shape of each session/request_permission
+    seconds: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def agents_questions(self) -> list[Question]:
+        return [q for q in self.questions if not q.ours]
+
+    def servers_questions(self) -> list[Question]:
+        return [q for q in self.questions if q.ours]
+
+
+def _record_output(cell: Cell, msg: dict[str, Any]) -> None:
+    """What Notebook.pump does with one iopub message of its cell."""
+    kind, content = msg["msg_type"], msg["content"]
+    if kind == "status" and content.get("execution_state") == "idle":
+        cell.done = True
+    elif kind in ("stream", "display_data", "execute_result", "error", "update_display_data"):
+        cell.outputs.append(content)
+        if kind == "error":
+            cell.status = "error"
+
+
+def _allow_once(options: list[dict[str, Any]]) -> Optional[dict[str, Any]]:
+    return (next((o for o in options if o.get("kind") == "allow_once"), None)
+            or next((o for o in options if "Allow once" in str(o.get("name", ""))), None))
+
+
+def run_answering(nb: Notebook, code: str, timeout: float) -> tuple[Cell, list[Question]]:
+    """Run a cell; answer every permission block of its turn widget with "Allow once" through
+    the widget comm as soon as it asks (tests/view/turnclick.py, for each block, not the first)."""
+    cell = nb.send(code)
+    seen: dict[tuple[str, str], Question] = {}
+    end = time.monotonic() + timeout
+    while not cell.done:
+        left = end - time.monotonic()
+        if left <= 0:
+            break
+        try:
+            msg = nb.kc.get_iopub_msg(timeout=min(left, 0.5))
+        except queue.Empty:
+            continue
+        if msg.get("parent_header", {}).get("msg_id") == cell.msg_id:
+            _record_output(cell, msg)
+        if msg["msg_type"] not in ("comm_open", "comm_msg"):
+            continue
+        comm_id = msg["content"].get("comm_id", "")
+        state = (msg["content"].get("data") or {}).get("state") or {}
+        for key, block in state.items():
+            if not (key.startswith("b:") and isinstance(block, dict) and block.get("type") == "permission"):
+                continue
+            q = seen.get((comm_id, key))
+            if q is None:
+                title, detail = str(block.get("title", "")), str(block.get("detail", ""))
+                q = seen[(comm_id, key)] = Question(
+                    title, detail, [str(o.get("name", "")) for o in block.get("options", [])],
+                    ours=title.startswith(SERVER_TITLE), shows_code=EXECUTE_CODE in title + "\n" + detail)
+            q.state, q.chosen = str(block.get("state", "")), str(block.get("chosen", ""))
+            if q.state == "asking" and not q.clicked:
+                option = _allow_once(block.get("options", []))
+                if option is None:
+                    continue
+                click = nb.kc.session.msg("comm_msg", {"comm_id": comm_id, "data": {
+                    "method": "custom", "content": {"type": "answer", "block": key, "option": option["id"]}}})
+                nb.kc.shell_channel.send(click)
+                q.clicked = str(option.get("name", ""))
+    return cell, list(seen.values())
+
+
+def _text_items(content: Any) -> list[str]:
+    out = []
+    for item in content if isinstance(content, list) else []:
+        inner = item.get("content") if isinstance(item, dict) else None
+        if isinstance(inner, dict) and inner.get("type") == "text":
+            out.append(str(inner.get("text", "")))
+    return out
+
+
+def request_shapes(tee_log: Path) -> tuple[str, list[dict[str, Any]]]:
+    """The agent's name and version (its initialize answer) and, for each of its permission
+    requests, what it carried and what its tool call had announced before."""
+    version = ""
+    announced: dict[str, dict[str, Any]] = {}  # toolCallId -> what the updates before the question said
+    shapes = []
+    for entry in log_entries(tee_log):
+        msg = entry["msg"]
+        info = (msg.get("result") or {}).get("agentInfo") if isinstance(msg.get("result"), dict) else None
+        if info:
+            version = f"{info.get('name', '')} {info.get('version', '')}".strip()
+        if msg.get("method") == "session/update":
+            update = msg["params"]["update"]
+            seen = announced.setdefault(str(update.get("toolCallId")), {"rawInput": None, "texts": []})
+            if update.get("rawInput") is not None:
+                seen["rawInput"] = update["rawInput"]
+            seen["texts"] += _text_items(update.get("content"))
+        elif msg.get("method") == "session/request_permission":
+            call = msg["params"].get("toolCall") or {}
+            before = announced.get(str(call.get("toolCallId")), {"rawInput": None, "texts": []})
+            shapes.append({
+                "title": call.get("title"), "kind": call.get("kind"), "keys": sorted(call),
+                "rawInput": call.get("rawInput"),
+                "content_texts": [t[:300] for t in _text_items(call.get("content"))],
+                "announced_rawInput": before["rawInput"],
+                "announced_texts": [t[:300] for t in before["texts"]][:5],
+                "options": [f"{o.get('name')} ({o.get('kind')})" for o in msg["params"].get("options", [])],
+            })
+    return version, shapes
+
+
+def environ_of(pid: int) -> dict[str, str]:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            pairs = f.read().split(b"\0")
+    except OSError:
+        return {}
+    return dict(p.decode(errors="replace").partition("=")[::2] for p in pairs if b"=" in p)
+
+
+def run_ask(name: str, base: Path, timeout: float = 120.0, pythonpath: str = "", agent_allow: bool = True) -> AskRow:
+    """``%acp connect --permissions ask`` a real agent (behind acp_tee.py) in a python3 kernel
+    that a notebook drives; one execute, every question answered "Allow once".
+
+    ``agent_allow=False``: the claude profile without its ``mcp__notebook`` allow rule, so
+    Claude Code asks about the call itself (clis.py keeps the rule for the TUI runs)."""
+    agent = ACP_AGENTS[name]
+    row = AskRow(name if agent_allow else f"{name} (no allow rule)")
+    work = base / f"{name}-ask{'' if agent_allow else '-noallow'}"
+    work.mkdir(parents=True, exist_ok=True)
+    log, tee_log = work / "stub.jsonl", work / "acp.jsonl"
+    server = StubServer(0, log).start()
+    nb: Optional[Notebook] = None
+    try:
+        setup = prepare(agent.profile, server.url, work / "home", work / "cwd")
+        if not agent_allow and agent.profile == "claude":
+            settings_file = work / "home" / ".claude" / "settings.json"
+            settings = json.loads(settings_file.read_text())
+            settings["permissions"]["allow"] = []
+            settings_file.write_text(json.dumps(settings))
+            row.notes.append("~/.claude/settings.json: permissions.allow = []")
+        env = _environment(work, base, {**setup.env, **dict(agent.env)}, {})
+        env["JPY_SESSION_NAME"] = str(work / "cwd" / "ask.ipynb")  # as Jupyter Server starts kernels
+        if pythonpath:
+            env["PYTHONPATH"] = os.pathsep.join(p for p in (pythonpath, env.get("PYTHONPATH", "")) if p)
+        nb = Notebook(env, work / "cwd", kernel_name="python3")
+        nb.run("%load_ext acp_kernel", 60)
+        msg_id = nb.kc.comm_info(target_name="jupyter.widget")  # a widget manager says hello
+        while nb.kc.get_shell_msg(timeout=30)["parent_header"].get("msg_id") != msg_id:
+            pass
+        row.kernel_acp_kernel = cell_value(nb, "__import__('acp_kernel').__file__")
+        nb.run("x = 5", 30)
+        argv = [sys.executable, str(TEE), str(tee_log), "--", *agent.argv()]
+        t0 = time.monotonic()
+        conn = nb.run(f"%acp connect --command {shlex.join(argv)} --permissions ask", timeout)
+        row.seconds["connect"] = round(time.monotonic() - t0, 2)
+        row.connected = conn.done and "Connected" in conn.text() and "UsageError" not in conn.text()
+        if not row.connected:
+            row.notes.append("connect: " + _short(conn.text(), 300))
+            return row
+        t0 = time.monotonic()
+        cell, row.questions = run_answering(nb, f"%%acp\n{EXECUTE}", timeout)
+        row.seconds["execute turn"] = round(time.monotonic() - t0, 2)
+        if not cell.done:
+            row.notes.append(f"execute turn: not done in {timeout} s")
+            nb.km.interrupt_kernel()
+            nb.pump(lambda: cell.done, 30)
+        row.fallback_questions = cell.text().count("Permission requested")
+        servers = servers_under(nb.pid)
+        if servers:
+            row.server_pythonpath = environ_of(min(servers)).get("PYTHONPATH", "")
+        row.execute_ok = cell_value(nb, "x") == "42"
+        if not row.execute_ok:
+            row.notes.append("execute turn: " + _short(cell_value(nb, "_acp.text"), 300))
+        unanswered = [q.title for q in row.questions if not q.clicked]
+        if unanswered:
+            row.notes.append(f"not answered (no Allow once): {unanswered}")
+        nb.run("%acp disconnect", 60)
+        wait_for(lambda: not any(alive(p) for p in servers), 15)
+    except Exception as exc:
+        row.notes.append(f"harness: {type(exc).__name__}: {exc}"[:300])
+    finally:
+        row.version, row.requests = request_shapes(tee_log)
+        row.calls = [e["call"] for e in log_entries(log) if "call" in e]
+        _finish(McpRow(name, "python3"), nb, work, log, server)
+    return row
+
+
+def ask_table(rows: list[AskRow]) -> str:
+    lines = ["| agent | version | kernel's acp_kernel | questions shown (agent's / server's) | "
+             "code in the agent's question | all answered Allow once | x == 42 | seconds | notes |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        mine, ours = r.agents_questions(), r.servers_questions()
+        code = "-" if not mine else ("yes" if all(q.shows_code for q in mine) else "NO")
+        answered = all(q.clicked and q.state == "answered" for q in r.questions)
+        secs = ", ".join(f"{k} {v}" for k, v in r.seconds.items())
+        lines.append(f"| {r.agent} | {r.version or '?'} | {r.kernel_acp_kernel} | {len(r.questions)} "
+                     f"({len(mine)} / {len(ours)}) | {code} | {'yes' if answered else 'NO'} | "
+                     f"{'yes' if r.execute_ok else 'NO'} | {secs} | {'; '.join(r.notes).replace('|', '/')} |")
+    return "\n".join(lines)
+
+
+def ask_details(rows: list[AskRow]) -> str:
+    """Each question as shown, and each request's shape."""
+    out = []
+    for r in rows:
+        out.append(f"## {r.agent} ({r.version or '?'}), kernel imported {r.kernel_acp_kernel}, "
+                   f"server PYTHONPATH={r.server_pythonpath!r}, "
+                   f"'Permission requested' in the final text: {r.fallback_questions}")
+        for q in r.questions:
+            out.append(f"- question {'(server)' if q.ours else '(agent)'}: {q.title!r} -> {q.state} {q.chosen!r}; "
+                       f"shows the code: {q.shows_code}; detail: {_short(q.detail, 300)!r}")
+        for shape in r.requests:
+            out.append("- request_permission: " + json.dumps(shape)[:1500])
+    return "\n".join(out)
+
+
 def table(rows: list[McpRow]) -> str:
     def yn(v: bool) -> str:
         return "yes" if v else "NO"
@@ -380,9 +644,30 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--json", type=Path)
     ap.add_argument("--timeout", type=float, default=120.0)
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
+    ap.add_argument("--ask", action="store_true", help="ask mode: questions per execute (NAME:ask for one)")
+    ap.add_argument("--kernel-pythonpath", default="", help="ask mode: first on the kernel's PYTHONPATH")
+    ap.add_argument("--no-agent-allow", action="store_true",
+                    help="ask mode: the claude profile without its mcp__notebook allow rule (Claude Code asks too)")
     args = ap.parse_args(argv)
     names = args.names or [n for n, a in ACP_AGENTS.items() if a.installed()]
     base = Path(tempfile.mkdtemp(prefix="realcli-mcp-"))
+    asks = [n.partition(":")[0] for n in names if args.ask or n.endswith(":ask")]
+    if asks:
+        ask_rows = []
+        for name in asks:
+            print(f"... {name} (ask)", file=sys.stderr, flush=True)
+            ask_rows.append(run_ask(name, base, args.timeout, args.kernel_pythonpath, not args.no_agent_allow))
+            print(ask_table(ask_rows[-1:]).splitlines()[-1], file=sys.stderr, flush=True)
+        print(ask_table(ask_rows))
+        print(ask_details(ask_rows))
+        if args.json:
+            args.json.write_text(json.dumps([asdict(r) for r in ask_rows], indent=1), encoding="utf-8")
+        names = [n for n in names if not (args.ask or n.endswith(":ask"))]
+        if not names:
+            print(f"work directory: {base}", file=sys.stderr)
+            if not args.keep:
+                subprocess.run(["rm", "-rf", str(base)], check=False)
+            return 0
     rows = []
     for spec in names:
         print(f"... {spec}", file=sys.stderr, flush=True)
