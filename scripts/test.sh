@@ -20,11 +20,10 @@ export ACP_REQUIRE_BROWSER=1
 # before the suite starts; `bash scripts/lint.sh` runs them alone.
 step "running the gates (scripts/lint.sh: ruff, lazy imports, import layers, mypy)"
 PYTHON="$VENV_PYTHON" bash scripts/lint.sh
-# Two workers a core: tests wait on processes (kernels, agents, PTYs, a browser) between
-# bursts of CPU; with three on 2 cores the run used 1.3 cores of 2 (user+sys 884 s in
-# 670 s). Tests that share servers (JupyterLab, Chromium, the real CLIs) run in groups, one
-# worker each (tests/conftest.py groups them and stops the run if pytest-xdist loses a
-# group); `-n 0` runs everything in this process, ACP_TEST_WORKERS=N sets the number.
-workers="${ACP_TEST_WORKERS:-$(( 2 * $(nproc 2>/dev/null || echo 2) ))}"
-step "running the tests (the whole suite on $workers workers)"
-exec python -m pytest -n "$workers" --dist loadgroup -o console_output_style=count "$@"
+# Three workers on a 2-core machine: tests wait on processes (kernels, agents, PTYs, a
+# browser) between bursts of CPU, and three keep both cores busy. Tests that share servers
+# (JupyterLab, Chromium, the real CLIs) run in groups, one worker each (tests/conftest.py
+# groups them and stops the run if pytest-xdist loses a group); `-n 0` runs everything in
+# this process.
+step "running the tests (the whole suite on three workers)"
+exec python -m pytest -n 3 --dist loadgroup -o console_output_style=count "$@"
