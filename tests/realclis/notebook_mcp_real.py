@@ -61,7 +61,8 @@ from typing import Any, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from clis import KIMI_BIN, NPM_BIN, prepare  # noqa: E402
-from run_matrix import Cell, Notebook, alive, cmdline, descendants, kernelspec_dir, under, wait_for  # noqa: E402
+from run_matrix import (Cell, Notebook, alive, cmdline, descendants, kernelspec_dir, record_output,  # noqa: E402
+                        under, wait_for)
 from stub_model_server import StubServer  # noqa: E402
 
 SERVER_MARK = "acp_kernel.notebook_mcp"
@@ -218,6 +219,17 @@ def _finish(row: McpRow, nb: Optional[Notebook], work: Path, log: Path, server: 
     server.stop()
 
 
+def _connect(nb: Notebook, row: Any, argv: list[str], permissions: str, timeout: float) -> bool:
+    """``%acp connect`` the agent; its time, and why not in ``row.notes``."""
+    t0 = time.monotonic()
+    conn = nb.run(f"%acp connect --command {shlex.join(argv)} --permissions {permissions}", timeout)
+    row.seconds["connect"] = round(time.monotonic() - t0, 2)
+    row.connected = conn.done and "Connected" in conn.text() and "UsageError" not in conn.text()
+    if not row.connected:
+        row.notes.append("connect: " + _short(conn.text(), 300))
+    return row.connected
+
+
 def run_python3(name: str, base: Path, timeout: float = 120.0) -> McpRow:
     """``%acp connect --command`` a real ACP agent in a python3 kernel; variables, then execute."""
     agent = ACP_AGENTS[name]
@@ -233,12 +245,7 @@ def run_python3(name: str, base: Path, timeout: float = 120.0) -> McpRow:
                       kernel_name="python3")
         nb.run("%load_ext acp_kernel", 60)
         nb.run("x = 5", 30)
-        t0 = time.monotonic()
-        conn = nb.run(f"%acp connect --command {shlex.join(agent.argv())} --permissions allow-all", timeout)
-        row.seconds["connect"] = round(time.monotonic() - t0, 2)
-        row.connected = conn.done and "Connected" in conn.text() and "UsageError" not in conn.text()
-        if not row.connected:
-            row.notes.append("connect: " + _short(conn.text(), 300))
+        if not _connect(nb, row, agent.argv(), "allow-all", timeout):
             return row
         status = nb.run("%acp status", 30).text()
         if "notebook MCP server" in status:
@@ -406,17 +413,6 @@ class AskRow:
         return [q for q in self.questions if q.ours]
 
 
-def _record_output(cell: Cell, msg: dict[str, Any]) -> None:
-    """What Notebook.pump does with one iopub message of its cell."""
-    kind, content = msg["msg_type"], msg["content"]
-    if kind == "status" and content.get("execution_state") == "idle":
-        cell.done = True
-    elif kind in ("stream", "display_data", "execute_result", "error", "update_display_data"):
-        cell.outputs.append(content)
-        if kind == "error":
-            cell.status = "error"
-
-
 def _allow_once(options: list[dict[str, Any]]) -> Optional[dict[str, Any]]:
     return (next((o for o in options if o.get("kind") == "allow_once"), None)
             or next((o for o in options if "Allow once" in str(o.get("name", ""))), None))
@@ -437,7 +433,7 @@ def run_answering(nb: Notebook, code: str, timeout: float) -> tuple[Cell, list[Q
         except queue.Empty:
             continue
         if msg.get("parent_header", {}).get("msg_id") == cell.msg_id:
-            _record_output(cell, msg)
+            record_output(cell, msg)
         if msg["msg_type"] not in ("comm_open", "comm_msg"):
             continue
         comm_id = msg["content"].get("comm_id", "")
@@ -545,12 +541,7 @@ def run_ask(name: str, base: Path, timeout: float = 120.0, pythonpath: str = "",
         row.kernel_acp_kernel = cell_value(nb, "__import__('acp_kernel').__file__")
         nb.run("x = 5", 30)
         argv = [sys.executable, str(TEE), str(tee_log), "--", *agent.argv()]
-        t0 = time.monotonic()
-        conn = nb.run(f"%acp connect --command {shlex.join(argv)} --permissions ask", timeout)
-        row.seconds["connect"] = round(time.monotonic() - t0, 2)
-        row.connected = conn.done and "Connected" in conn.text() and "UsageError" not in conn.text()
-        if not row.connected:
-            row.notes.append("connect: " + _short(conn.text(), 300))
+        if not _connect(nb, row, argv, "ask", timeout):
             return row
         t0 = time.monotonic()
         cell, row.questions = run_answering(nb, f"%%acp\n{EXECUTE}", timeout)

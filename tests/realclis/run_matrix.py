@@ -87,6 +87,17 @@ class Cell:
         return "\n".join(parts)
 
 
+def record_output(cell: Any, msg: dict) -> None:
+    """One iopub message of ``cell``'s: its outputs, its status, its end."""
+    kind, content = msg["msg_type"], msg["content"]
+    if kind == "status" and content.get("execution_state") == "idle":
+        cell.done = True
+    elif kind in ("stream", "display_data", "execute_result", "error", "update_display_data"):
+        cell.outputs.append(content)
+        if kind == "error":
+            cell.status = "error"
+
+
 class Notebook:
     """A kernel and a client; cells are sent in order and their outputs collected by msg_id."""
 
@@ -121,13 +132,7 @@ class Notebook:
             cell = self.cells.get(msg.get("parent_header", {}).get("msg_id", ""))
             if cell is None:
                 continue
-            kind, content = msg["msg_type"], msg["content"]
-            if kind == "status" and content.get("execution_state") == "idle":
-                cell.done = True
-            elif kind in ("stream", "display_data", "execute_result", "error", "update_display_data"):
-                cell.outputs.append(content)
-                if kind == "error":
-                    cell.status = "error"
+            record_output(cell, msg)
         return True
 
     def run(self, code: str, timeout: float) -> Cell:
