@@ -90,7 +90,7 @@ def status_lines(life: Lifecycle, name: Markdown, pty_target: str | None) -> lis
         elif client is not None and client.alive:
             line += M(" offered; the agent has not started it (yet)")
             if spec.mcp_note:
-                line += M(": ") + M("{}").format(text(spec.mcp_note))
+                line += M(": {}").format(text(spec.mcp_note))
         lines.append(line)
     elif not life.notebook_mcp:
         lines.append(M("- notebook MCP server: off"))

@@ -52,9 +52,9 @@ class NotebookBridge(Protocol):
 
 
 _bridges: dict[str, NotebookBridge] = {}
+#: The open comms of each token; a token is a key from its first connection (the agent
+#: started a server) until it is withdrawn.
 _comms: dict[str, list[Any]] = {}
-#: Tokens a server has connected with at least once (the agent started it).
-_connected: set[str] = set()
 _tasks: set[asyncio.Task] = set()  # running tool calls (a task nobody holds may be collected)
 
 
@@ -101,7 +101,6 @@ def withdraw(entry: dict | str | None) -> None:
     if token is None:
         return
     _bridges.pop(token, None)
-    _connected.discard(token)
     for comm in _comms.pop(token, []):
         with contextlib.suppress(Exception):
             comm.close()
@@ -111,7 +110,7 @@ def started(entry: dict | str | None) -> bool:
     """Whether a server started from this :func:`offer` entry ever connected (the
     agent really started it: an agent may take the entry and never start it)."""
     token = token_of(entry) if entry is not None else None
-    return token is not None and token in _connected
+    return token is not None and token in _comms
 
 
 def note_for(tools_offered: list[str]) -> str:
@@ -138,7 +137,6 @@ def _on_open(comm: Any, msg: dict) -> None:
         comm.close()
         return
     _comms.setdefault(token, []).append(comm)
-    _connected.add(token)
     offered = [t for t in TOOLS if t in bridge.tools]
     comm.on_msg(lambda m: _on_msg(token, comm, m))
     comm.on_close(lambda m: _forget(token, comm))

@@ -331,7 +331,7 @@ class Action:
         elif raw_input is not None:
             rest = json.dumps(raw_input, ensure_ascii=False, default=repr)
         return cls(kind, command_line(raw_input), code_of(raw_input), cwd, env, touched_paths(raw_input, locations), rest,
-                   source if raw_input is not None else "")
+                   source)
 
     def text(self) -> str:
         """The whole payload as plain text (a command alone: just its line; paths
