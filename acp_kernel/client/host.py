@@ -57,6 +57,9 @@ class Limits:
     #: stay quiet before the load counts as done (Gemini CLI answers first and
     #: replays after); waited at most ``request_seconds`` in all.
     replay_quiet_seconds: float = 0.5
+    #: How long ``session/close`` may take (``%new``, another agent, shutdown, the
+    #: CLI's end): short, so shutting down never waits long on an agent.
+    close_seconds: float = 2.0
 
 
 LIMIT_NAMES: tuple[str, ...] = tuple(Limits.__dataclass_fields__)
@@ -70,7 +73,8 @@ class ClientSettings:
     #: Run ``terminal/create`` requests that pack a shell line into ``command``
     #: (no ``args``) through the shell, as real agents need. False = strict.
     shell_fallback: bool = True
-    #: Extra directories (besides each session's cwd) the agent may use.
+    #: Workspace roots besides the cwd for new sessions (config ``extra_roots``,
+    #: ``%cwd add``): sent as ``additionalDirectories`` to an agent that takes them.
     extra_roots: list[str] = field(default_factory=list)
     #: Default ``outputByteLimit`` when the agent gives none.
     terminal_output_limit: int = 1024 * 1024
@@ -86,6 +90,9 @@ class SessionContext(Protocol):
 
     id: str
     cwd: str
+    #: The other workspace roots the agent was given (``additionalDirectories``):
+    #: with ``cwd``, exactly the roots the file policy treats as inside.
+    additional_directories: list[str]
     settings: ClientSettings
     #: True while someone (a widget, a terminal prompt) can answer a question.
     interactive: bool

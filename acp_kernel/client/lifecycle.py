@@ -124,6 +124,8 @@ class Lifecycle:
             self.spec = adhoc_agent(got.command)
         if os.path.isdir(got.cwd):
             self.cwd = got.cwd
+        if got.roots:
+            self.settings.extra_roots = [r for r in got.roots if os.path.isdir(r)]
         self.want_session = got.session_id or None
         if got.passthrough:
             self.route.restore(got.passthrough, got.passthrough_prompt)
@@ -134,7 +136,8 @@ class Lifecycle:
         try:
             store.remember(self.key, store.Remembered(
                 self.spec.name, list(self.spec.command), session.id if session else "",
-                session.cwd if session else self.cwd, self.default_name, agent, prompt))
+                session.cwd if session else self.cwd, self.default_name, agent, prompt,
+                list(self.settings.extra_roots)))
         except OSError:
             pass  # nothing to resume after a restart; the notebook works on
 
@@ -235,7 +238,25 @@ class Lifecycle:
     def opened(self, session: Session) -> Session:
         self.session = session
         self.remember()
+        if self.settings.extra_roots and not session.client.can("additionalDirectories"):
+            self.say(Markdown("*{} takes no additional directories (it does not advertise "
+                              "`sessionCapabilities.additionalDirectories`): {} were not given to it, and "
+                              "its file requests stay inside {}.*").format(
+                self.name, Markdown(", ").join(code(r) for r in self.settings.extra_roots), code(session.cwd)))
         return session
+
+    async def close_session(self) -> None:
+        """The notebook is done with its current session (``%new``, ``%load``):
+        ``session/close`` where the agent offers it; an agent's failure to close
+        is said, never raised (the user's action goes on)."""
+        client, session = self.client, self.session
+        self.session = None
+        if client is None or session is None:
+            return
+        why = await client.close_session(session.id)
+        if why is not None:
+            self.say(Markdown("*Session {} was not closed cleanly by the agent ({}); going on.*").format(
+                code(session.id), text(why)))
 
     def show_history(self, session: Session, verb: str) -> None:
         """After a resume or load: the number of earlier prompts and the

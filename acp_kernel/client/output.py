@@ -95,4 +95,19 @@ def status_lines(life: Lifecycle, name: Markdown, pty_target: str | None) -> lis
     elif not life.notebook_mcp:
         lines.append(M("- notebook MCP server: off"))
     lines.append(M("- working directory: {}").format(code(life.cwd)))
+    lines += roots_lines(life.settings.extra_roots, session, client)
+    return lines
+
+
+def roots_lines(wanted: list[str], session: Any, client: Any) -> list[Markdown]:
+    """The workspace roots besides the cwd: those the session's agent was given
+    (the file policy's), and those it was not (yet, or ever)."""
+    M, given = Markdown, session.additional_directories if session is not None else []
+    lines = [M("- additional directories: {}").format(M(", ").join(code(r) for r in given))] if given else []
+    left = [r for r in wanted if r not in given]
+    if left:
+        why = ("the agent takes none" if client is not None and client.alive and not client.can("additionalDirectories")
+               else "for new sessions")
+        lines.append(M("- additional directories not given to the agent ({}): {}").format(
+            text(why), M(", ").join(code(r) for r in left)))
     return lines

@@ -156,11 +156,16 @@ class Session:
     cwd: str
     settings: ClientSettings
     interactive: bool = False
+    #: The other workspace roots the agent was given (``additionalDirectories``).
+    additional_directories: list[str] = field(default_factory=list)
     modes: Optional[dict[str, Any]] = None
     models: Optional[dict[str, Any]] = None
     config_options: list[dict[str, Any]] = field(default_factory=list)
     commands: list[dict[str, Any]] = field(default_factory=list)
+    #: From the agent's ``session_info_update`` (its text: escape it to show).
     title: Optional[str] = None
+    #: ISO 8601 time of the session's last activity, as the agent last said it.
+    updated_at: Optional[str] = None
     usage: Optional[dict[str, Any]] = None
     turns: list[Turn] = field(default_factory=list)
     #: Updates outside any turn (before the first prompt, history replay).
@@ -310,8 +315,11 @@ class Session:
         elif kind == "config_option_update":
             self._take_config_options(update.get("configOptions"))
         elif kind == "session_info_update":
-            if "title" in update:
-                self.title = update.get("title")
+            # Only the fields sent change; null clears; a value of another type is dropped.
+            for key, attr in (("title", "title"), ("updatedAt", "updated_at")):
+                if key in update:
+                    value = update[key]
+                    setattr(self, attr, value if type(value) is str else None)
         elif kind == "usage_update":
             self.usage = update
 
@@ -557,6 +565,8 @@ class Client:
         self.interactive = interactive
         self.max_line = max_line
         self.sessions: dict[str, Session] = {}
+        #: Sessions this client is done with: their late updates and requests are refused.
+        self._closed: set[str] = set()
         self.needs_restart = False
         self.init: dict[str, Any] = {}
         self.reports: list[Notice] = []
@@ -621,8 +631,10 @@ class Client:
         return await self.conn.request(method, params, timeout=seconds if seconds > 0 else None, setting=setting)
 
     async def close(self) -> None:
-        """End every terminal, close stdin, give the agent a moment, end its tree."""
+        """Close every session (``session/close`` where offered, bounded), end every
+        terminal, close stdin, give the agent a moment, end its tree."""
         try:
+            await asyncio.gather(*(self.close_session(sid) for sid in list(self.sessions)))
             if self.services is not None:
                 await self.services.shutdown()
             if self.conn is not None:
@@ -657,18 +669,22 @@ class Client:
         return [m for m in methods if isinstance(m, dict)] if isinstance(methods, list) else []
 
     def can(self, feature: str) -> bool:
-        """``load``, ``list``, ``resume``, ``close``: what the agent advertised."""
+        """What the agent advertised: ``load``, ``logout`` (``auth.logout``) and the
+        ``sessionCapabilities``: ``list``, ``resume``, ``close``, ``delete``,
+        ``additionalDirectories``."""
         caps = self.capabilities
         if feature == "load":
             return bool(caps.get("loadSession"))
-        session_caps = caps.get("sessionCapabilities")
-        return isinstance(session_caps, dict) and session_caps.get(feature) is not None
+        group = caps.get("auth") if feature == "logout" else caps.get("sessionCapabilities")
+        return isinstance(group, dict) and group.get(feature) is not None
 
     # -- sessions -----------------------------------------------------------
 
-    def _session(self, session_id: str, cwd: str) -> Session:
-        session = Session(self, session_id, cwd, self.settings, interactive=self.interactive)
+    def _session(self, session_id: str, cwd: str, roots: list[str]) -> Session:
+        session = Session(self, session_id, cwd, self.settings, interactive=self.interactive,
+                          additional_directories=roots)
         self.sessions[session_id] = session
+        self._closed.discard(session_id)
         early = self._early.pop(session_id, ())
         self._early_count -= len(early)
         if not self._early:
@@ -685,15 +701,28 @@ class Client:
                 raise AuthRequired(self.auth_methods, describe_auth(self.auth_methods, self.spec)) from exc
             raise
 
+    def roots(self) -> list[str]:
+        """The ``additionalDirectories`` a session opened now is given: the
+        settings' extra roots (absolute), or none where the agent does not take them."""
+        if not self.can("additionalDirectories"):
+            return []
+        return list(dict.fromkeys(os.path.abspath(os.path.expanduser(r)) for r in self.settings.extra_roots if r))
+
+    def _setup(self, cwd: str, roots: list[str], mcp_servers: list[dict[str, Any]]) -> dict[str, Any]:
+        """The params every session set-up shares (new, load, resume)."""
+        params: dict[str, Any] = {"cwd": cwd, "mcpServers": mcp_servers}
+        if roots:
+            params["additionalDirectories"] = roots
+        return params
+
     async def new_session(self, cwd: str | None = None, mcp_servers: list[dict[str, Any]] | None = None) -> Session:
-        cwd = os.path.abspath(cwd or self.cwd)
+        cwd, roots = os.path.abspath(cwd or self.cwd), self.roots()
         result = await self._call_session(
-            "session/new", {"cwd": cwd, "mcpServers": self.mcp_servers if mcp_servers is None else mcp_servers}
-        )
+            "session/new", self._setup(cwd, roots, self.mcp_servers if mcp_servers is None else mcp_servers))
         sid = result.get("sessionId") if isinstance(result, dict) else None
         if not isinstance(sid, str) or not sid:
             raise AcpError(f"the agent's session/new result has no sessionId: {result!r:.200}")
-        session = self._session(sid, cwd)
+        session = self._session(sid, cwd, roots)
         session._adopt(result)
         return session
 
@@ -701,16 +730,15 @@ class Client:
         """Reopen a session: ``session/resume`` (no replay) where the agent
         offers it and ``resume`` is not False, else ``session/load``, whose
         history replay lands in ``session.background``."""
-        cwd = os.path.abspath(cwd or self.cwd)
+        cwd, roots = os.path.abspath(cwd or self.cwd), self.roots()
         use_resume = self.can("resume") if resume is None else resume
         if not use_resume and not self.can("load"):
             raise AcpError("this agent cannot reopen sessions (it advertises neither load nor resume)")
-        session = self._session(session_id, cwd)
+        session = self._session(session_id, cwd, roots)
         method = "session/resume" if use_resume else "session/load"
         try:
             result = await self._call_session(
-                method, {"sessionId": session_id, "cwd": cwd, "mcpServers": self.mcp_servers}
-            )
+                method, {"sessionId": session_id, **self._setup(cwd, roots, self.mcp_servers)})
         except BaseException:
             self.sessions.pop(session_id, None)
             raise
@@ -733,12 +761,52 @@ class Client:
     async def authenticate(self, method_id: str) -> Any:
         return await self.request("authenticate", {"methodId": method_id})
 
+    async def logout(self) -> None:
+        """``logout``, where the agent offers it (``auth.logout``); new sessions
+        need a login again."""
+        if not self.can("logout"):
+            raise AcpError(f"{self.spec.display_name()} does not offer logout (no agentCapabilities.auth.logout)")
+        await self.request("logout", {})
+
+    async def close_session(self, session_id: str) -> str | None:
+        """The client is done with a session (``%new``, another agent, shutdown,
+        the CLI's end): its questions and terminals end, and the agent is sent
+        ``session/close`` where it offers it, waited on at most
+        ``limits.close_seconds``. Never raises for the agent: returns why its
+        close failed (None: closed, or nothing to send), for a note."""
+        self.sessions.pop(session_id, None)
+        self._closed.add(session_id)
+        if self.services is not None:
+            await self.services.close_session(session_id)
+        if not self.alive or self.needs_restart or not self.can("close"):
+            return None
+        seconds = self.settings.limits.close_seconds
+        try:
+            await asyncio.wait_for(self.conn.request("session/close", {"sessionId": session_id}),
+                                   seconds if seconds > 0 else None)
+        except asyncio.TimeoutError:
+            return f"no answer to session/close within {seconds:g} s (limits.close_seconds)"
+        except (AcpError, OSError) as exc:
+            return f"session/close failed: {exc}"
+        return None
+
+    async def delete_session(self, session_id: str) -> None:
+        """``session/delete``, where the agent offers it: the session leaves its
+        ``session/list``. The session this client has open is refused (close it first)."""
+        if not self.can("delete"):
+            raise AcpError(f"{self.spec.display_name()} does not delete sessions "
+                           "(no agentCapabilities.sessionCapabilities.delete)")
+        if session_id in self.sessions:
+            raise AcpError(f"session {session_id} is open here; start another one first")
+        await self.request("session/delete", {"sessionId": session_id})
+
     # -- Host (for services) --------------------------------------------------
 
     def session_context(self, session_id: Any) -> Session:
         session = self.sessions.get(session_id) if isinstance(session_id, str) else None
         if session is None:
-            raise RpcError(INVALID_PARAMS, f"unknown session id {session_id!r}")
+            closed = " (closed by the client)" if type(session_id) is str and session_id in self._closed else ""
+            raise RpcError(INVALID_PARAMS, f"unknown session id {session_id!r}{closed}")
         return session
 
     # -- incoming -------------------------------------------------------------
@@ -752,6 +820,8 @@ class Client:
         if session is not None:
             session.apply(params.get("update"))
             return
+        if type(sid) is str and sid in self._closed:
+            return  # a closed session's last words: nobody shows them
         self._keep_early(sid if type(sid) is str else "", params.get("update"))
 
     def _keep_early(self, sid: str, update: Any) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import stat
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..paths import store_path  # where the store is: shared with the file service's guard
@@ -37,6 +37,8 @@ class Remembered:
     passthrough: str = ""
     #: The last prompt typed into it: after a resume it is in the CLI's history already.
     passthrough_prompt: str = ""
+    #: The workspace roots besides ``cwd`` (``%cwd add``), given again on resume.
+    roots: list[str] = field(default_factory=list)
 
 
 def notebook_key(kernel_id: str | None) -> str | None:
@@ -60,7 +62,8 @@ def recall(key: str | None) -> Remembered | None:
     try:
         return Remembered(str(entry["agent"]), [str(w) for w in entry["command"]], str(entry["session_id"]),
                           str(entry["cwd"]), str(entry.get("default") or ""),
-                          str(entry.get("passthrough") or ""), str(entry.get("passthrough_prompt") or ""))
+                          str(entry.get("passthrough") or ""), str(entry.get("passthrough_prompt") or ""),
+                          [str(r) for r in entry["roots"]] if isinstance(entry.get("roots"), list) else [])
     except (KeyError, TypeError):
         return None
 

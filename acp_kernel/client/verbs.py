@@ -81,6 +81,16 @@ async def auth(c: Controller, call: Call) -> None:
     c.say(Markdown("*Authenticated.*"))
 
 
+async def logout(c: Controller, call: Call) -> None:
+    """``logout`` where the agent offers it; the open session is left to the agent."""
+    life = c.life
+    if life.client is None or not life.client.alive:
+        life.client = await life.start()
+    await life.client.logout()  # AcpError, said as the cell's one line, where it offers none
+    c.say(Markdown("*Logged out of {}; new sessions need a login again ({}).*").format(
+        c.name, code(usage(c, "auth"))))
+
+
 async def _terminal_login(c: Controller, method: dict) -> None:
     """Run the agent's login in a terminal here; on exit status 0, reconnect (ACP v1)."""
     if c.ptys is None:
@@ -112,17 +122,26 @@ async def _terminal_login(c: Controller, method: dict) -> None:
 
 
 async def new(c: Controller, call: Call) -> None:
-    client, session = c.client, c.session
-    if client is not None and client.alive and session is not None:
-        await client.services.close_session(session.id)
-    c.session, c.want_session = None, None
+    await c.life.close_session()
+    c.want_session = None
     session = await c.ensure()
     c.say(Markdown("*New session {} in {}.*").format(code(session.id), code(session.cwd)))
 
 
 async def sessions(c: Controller, call: Call) -> list[dict[str, Any]]:
+    action, sid = call.arg(0), call.arg(1)
+    if action is not None:
+        if action != "delete" or sid is None:
+            raise UsageError(f"usage: {usage(c, 'sessions')}")
+        await delete(c, sid)
+        return []
     session = await c.ensure()
-    listed = await session.client.list_sessions(c.cwd)
+    client = session.client
+    if client.can("list"):
+        listed = with_info(await client.list_sessions(c.cwd), client.sessions.values())
+    else:  # the sessions open here, as their updates named them
+        listed = with_info([], [session])
+        c.say(Markdown("*{} does not list sessions; the one open here:*").format(c.name))
     if not listed:
         c.say(Markdown("*No sessions listed for {}.*").format(code(c.cwd)))
         return listed
@@ -132,8 +151,37 @@ async def sessions(c: Controller, call: Call) -> list[dict[str, Any]]:
             Markdown(" · updated {}").format(text(str(s.get("updatedAt")))) if s.get("updatedAt") else Markdown(""),
             Markdown(" ← **current**") if s.get("sessionId") == session.id else Markdown(""))
         for s in listed)
-    c.say(rows + Markdown("\n\nReopen one with {}.").format(code(usage(c, "load"))))
+    more = [Markdown("Reopen one with {}.").format(code(usage(c, "load")))]
+    if client.can("delete"):
+        more.append(Markdown("{} removes one.").format(code(usage(c, "sessions").replace("[delete ID]", "delete ID"))))
+    c.say(rows + Markdown("\n\n") + Markdown(" ").join(more))
     return listed
+
+
+def with_info(listed: list[dict[str, Any]], open_: Any) -> list[dict[str, Any]]:
+    """The agent's list with the title and time its ``session_info_update``
+    gave each open session (newer than the list's); an open session the list
+    leaves out is added."""
+    rows = {s.get("sessionId"): dict(s) for s in listed}
+    for session in open_:
+        row = rows.setdefault(session.id, {"sessionId": session.id, "cwd": session.cwd})
+        if session.title is not None:
+            row["title"] = session.title
+        if session.updated_at is not None:
+            row["updatedAt"] = session.updated_at
+    return list(rows.values())
+
+
+async def delete(c: Controller, sid: str) -> None:
+    """``%sessions delete ID``: ``session/delete`` where offered. The current
+    session is refused: deleting it under the notebook would leave its next
+    cell nowhere; ``%new`` first."""
+    if c.session is not None and c.session.id == sid:
+        raise AcpError(f"session {sid} is this notebook's current session; {usage(c, 'new')} starts another, "
+                       "then delete it")
+    session = await c.ensure()
+    await session.client.delete_session(sid)
+    c.say(Markdown("*Deleted session {}.*").format(code(sid)))
 
 
 async def load(c: Controller, call: Call) -> None:
@@ -144,26 +192,49 @@ async def load(c: Controller, call: Call) -> None:
         c.want_session = sid
         await c.ensure()
         return
-    if c.session is not None:
-        await client.services.close_session(c.session.id)
+    if c.session is not None and c.session.id == sid:
+        await c.life.close_session()  # reopened afresh below
     try:
         session = await client.load_session(sid, c.cwd)
     except (RpcError, AcpError) as exc:
         c.say(Markdown("**Could not reopen session {}:** {}").format(code(sid), text(str(exc))))
         raise AcpError(f"could not reopen session {sid}") from None
+    await c.life.close_session()  # the one it replaces, once the new one is open
     c.life.opened(session)
     c.life.show_history(session, "Reopened")
 
 
 async def cwd(c: Controller, call: Call) -> None:
-    if call.arg(0) is not None:
-        path = os.path.abspath(os.path.join(c.cwd, os.path.expanduser(call.arg(0) or "")))
-        if not os.path.isdir(path):
+    """``%cwd DIR`` moves the working directory; ``%cwd add DIR`` / ``remove DIR``
+    change the other workspace roots (``additionalDirectories``) of new sessions."""
+    action, given = (call.arg(0), call.arg(1)) if len(call.args) == 2 else (None, call.arg(0))
+    if action not in (None, "add", "remove"):
+        raise UsageError(f"usage: {usage(c, 'cwd')}")
+    roots = c.settings.extra_roots
+    if given is not None:
+        path = os.path.abspath(os.path.join(c.cwd, os.path.expanduser(given)))
+        if action == "remove":
+            if path not in roots:
+                raise UsageError(f"not an additional directory: {path}")
+            roots.remove(path)
+        elif not os.path.isdir(path):
             raise UsageError(f"not a directory: {path}")
-        c.cwd = path
+        elif action == "add":
+            if path not in roots:
+                roots.append(path)
+        else:
+            c.cwd = path
         c.remember()
-    c.say(Markdown("*Working directory: {} (for new sessions; `{}` starts one here).*").format(
-        code(c.cwd), text(usage(c, "new"))))
+    line = Markdown("*Working directory: {} (for new sessions; `{}` starts one here).*").format(
+        code(c.cwd), text(usage(c, "new")))
+    if roots:
+        line += Markdown("\n\n*Additional directories for new sessions: {}.*").format(
+            Markdown(", ").join(code(r) for r in roots))
+        client = c.client
+        if client is not None and client.alive and not client.can("additionalDirectories"):
+            line += Markdown(" *{} takes none (it does not advertise `sessionCapabilities.additionalDirectories`).*"
+                             ).format(c.name)
+    c.say(line)
 
 
 # -- what the session runs with -----------------------------------------------------
@@ -293,6 +364,7 @@ HANDLERS: dict[str, Handler] = {
     "agents": agents,
     "restart": restart,
     "auth": auth,
+    "logout": logout,
     "new": new,
     "sessions": sessions,
     "load": load,

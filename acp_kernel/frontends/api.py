@@ -25,12 +25,13 @@ import weakref
 from typing import Any
 
 from .. import compat
-from ..client.commands import MAGICS
+from ..client.commands import MAGICS, parse
 from ..client.controller import Controller
 from .parts import PARTS
 from ..client.registry import AgentSpec, adhoc_agent
 from ..client.session import Choice, Session, text_block
 from ..client.turn import Turn
+from ..client.verbs import with_info
 from ..view.frontend import TERMINAL, Frontend, WidgetClients, frontend_for
 from ..view.sink import IPythonSink
 from ..client.notebook import ipython_side
@@ -227,13 +228,26 @@ class Agent:
         return await self._session().set_model(model)
 
     async def new_session(self) -> Session:
+        """Close the current session (``session/close`` where offered) and open another."""
         c = self.controller
-        c.session, c.want_session = None, None
+        await c.life.close_session()
+        c.want_session = None
         return await c.ensure()
 
     async def sessions(self) -> list[dict[str, Any]]:
+        """The agent's sessions for the working directory, each with the title
+        and time its latest ``session_info_update`` gave (agent text: escape it to show)."""
         session = await self.controller.ensure()
-        return await session.client.list_sessions(self.controller.cwd)
+        return with_info(await session.client.list_sessions(self.controller.cwd), session.client.sessions.values())
+
+    async def delete_session(self, session_id: str) -> None:
+        """``session/delete`` where the agent offers it (``AcpError`` otherwise);
+        the current session is refused: :meth:`new_session` first."""
+        await self.controller.run(parse(["sessions", "delete", session_id], MAGICS))
+
+    async def logout(self) -> None:
+        """``logout`` where the agent offers it (``AcpError`` otherwise)."""
+        await self.controller.run(parse(["logout"], MAGICS))
 
     def _session(self) -> Session:
         if self.controller.session is None:

@@ -4,11 +4,15 @@ Where a path may go (after resolving symlinks with ``os.path.realpath``, so
 ``ws/link -> /etc`` is *outside*):
 
 =====================  ===================================  ==============================
-                       inside the session cwd/extra roots   outside
+                       inside the session's roots           outside
 =====================  ===================================  ==============================
 read                   allowed (any policy)                 ask; ``deny`` refuses
 write                  allowed; ``deny`` refuses            ask; ``deny`` refuses
 =====================  ===================================  ==============================
+
+The session's roots are exactly the workspace the agent was given: its
+``cwd`` and the ``additionalDirectories`` sent with it (none when the agent
+does not take them), no more.
 
 Inside the workspace a write is not asked again: agents ask before an edit
 (``session/request_permission``, which the policy answers), and a second
@@ -547,7 +551,7 @@ class FileService:
         except OSError as exc:  # a component changed between its lstat and readlink
             raise self._refuse(ctx, f"fs: {op} of {path} refused: the path changed while it was being "
                                     f"resolved ({exc.strerror or exc})") from None
-        roots = resolve_roots(ctx.cwd, ctx.settings.extra_roots)
+        roots = resolve_roots(ctx.cwd, ctx.additional_directories)
         root = root_of(real, roots)
         inside = root is not None
         guard = guard_of(real, op, self.guarded())
@@ -571,7 +575,7 @@ class FileService:
             verb = "Read" if op == "read" else "Write"
             hint = ("The client's own files are asked for under every policy." if guard is not None
                     else f"Writes that {SENSITIVE_WORDS} are asked under every policy but deny." if reason is not None
-                    else "Add the directory to extra_roots to allow it.")
+                    else "`%cwd add DIR` gives an agent that takes additional directories one more root.")
             verdict = await self.broker.authorize(
                 ctx, title=f"{verb} {shown}, {where}", kind="read" if op == "read" else "edit",
                 locations=[real], policy="ask", hint=hint,
@@ -582,7 +586,7 @@ class FileService:
                 why = "nobody can answer here: " + (
                     "the client's own files are asked for under every policy" if guard is not None
                     else f"writes that {SENSITIVE_WORDS} are asked under every policy but deny" if reason is not None
-                    else "set a permission policy or add an extra root")
+                    else "set a permission policy, or give the agent the directory with %cwd add")
             elif verdict.by == "limit":
                 why = "too many questions already wait for an answer: limits.pending_prompts"
             else:

@@ -74,7 +74,9 @@ Scenario keys for hangs:
   never_answer    list of methods never answered (e.g. ["initialize"])
   answer_delay    {"method": seconds}: answer that method after a delay
   responses       {"method": result}: answer any other method with this
-                  result ($SID replaced), e.g. session/list or set_mode
+                  result ($SID replaced), e.g. session/list or set_mode; with
+                  ``init`` advertising them: session/close, session/delete, logout
+  errors          {"method": error}: answer that method with this JSON-RPC error
 """
 
 from __future__ import annotations
@@ -341,6 +343,9 @@ class Agent:
         if method == "initialize":
             self.run(self.s.get("init_actions", []))
         if method in self.s.get("never_answer", ()):
+            return
+        if method in self.s.get("errors", {}):
+            send({"jsonrpc": "2.0", "id": rid, "error": self.s["errors"][method]})
             return
         delay = self.s.get("answer_delay", {}).get(method)
         if delay:

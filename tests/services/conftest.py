@@ -26,6 +26,8 @@ class FakeContext:
     cwd: str
     settings: ClientSettings
     interactive: bool = True
+    #: The other workspace roots the agent was given (``additionalDirectories``).
+    additional_directories: list[str] = field(default_factory=list)
     kinds: dict[str, str] = field(default_factory=dict)
     #: tool call id -> (rawInput, content) the agent announced for it
     announced: dict[str, tuple[Any, Any]] = field(default_factory=dict)

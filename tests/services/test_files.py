@@ -108,8 +108,8 @@ async def test_symlink_and_dotdot_escapes_are_refused_headless(files: FileServic
     Path(p(ctx, "real.txt")).write_text("x")
     os.symlink(p(ctx, "real.txt"), p(ctx, "alias.txt"))
     assert (await files.read_text_file({"sessionId": "s1", "path": p(ctx, "alias.txt")}))["content"] == "x"
-    # Extra roots widen the workspace.
-    ctx.settings.extra_roots = [str(tmp_path)]
+    # The additional directories the agent was given widen the workspace.
+    ctx.additional_directories = [str(tmp_path)]
     assert (await files.read_text_file({"sessionId": "s1", "path": str(secret)}))["content"] == "s3cret"
 
 

@@ -25,6 +25,8 @@ REQUESTS: dict[str, Any] = {
     "session/resume": "ResumeSessionRequest",
     "session/list": "ListSessionsRequest",
     "session/close": "CloseSessionRequest",
+    "session/delete": "DeleteSessionRequest",
+    "logout": "LogoutRequest",
     "session/prompt": "PromptRequest",
     "session/set_mode": "SetSessionModeRequest",
     "session/set_config_option": {"boolean": "SetSessionConfigOptionBooleanRequest",

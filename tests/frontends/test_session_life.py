@@ -1,0 +1,131 @@
+"""A session's whole life through the ACP kernel and the magics, against the
+scripted agent over real pipes: ``%new`` closes the old session, ``%sessions``
+shows the titles the agent pushed (inert), ``%sessions delete``, ``%logout``
+and ``%cwd add``, each where the agent offers it and said clearly where not."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+
+from tests.hostile.render import visible_text
+from tests.hostile.test_kernel_outputs import assert_inert
+
+AGENT = Path(__file__).resolve().parents[1] / "agents" / "scripted_agent.py"
+TITLE = "<img src=x onerror=alert(1)> `a\nb` $x$ $$y$$ \\(z\\) second\nline"
+WHEN = "2026-12-02T13:00:00Z"
+OFFERS = {"sessionCapabilities": {"list": {}, "resume": {}, "close": {}, "delete": {}, "additionalDirectories": {}},
+          "auth": {"logout": {}}}
+
+
+def scenario(record: Path, offers: dict) -> dict:
+    return {
+        "record": str(record),
+        "resume": True,
+        "init": {"agentCapabilities": offers},
+        "responses": {"session/list": {"sessions": [{"sessionId": "old-1", "cwd": "/tmp", "title": "older"}]},
+                      "session/close": {}, "session/delete": {}, "logout": {}},
+        "prompt": [{"update": {"sessionUpdate": "session_info_update", "title": TITLE, "updatedAt": WHEN}},
+                   {"chunk": "ok"}],
+        # A %%acp cell's prompt keeps the cell's last newline.
+        "prompts": {text: [{"request": {"method": "fs/read_text_file", "params": {
+            "sessionId": "$SID", "path": str(record.parent / "lib" / "a.txt")}}}] for text in ("read", "read\n")},
+    }
+
+
+async def connect(front, spec: dict) -> None:
+    command = shlex.join([sys.executable, str(AGENT), json.dumps(spec)])
+    line = f"agent --command {command}" if front.kind == "kernel" else f"connect --command {command}"
+    await front.ok(line)
+
+
+def sent(record: Path) -> list[dict]:
+    return [m for m in map(json.loads, record.read_text().splitlines()) if "method" in m and "id" in m]
+
+
+async def prompt(front, text: str):
+    """A prompt cell no one can answer a question in (a headless run)."""
+    return await front.harness.ok(text if front.kind == "kernel" else f"%%acp\n{text}", allow_stdin=False)
+
+
+async def test_titles_close_delete_and_logout(front, tmp_path):
+    record = tmp_path / "wire.jsonl"
+    await connect(front, scenario(record, OFFERS))
+    await prompt(front, "hi")
+    first = [m for m in sent(record) if m["method"] == "session/new"][0]
+
+    listed = await front.ok("sessions")
+    assert_inert(listed)
+    shown = " ".join(visible_text(m["content"]["data"]["text/html"]) for m in listed.displays()
+                     if "text/html" in m["content"].get("data", {}))
+    assert "<img src=x onerror=alert(1)>" in shown and "$x$ $$y$$" in shown and WHEN in shown, shown
+    assert "older" in shown and "delete ID" in shown
+
+    current = [m for m in sent(record) if m["method"] == "session/prompt"][0]["params"]["sessionId"]
+    refused = front.error(await front.cmd(f"sessions delete {current}"))
+    assert "current session" in refused and "\n" not in refused
+    assert "*Deleted session `old-1`.*" in (await front.ok("sessions delete old-1")).text()
+    assert "Logged out of" in (await front.ok("logout")).text()
+
+    await front.ok("new")
+    methods = [(m["method"], m["params"].get("sessionId")) for m in sent(record)]
+    assert methods[-2:] == [("session/close", current), ("session/new", None)], methods
+    assert ("session/delete", "old-1") in methods and ("logout", None) in methods
+    assert ("session/delete", current) not in methods
+    assert first["params"].get("additionalDirectories") is None
+
+
+async def test_an_agent_that_offers_none_of_it(front, tmp_path):
+    record = tmp_path / "wire.jsonl"
+    await connect(front, scenario(record, {"sessionCapabilities": {"list": {}}}))
+    await prompt(front, "hi")
+    for line, says in (("logout", "does not offer logout"), ("sessions delete old-1", "does not delete sessions")):
+        reason = front.error(await front.cmd(line))
+        assert says in reason and "\n" not in reason, reason
+    await front.ok("new")
+    methods = [m["method"] for m in sent(record)]
+    assert not {"session/close", "session/delete", "logout"} & set(methods), methods
+    assert await front.harness.km.is_alive()
+
+
+async def test_cwd_add_gives_the_agent_a_root_and_the_file_policy_exactly_that(front, tmp_path):
+    record = tmp_path / "wire.jsonl"
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "a.txt").write_text("from lib\n")
+    await connect(front, scenario(record, OFFERS))
+    # Not given yet: the read is outside the workspace, and nobody can answer here.
+    refused = (await prompt(front, "read")).text()
+    assert "outside the workspace" in refused and "from lib" not in refused
+
+    added = (await front.ok(f"cwd add {shlex.quote(str(lib))}")).text()
+    assert f"Additional directories for new sessions: `{lib}`" in added
+    assert "not given to the agent (for new sessions)" in (await front.ok("status")).text()
+    await front.ok("new")
+    assert f"- additional directories: `{lib}`" in (await front.ok("status")).text()
+    assert "from lib" in (await prompt(front, "read")).text()
+    news = [m for m in sent(record) if m["method"] == "session/new"]
+    assert news[-1]["params"]["additionalDirectories"] == [str(lib)]
+
+    assert "Additional directories" not in (await front.ok(f"cwd remove {shlex.quote(str(lib))}")).text()
+    reason = front.error(await front.cmd("cwd sideways /tmp"))
+    assert "usage:" in reason
+
+
+async def test_cwd_add_with_an_agent_that_takes_no_directories(front, tmp_path):
+    record = tmp_path / "wire.jsonl"
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "a.txt").write_text("from lib\n")
+    await connect(front, scenario(record, {"sessionCapabilities": {"list": {}}}))
+    await prompt(front, "hi")
+    assert "takes none" in (await front.ok(f"cwd add {shlex.quote(str(lib))}")).text()
+    said = (await front.ok("new")).text()
+    assert "takes no additional directories" in said
+    status = (await front.ok("status")).text()
+    assert "not given to the agent (the agent takes none)" in status
+    refused = (await prompt(front, "read")).text()
+    assert "outside the workspace" in refused and "from lib" not in refused
+    assert all("additionalDirectories" not in m["params"] for m in sent(record))
