@@ -86,6 +86,11 @@ So ``session/load`` in a new process replays the history (each message as a
 single ``user_message_chunk`` / ``agent_message_chunk``), ``session/resume``
 restores it without replay, ``session/list`` lists them (``cwd`` filter) and
 ``session/close`` / ``session/delete`` end or remove one.
+``additionalDirectories`` (absolute paths) on ``session/new``, ``load`` and
+``resume`` are the session's other workspace roots, replaced each time (the
+spec: omitted means none); the word ``workspace`` lists them and reads the
+first file of each through the client. ``logout`` is answered (the demo has
+no account: nothing changes, so the tour can show ``%logout``).
 
 MCP servers: the stdio entries of ``mcpServers`` in ``session/new``,
 ``session/load`` and ``session/resume`` are remembered per session (not saved;
@@ -301,6 +306,8 @@ class DemoSession:
     mcp_servers: list[ServerEntry] = field(default_factory=list)
     #: the running client of the "notebook" server, started on first use
     mcp: McpClient | None = None
+    #: ``additionalDirectories`` from the last session/new, load or resume (not saved)
+    roots: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -685,6 +692,35 @@ async def do_shell(t: Turn, rest: str) -> str | None:
 FILE_NOTE = "# Notes from the acp-kernel demo agent\n\nWritten with fs/write_text_file, read back with fs/read_text_file.\n"
 
 
+async def do_workspace(t: Turn, rest: str) -> None:
+    roots = t.s.roots
+    lines = [f"My workspace roots: `{t.s.cwd}` (the working directory)"]
+    lines += [f"`{r}` (an additional directory)" for r in roots]
+    t.say_now("\n".join(f"- {line}" for line in lines) + "\n\n")
+    if not roots:
+        t.say_now("No additional directories: `%cwd add DIR` then `%new` gives me one.\n")
+        return
+    if t.agent.client_fs.get("readTextFile") is not True:
+        t.say_now("Your client did not advertise `fs.readTextFile`: I read nothing.\n")
+        return
+    for root in roots:
+        try:
+            name = next((e for e in sorted(os.listdir(root)) if os.path.isfile(os.path.join(root, e))), None)
+        except OSError as exc:
+            t.say_now(f"Cannot list `{root}`: {exc.strerror}\n")
+            continue
+        if name is None:
+            t.say_now(f"`{root}` has no files to read.\n")
+            continue
+        path = os.path.join(root, name)
+        try:
+            got = await t.call("fs/read_text_file", {"path": path, "limit": 3}, timeout=30)
+            first = (str((got or {}).get("content", "")).splitlines() or [""])[0][:80]
+            t.say_now(f"Read `{path}` through the client; it begins: `{first}`\n")
+        except (RpcError, asyncio.TimeoutError) as exc:
+            t.say_now(f"Reading `{path}` through the client failed: {exc}\n")
+
+
 async def do_files(t: Turn, rest: str) -> None:
     caps = t.agent.client_fs
     path = _demo_path(t, "acp-demo-notes.md")
@@ -1033,6 +1069,7 @@ WORDS: list[Word] = [
     Word(("diff",), "One edit tool call with a diff (simulated)", do_diff),
     Word(("shell", "terminal"), "Run a bash script in a client terminal", do_shell),
     Word(("files", "fs"), "Write then read a file through the client", do_files),
+    Word(("workspace", "roots"), "List my workspace roots; read a file from each additional directory", do_workspace),
     Word(("permission",), "Ask permission to write demo-permission.txt", do_permission),
     Word(("slow",), "100 chunks over ~10 s (cancel me)", do_slow),
     Word(("usage",), "Report the session's estimated usage", do_usage),
@@ -1107,6 +1144,16 @@ def _require_dict(params: Any) -> dict[str, Any]:
     return params
 
 
+def _roots(params: dict[str, Any]) -> list[str]:
+    """``additionalDirectories``: absolute paths, or an invalid-params error (the spec's MUST)."""
+    roots = params.get("additionalDirectories")
+    if roots is None:
+        return []
+    if not isinstance(roots, list) or not all(isinstance(r, str) and os.path.isabs(r) for r in roots):
+        raise RpcError(INVALID_PARAMS, "invalid params: additionalDirectories must be absolute paths")
+    return [os.path.normpath(r) for r in roots]
+
+
 def _require_cwd(params: dict[str, Any]) -> str:
     cwd = params.get("cwd")
     if not isinstance(cwd, str) or not os.path.isabs(cwd):
@@ -1131,6 +1178,7 @@ class DemoAgent:
             "session/list": self.list_sessions,
             "session/close": self.close_session,
             "session/delete": self.delete_session,
+            "logout": self.logout,
             "session/set_mode": self.set_mode,
             "session/set_config_option": self.set_config_option,
             "session/set_model": self.set_model,
@@ -1158,12 +1206,18 @@ class DemoAgent:
                 "loadSession": True,
                 "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
                 "mcpCapabilities": {"http": False, "sse": False},
-                "sessionCapabilities": {"list": {}, "resume": {}, "close": {}, "delete": {}},
+                "sessionCapabilities": {"list": {}, "resume": {}, "close": {}, "delete": {},
+                                        "additionalDirectories": {}},
+                "auth": {"logout": {}},
             },
             "authMethods": [],
         }
 
     async def authenticate(self, params: Any) -> dict[str, Any]:
+        return {}
+
+    async def logout(self, params: Any) -> dict[str, Any]:
+        log.info("logout: the demo has no account; nothing to forget")
         return {}
 
     # -- sessions
@@ -1201,7 +1255,7 @@ class DemoAgent:
     async def new_session(self, params: Any) -> dict[str, Any]:
         params = _require_dict(params)
         cwd = _require_cwd(params)
-        s = DemoSession(id="demo-" + uuid.uuid4().hex, cwd=cwd)
+        s = DemoSession(id="demo-" + uuid.uuid4().hex, cwd=cwd, roots=_roots(params))
         s.mcp_servers = stdio_entries(params.get("mcpServers"))
         self.sessions[s.id] = s
         self.store.save(s)
@@ -1214,7 +1268,7 @@ class DemoAgent:
         s = self._stored(params)
         if s.turn is not None:
             raise RpcError(INVALID_REQUEST, "the session has a turn running")
-        s.cwd = cwd
+        s.cwd, s.roots = cwd, _roots(params)
         self.sessions[s.id] = s
         await self._set_servers(s, params.get("mcpServers"))
         for msg in s.history:
@@ -1230,7 +1284,7 @@ class DemoAgent:
         params = _require_dict(params)
         cwd = _require_cwd(params)
         s = self._stored(params)
-        s.cwd = cwd
+        s.cwd, s.roots = cwd, _roots(params)
         self.sessions[s.id] = s
         await self._set_servers(s, params.get("mcpServers"))
         self._announce(s)
@@ -1264,7 +1318,8 @@ class DemoAgent:
         page = rows[start : start + 50]
         out: dict[str, Any] = {
             "sessions": [
-                {"sessionId": s.id, "cwd": s.cwd, "title": s.title, "updatedAt": s.updated_at} for s in page
+                {"sessionId": s.id, "cwd": s.cwd, "title": s.title, "updatedAt": s.updated_at,
+                 **({"additionalDirectories": s.roots} if s.roots else {})} for s in page
             ]
         }
         if start + 50 < len(rows):
