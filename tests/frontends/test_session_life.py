@@ -10,8 +10,10 @@ import shlex
 import sys
 from pathlib import Path
 
+from tests.frontends.conftest import Front
 from tests.hostile.render import visible_text
 from tests.hostile.test_kernel_outputs import assert_inert
+from tests.magics.conftest import start, stop
 
 AGENT = Path(__file__).resolve().parents[1] / "agents" / "scripted_agent.py"
 TITLE = "<img src=x onerror=alert(1)> `a\nb` $x$ $$y$$ \\(z\\) second\nline"
@@ -129,3 +131,17 @@ async def test_cwd_add_with_an_agent_that_takes_no_directories(front, tmp_path):
     refused = (await prompt(front, "read")).text()
     assert "outside the workspace" in refused and "from lib" not in refused
     assert all("additionalDirectories" not in m["params"] for m in sent(record))
+
+
+async def test_the_acp_kernel_closes_its_session_when_it_shuts_down(kernel_env, tmp_path):
+    record = tmp_path / "wire.jsonl"
+    harness = await start("acp", kernel_env, str(tmp_path))
+    try:
+        front = Front("kernel", harness)
+        await connect(front, scenario(record, OFFERS))
+        await prompt(front, "hi")
+    finally:
+        await stop(harness)  # a shutdown request: the kernel's do_shutdown, then its exit
+    methods = [(m["method"], m["params"].get("sessionId")) for m in sent(record)]
+    current = [sid for method, sid in methods if method == "session/prompt"][0]
+    assert methods[-1] == ("session/close", current), methods

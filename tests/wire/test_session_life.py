@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 from acp_kernel.client.host import ClientSettings, Limits
@@ -124,3 +128,25 @@ async def test_a_close_the_agent_fails_or_never_answers_is_said_and_passed(tmp_p
         finally:
             await asyncio.wait_for(client.close(), 30)  # the second close is bounded as well
         assert not client.alive
+
+
+def test_the_cli_closes_its_session_at_the_end_of_the_run(tmp_path):
+    """``acp-kernel prompt``: the config file's ``extra_roots`` go out as
+    ``additionalDirectories``, and the run ends with ``session/close``."""
+    ws, lib, record = tmp_path / "ws", tmp_path / "lib", tmp_path / "wire.jsonl"
+    ws.mkdir()
+    lib.mkdir()
+    config = tmp_path / "acp_kernel.json"
+    config.write_text(json.dumps({"extra_roots": [str(lib)]}))
+    spec = scripted_spec(scenario(record, OFFERS))
+    res = subprocess.run([sys.executable, "-m", "acp_kernel", "prompt", "--agent-command", shlex.join(spec.command),
+                          "--cwd", str(ws), "hi"], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "ACP_KERNEL_CONFIG": str(config)})
+    assert res.returncode == 0, res.stderr
+    sent = load(record)
+    for s in sent:
+        check(s)
+    requests = [(s.method, s.message["params"]) for s in sent if s.kind == "request"]
+    assert [m for m, _ in requests] == ["initialize", "session/new", "session/prompt", "session/close"]
+    assert requests[1][1]["additionalDirectories"] == [str(lib)]
+    assert requests[3][1] == {"sessionId": requests[2][1]["sessionId"]}
