@@ -180,8 +180,13 @@ async def delete(c: Controller, sid: str) -> None:
         raise AcpError(f"session {sid} is this notebook's current session; {usage(c, 'new')} starts another, "
                        "then delete it")
     session = await c.ensure()
-    await session.client.delete_session(sid)
-    c.say(Markdown("*Deleted session {}.*").format(code(sid)))
+    client = session.client
+    await client.delete_session(sid)
+    # Checked, not assumed: claude-agent-acp 0.49 answers a delete and lists the session still.
+    if client.can("list") and any(s.get("sessionId") == sid for s in await client.list_sessions(c.cwd)):
+        c.say(Markdown("*{} answered the delete of session {}, but still lists it.*").format(c.name, code(sid)))
+    else:
+        c.say(Markdown("*Deleted session {}.*").format(code(sid)))
 
 
 async def load(c: Controller, call: Call) -> None:

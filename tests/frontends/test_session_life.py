@@ -6,6 +6,7 @@ and ``%cwd add``, each where the agent offers it and said clearly where not."""
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -68,7 +69,8 @@ async def test_titles_close_delete_and_logout(front, tmp_path):
     current = [m for m in sent(record) if m["method"] == "session/prompt"][0]["params"]["sessionId"]
     refused = front.error(await front.cmd(f"sessions delete {current}"))
     assert "current session" in refused and "\n" not in refused
-    assert "*Deleted session `old-1`.*" in (await front.ok("sessions delete old-1")).text()
+    # This agent's list is fixed: it answers the delete and lists the session still, which is said.
+    assert "but still lists it" in (await front.ok("sessions delete old-1")).text()
     assert "Logged out of" in (await front.ok("logout")).text()
 
     await front.ok("new")
@@ -145,3 +147,12 @@ async def test_the_acp_kernel_closes_its_session_when_it_shuts_down(kernel_env, 
     methods = [(m["method"], m["params"].get("sessionId")) for m in sent(record)]
     current = [sid for method, sid in methods if method == "session/prompt"][0]
     assert methods[-1] == ("session/close", current), methods
+
+
+async def test_the_demo_agent_deletes_an_old_session(front):
+    await prompt(front, "hello")
+    first = re.search(r"session: `([^`]+)`", (await front.ok("status")).text()).group(1)
+    assert " hello · updated " in (await front.ok("sessions")).text()  # its title, from session_info_update
+    await front.ok("new")
+    assert f"*Deleted session `{first}`.*" in (await front.ok(f"sessions delete {first}")).text()
+    assert first not in (await front.ok("sessions")).text()
