@@ -48,6 +48,10 @@ def test_demo_notebook_runs_headless_and_saves_a_markdown_transcript(name, kerne
         # the passthrough terminal's replies, kept as text where no terminal was on screen
         assert "You said: What does a passthrough terminal do?\nIt keeps a multi-line prompt together.\n(" in text
         assert "line 5 of 5" in text and "Stopped `demo`" in text
+        # a session's whole life: the title, the added root read through the client unasked, logout
+        assert "- `demo-" in text and " hello · updated " in text
+        assert "it begins: `notes shared with the agent`" in text and "- additional directories: `" in text
+        assert "*Logged out of **" in text
     else:
         assert "I would like to hear about tool calls and [1, 2, 3]" in text
         assert "<Turn end_turn" in text
