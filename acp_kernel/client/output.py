@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from ..safe import Markdown, block, bundle, code, text
 from .frontend import Frontend, Shows
 from .parts import Parts
+from .session import absolute_roots
 
 if TYPE_CHECKING:  # pragma: no cover
     from .lifecycle import Lifecycle
@@ -104,7 +105,7 @@ def roots_lines(wanted: list[str], session: Any, client: Any) -> list[Markdown]:
     (the file policy's), and those it was not (yet, or ever)."""
     M, given = Markdown, session.additional_directories if session is not None else []
     lines = [M("- additional directories: {}").format(M(", ").join(code(r) for r in given))] if given else []
-    left = [r for r in wanted if r not in given]
+    left = [r for r in absolute_roots(wanted) if r not in given]
     if left:
         why = ("the agent takes none" if client is not None and client.alive and not client.can("additionalDirectories")
                else "for new sessions")

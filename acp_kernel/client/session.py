@@ -147,6 +147,11 @@ def describe_auth(methods: list[dict[str, Any]], spec: AgentSpec | None = None) 
     return "\n".join(lines)
 
 
+def absolute_roots(paths: list[str]) -> list[str]:
+    """Workspace roots as the agent is given them: absolute (``~`` expanded), each once."""
+    return list(dict.fromkeys(os.path.abspath(os.path.expanduser(r)) for r in paths if r))
+
+
 @dataclass
 class Session:
     """One ACP session. Implements the services' ``SessionContext``."""
@@ -703,10 +708,8 @@ class Client:
 
     def roots(self) -> list[str]:
         """The ``additionalDirectories`` a session opened now is given: the
-        settings' extra roots (absolute), or none where the agent does not take them."""
-        if not self.can("additionalDirectories"):
-            return []
-        return list(dict.fromkeys(os.path.abspath(os.path.expanduser(r)) for r in self.settings.extra_roots if r))
+        settings' extra roots, or none where the agent does not take them."""
+        return absolute_roots(self.settings.extra_roots) if self.can("additionalDirectories") else []
 
     def _setup(self, cwd: str, roots: list[str], mcp_servers: list[dict[str, Any]]) -> dict[str, Any]:
         """The params every session set-up shares (new, load, resume)."""

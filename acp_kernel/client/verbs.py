@@ -213,7 +213,7 @@ async def cwd(c: Controller, call: Call) -> None:
     """``%cwd DIR`` moves the working directory; ``%cwd add DIR`` / ``remove DIR``
     change the other workspace roots (``additionalDirectories``) of new sessions."""
     action, given = (call.arg(0), call.arg(1)) if len(call.args) == 2 else (None, call.arg(0))
-    if action not in (None, "add", "remove"):
+    if action not in (None, "add", "remove") or (action is None and given in ("add", "remove")):
         raise UsageError(f"usage: {usage(c, 'cwd')}")
     roots = c.settings.extra_roots
     if given is not None:

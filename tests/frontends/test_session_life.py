@@ -8,40 +8,32 @@ from __future__ import annotations
 import json
 import re
 import shlex
-import sys
 from pathlib import Path
 
 from tests.frontends.conftest import Front
 from tests.hostile.render import visible_text
 from tests.hostile.test_kernel_outputs import assert_inert
+from tests.kernel.conftest import scripted_command
 from tests.magics.conftest import start, stop
+from tests.wire import test_session_life as wire
+from tests.wire.test_session_life import OFFERS, WHEN
 
-AGENT = Path(__file__).resolve().parents[1] / "agents" / "scripted_agent.py"
-TITLE = "<img src=x onerror=alert(1)> `a\nb` $x$ $$y$$ \\(z\\) second\nline"
-WHEN = "2026-12-02T13:00:00Z"
-OFFERS = {"sessionCapabilities": {"list": {}, "resume": {}, "close": {}, "delete": {}, "additionalDirectories": {}},
-          "auth": {"logout": {}}}
 
 
 def scenario(record: Path, offers: dict) -> dict:
-    return {
-        "record": str(record),
-        "resume": True,
-        "init": {"agentCapabilities": offers},
-        "responses": {"session/list": {"sessions": [{"sessionId": "old-1", "cwd": "/tmp", "title": "older"}]},
-                      "session/close": {}, "session/delete": {}, "logout": {}},
-        "prompt": [{"update": {"sessionUpdate": "session_info_update", "title": TITLE, "updatedAt": WHEN}},
-                   {"chunk": "ok"}],
-        # A %%acp cell's prompt keeps the cell's last newline.
-        "prompts": {text: [{"request": {"method": "fs/read_text_file", "params": {
-            "sessionId": "$SID", "path": str(record.parent / "lib" / "a.txt")}}}] for text in ("read", "read\n")},
-    }
+    """The wire test's scenario, with an older session listed and a ``read`` prompt."""
+    base = wire.scenario(record, offers)
+    listed = {"sessions": [{"sessionId": "old-1", "cwd": "/tmp", "title": "older"}]}
+    read = [{"request": {"method": "fs/read_text_file",
+                         "params": {"sessionId": "$SID", "path": str(record.parent / "lib" / "a.txt")}}}]
+    # A %%acp cell's prompt keeps the cell's last newline.
+    return {**base, "responses": {**base["responses"], "session/list": listed},
+            "prompts": {"read": read, "read\n": read}}
 
 
 async def connect(front, spec: dict) -> None:
-    command = shlex.join([sys.executable, str(AGENT), json.dumps(spec)])
-    line = f"agent --command {command}" if front.kind == "kernel" else f"connect --command {command}"
-    await front.ok(line)
+    verb = "agent" if front.kind == "kernel" else "connect"
+    await front.ok(f"{verb} --command {scripted_command(spec)}")
 
 
 def sent(record: Path) -> list[dict]:
@@ -114,8 +106,8 @@ async def test_cwd_add_gives_the_agent_a_root_and_the_file_policy_exactly_that(f
     assert news[-1]["params"]["additionalDirectories"] == [str(lib)]
 
     assert "Additional directories" not in (await front.ok(f"cwd remove {shlex.quote(str(lib))}")).text()
-    reason = front.error(await front.cmd("cwd sideways /tmp"))
-    assert "usage:" in reason
+    for line in ("cwd sideways /tmp", "cwd add"):
+        assert "usage:" in front.error(await front.cmd(line)), line
 
 
 async def test_cwd_add_with_an_agent_that_takes_no_directories(front, tmp_path):

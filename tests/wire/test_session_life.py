@@ -22,7 +22,8 @@ from .recording import check, load
 
 #: The methods of a session's end and of signing out, driven here.
 LIFE = {"session/close", "session/delete", "logout"}
-TITLE = "<img src=x onerror=alert(1)> `a\nb` $x$ $$y$$ \\(z\\)"
+#: A title is agent text: raw HTML, a code span across a line break, math delimiters, a newline.
+TITLE = "<img src=x onerror=alert(1)> `a\nb` $x$ $$y$$ \\(z\\) second\nline"
 WHEN = "2026-12-02T13:00:00Z"
 OFFERS = {"loadSession": False,
           "sessionCapabilities": {"list": {}, "resume": {}, "close": {}, "delete": {}, "additionalDirectories": {}},
