@@ -104,6 +104,35 @@ def test_nesting_depth_matches_the_decoded_depth_brackets_in_strings_do_not_coun
     assert framing.nesting_depth(line) == _depth(value)
 
 
+def _stdlib_reading(line: bytes):
+    """What classify answered before msgspec: json alone."""
+    return framing._classify_slow(line)
+
+
+# JSON values as agents write them, and the corners where msgspec and json differ:
+# NaN and Infinity, integers past 64 bits, lone surrogate escapes, invalid UTF-8,
+# a BOM, duplicate keys, control characters, trailing garbage.
+_scalar = (st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70)
+           | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=6))
+_message = st.recursive(_scalar, lambda inner: st.lists(inner, max_size=3)
+                        | st.dictionaries(st.sampled_from(["id", "method", "params", "result", "error", "x"])
+                                          | st.text(max_size=3), inner, max_size=4), max_leaves=20)
+_corners = st.sampled_from([b"", b"\xef\xbb\xbf", b'"\\ud800"', b"\xff", b"NaN", b"1e999", b" x", b"\x00",
+                            b'"a\x01b"', b',"id":1,"id":"2"', b"18446744073709551616", b"-0", b"1.0"])
+
+
+@settings(max_examples=1000, deadline=None)
+@given(value=_message, corner=_corners, where=st.integers(min_value=0, max_value=200))
+def test_the_fast_reading_agrees_with_json_on_every_line(value, corner, where):
+    line = json.dumps(value, ensure_ascii=False, allow_nan=True).encode("utf-8", "surrogatepass")
+    for candidate in (line, line[:where] + corner + line[where:]):
+        fast, slow = classify(candidate), _stdlib_reading(candidate)
+        if isinstance(slow, Noise):
+            assert isinstance(fast, Noise) and fast.reason == slow.reason, candidate
+        else:
+            assert fast == slow and json.dumps(fast[1]) == json.dumps(slow[1]), candidate
+
+
 def _nested_notification(depth: int) -> bytes:
     inner = depth - 2  # the message object and its params object
     return b'{"jsonrpc":"2.0","method":"m","params":{"x":' + b"[" * inner + b"]" * inner + b"}}"

@@ -241,14 +241,33 @@ class Connection:
     # -- incoming -----------------------------------------------------------
 
     def _on_data(self, data: bytes) -> None:
+        # The hot loop: a notification with a handler (the update stream's
+        # every line) is handled here, in one frame; the rest goes to _dispatch.
+        classify, depth, handlers = framing.classify, self.max_depth, self._notifications
         for line in self._splitter.feed(data):
             if isinstance(line, Oversized):
                 self._report_oversized(line)
-            else:
-                self._dispatch(line)
+                continue
+            parsed = classify(line, depth)
+            if type(parsed) is tuple and parsed[0] == NOTIFICATION:
+                msg = parsed[1]
+                handler = handlers.get(msg["method"])
+                if handler is not None:
+                    try:
+                        handler(msg.get("params"))
+                    except Exception as exc:
+                        self._handler_failed(msg["method"], exc)
+                    continue
+            self._dispatch_parsed(parsed)
+
+    def _handler_failed(self, method: str, exc: Exception) -> None:
+        log.exception("notification handler for %s failed", method)
+        self.on_report("handler-error", f"{method}: {type(exc).__name__}: {exc}")
 
     def _dispatch(self, line: bytes) -> None:
-        parsed = framing.classify(line, self.max_depth)
+        self._dispatch_parsed(framing.classify(line, self.max_depth))
+
+    def _dispatch_parsed(self, parsed: tuple[int, dict[str, Any]] | Noise | TooDeep) -> None:
         if type(parsed) is Noise:
             self.noise_count += 1
             self.on_report("noise", f"{parsed.reason}: {parsed.preview()}")
@@ -264,8 +283,7 @@ class Connection:
                 try:
                     handler(msg.get("params"))
                 except Exception as exc:
-                    log.exception("notification handler for %s failed", method)
-                    self.on_report("handler-error", f"{method}: {type(exc).__name__}: {exc}")
+                    self._handler_failed(method, exc)
             elif method == "$/cancel_request":
                 self._cancel_incoming(msg.get("params"))
             elif self.on_unknown_notification is not None:

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from itertools import accumulate, islice
 from typing import Any, Union
 
+import msgspec
+
 DEFAULT_MAX_LINE = 64 * 1024 * 1024
 #: Deepest nesting of arrays and objects accepted in one message (``Limits.json_depth``).
 DEFAULT_MAX_DEPTH = 64
@@ -20,6 +22,12 @@ DEFAULT_MAX_DEPTH = 64
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 # A bound decoder on str skips json.loads's per-call encoding sniffing.
 _decode = json.JSONDecoder().decode
+# msgspec reads the line's bytes three to four times faster than json. It is
+# stricter (no NaN, no lone surrogate escape, no invalid UTF-8, no number past
+# a double), so a line it refuses is read again by json: what is accepted, and
+# why a line is refused, stay exactly json's (a property test compares them).
+# Integers of any size stay integers in both (orjson makes floats of them).
+_fast_decode = msgspec.json.Decoder().decode
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,6 +239,17 @@ def classify(line: bytes, max_depth: int = DEFAULT_MAX_DEPTH) -> tuple[int, dict
         if depth > max_depth:
             return _too_deep(line, depth, max_depth)
     try:
+        msg = _fast_decode(line)
+    except ValueError:  # msgspec.DecodeError
+        return _classify_slow(line)
+    if type(msg) is dict and "id" not in msg and type(msg.get("method")) is str:
+        return NOTIFICATION, msg  # the stream's bulk: one test, no second call
+    return _kind(line, msg)
+
+
+def _classify_slow(line: bytes) -> tuple[int, dict[str, Any]] | Noise:
+    """The stdlib's reading of a line msgspec refused: json's leniency, its reasons."""
+    try:
         msg = _decode(line.decode("utf-8"))
     except UnicodeDecodeError:
         return Noise(line, "invalid UTF-8")
@@ -238,6 +257,10 @@ def classify(line: bytes, max_depth: int = DEFAULT_MAX_DEPTH) -> tuple[int, dict
         return Noise(line, "nested too deeply to decode")
     except ValueError:
         return Noise(line, "not JSON")
+    return _kind(line, msg)
+
+
+def _kind(line: bytes, msg: Any) -> tuple[int, dict[str, Any]] | Noise:
     if type(msg) is not dict:
         return Noise(line, f"JSON {type(msg).__name__}, not a JSON-RPC object")
     method = msg.get("method")
