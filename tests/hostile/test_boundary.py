@@ -407,3 +407,32 @@ def test_plain_text_gives_jupyterlabs_text_autolinker_no_script_link():
     assert "www.a.b" not in out and "http://ok.example/a?b=1" in out and "mailto:a@b.c" in out
     assert out.replace("\u2060", "") == ("see javascript://%0Aalert(1) and data:text/html,x and JAVASCRIPT:y "
                                          "www.a.b`<img src=x onerror=alert(1)>` http://ok.example/a?b=1 mailto:a@b.c")
+
+
+# -- the plain-prose fast path (issue 25) ---------------------------------------------
+
+# Prose and every character near the line that decides: block markers, indents,
+# trailing spaces, blank lines of spaces, quotes, "$", digits with "." or ")",
+# non-breaking spaces, and the inline specials that must send it to markdown-it.
+_PROSE = st.lists(st.sampled_from([*"ab $\"'.):-+=>0123456789\n\u00a0é", "    ", "1. ", "\n\n", "  \n", "&#36;",
+                                    *"*`<[&|~\\#", "\t"]), max_size=40).map("".join)
+
+
+@settings(max_examples=800, deadline=None)
+@given(_PROSE)
+def test_the_prose_fast_path_writes_what_markdown_it_writes(s):
+    agent, ours = safe._html_renderers()
+    fast = safe._prose_html(s)
+    if fast is not None:
+        assert fast == agent.render(s), s
+    md = s.replace("$", "&#36;")  # plain prose as safe.markdown writes it
+    fast = safe._prose_html(md.replace("&#36;", "$"))
+    if fast is not None:
+        assert fast == ours.render(md), md
+
+
+def test_the_prose_fast_path_takes_prose_and_leaves_markdown_and_hostile_text_to_the_parser():
+    assert safe._prose_html('Plain "prose", costs $5.\nA second line.\n\nA paragraph') is not None
+    for s in [*PAYLOADS, "a *b*", "- item", "1. one", "    code", "a  \nb", "> quote", "# h", "a\n===", "x &amp; y",
+              "`a\nb`", "$x$ and \\(y\\)", "www.example.com/<x>", "| a | b |"]:
+        assert safe._prose_html(s) is None, s
