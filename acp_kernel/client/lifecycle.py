@@ -241,7 +241,7 @@ class Lifecycle:
         if self.settings.extra_roots and not session.client.can("additionalDirectories"):
             self.say(Markdown("*{} takes no additional directories (it does not advertise "
                               "`sessionCapabilities.additionalDirectories`): {} were not given to it, and "
-                              "its file requests stay inside {}.*").format(
+                              "the file policy's workspace is {} alone.*").format(
                 self.name, Markdown(", ").join(code(r) for r in self.settings.extra_roots), code(session.cwd)))
         return session
 

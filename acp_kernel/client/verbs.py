@@ -19,7 +19,7 @@ from ..errors import AcpError, PassthroughError, RpcError
 from .params import parse_set, value_text
 from .registry import adhoc_agent
 from ..safe import Markdown, block, code, plain, text
-from .session import Choice, Session
+from .session import Choice, Session, absolute_roots
 
 if TYPE_CHECKING:  # pragma: no cover
     from .controller import Controller
@@ -216,6 +216,7 @@ async def cwd(c: Controller, call: Call) -> None:
     if action not in (None, "add", "remove") or (action is None and given in ("add", "remove")):
         raise UsageError(f"usage: {usage(c, 'cwd')}")
     roots = c.settings.extra_roots
+    roots[:] = absolute_roots(roots)  # the config's may be relative or start with ~
     if given is not None:
         path = os.path.abspath(os.path.join(c.cwd, os.path.expanduser(given)))
         if action == "remove":
