@@ -10,15 +10,20 @@ renders on its own.
 
 The tail is also cut at a line boundary once it grows past ``max_tail``
 characters (a long paragraph or code block with no blank line), and a line
-longer than ``4 * max_tail`` is broken at a space, so a tail update never
-costs more than a few ``max_tail``. Pure, incremental: ``feed``
-costs O(len(chunk)).
+longer than ``max_tail`` is broken at its last space within ``max_tail``
+characters (anywhere if it has none), so a tail update never costs more than a
+few ``max_tail``. Pure and lazy: ``feed`` only keeps the chunk (a streamed
+turn feeds 100,000 of them); the text is split when a block, the tail or a cut
+is asked for (a view's refresh, ten times a second), in C-level ``find``
+steps, and where a chunk ended never changes the result.
 """
 
 from __future__ import annotations
 
 import re
 
+#: Fed characters kept unsplit at most (a reader normally comes ten times a second).
+_SETTLE_CHARS = 1 << 16
 _FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 
 
@@ -48,6 +53,8 @@ class BlockSplitter:
     ``tail`` the open part, ``cut`` everything (before another output)."""
 
     __slots__ = (
+        "_pending",
+        "_pending_chars",
         "_block",
         "_block_chars",
         "_done",
@@ -61,6 +68,8 @@ class BlockSplitter:
 
     def __init__(self, max_tail: int = 4000) -> None:
         self.max_tail = max_tail
+        self._pending: list[str] = []  # fed, not yet split
+        self._pending_chars = 0
         self._done: list[str] = []  # completed, self-contained pieces not yet taken
         self._block: list[str] = []  # complete lines of the open block
         self._block_chars = 0
@@ -72,9 +81,22 @@ class BlockSplitter:
 
     @property
     def in_fence(self) -> bool:
+        self._settle()
         return self._fence is not None
 
     def feed(self, text: str) -> None:
+        self._pending.append(text)
+        self._pending_chars += len(text)
+        if self._pending_chars > _SETTLE_CHARS:  # memory stays bounded if nobody reads for a while
+            self._settle()
+
+    def _settle(self) -> None:
+        """Split what was fed since the last read."""
+        if not self._pending:
+            return
+        text = "".join(self._pending) if len(self._pending) > 1 else self._pending[0]
+        self._pending.clear()
+        self._pending_chars = 0
         start = 0
         while True:
             nl = text.find("\n", start)
@@ -90,21 +112,38 @@ class BlockSplitter:
                 line = "".join(self._partial)
                 self._partial.clear()
                 self._partial_chars = 0
+                if len(line) > self.max_tail:
+                    line = self._long_line_head(line)
             else:
                 line = text[start:nl]
+                if len(line) > self.max_tail:
+                    line = self._long_line_head(line)
             self._line(line)
             start = nl + 1
 
+    def _long_line_head(self, line: str) -> str:
+        """Give a line longer than ``max_tail`` to the block in pieces; its last piece is returned."""
+        self._partial, self._partial_chars = [line], len(line)
+        self._break_long_line()
+        rest = "".join(self._partial)
+        self._partial.clear()
+        self._partial_chars = 0
+        return rest
+
     def _break_long_line(self) -> None:
-        """A line with no newline in sight (minified code, base64): end it at
-        its last space (else anywhere), so the tail stays small."""
+        """A line with no newline in sight (minified code, base64): give it to
+        the block in pieces of at most ``max_tail`` characters, each ended at its
+        last space (else at the limit), until what is left is shorter."""
         line = "".join(self._partial)
-        cut = line.rfind(" ", len(line) - self.max_tail)
-        cut = cut + 1 if cut > 0 else len(line)
-        rest = line[cut:]
+        start, limit = 0, self.max_tail
+        while len(line) - start > limit:
+            cut = line.rfind(" ", start + 1, start + limit + 1)
+            end = cut + 1 if cut > start else start + limit
+            self._line(line[start:end].rstrip(" "))
+            start = end
+        rest = line[start:]
         self._partial = [rest] if rest else []
         self._partial_chars = len(rest)
-        self._line(line[:cut].rstrip(" ") if cut < len(line) else line)
 
     def _line(self, line: str) -> None:
         if self._fence is not None:
@@ -152,6 +191,7 @@ class BlockSplitter:
 
     def take_blocks(self) -> list[str]:
         """Blocks completed since the last take, each self-contained."""
+        self._settle()
         blocks, self._done = self._done, []
         return blocks
 
@@ -161,6 +201,7 @@ class BlockSplitter:
 
     def tail(self) -> str:
         """The open block (and unfinished line), fence closed if open."""
+        self._settle()
         partial = "".join(self._partial)
         if not self._has_content and not partial:
             return ""

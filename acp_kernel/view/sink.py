@@ -14,7 +14,9 @@ Every sink refuses text data that :mod:`acp_kernel.safe` did not make
 
 from __future__ import annotations
 
+import contextvars
 import json
+import threading
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -55,19 +57,14 @@ class CellContext:
     """
 
     def __init__(self) -> None:
-        import contextvars
-
         self._context = contextvars.copy_context()
         self._inside: int | None = None  # the thread inside, if any
 
     def run(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         """Call ``fn`` inside the context (nested or concurrent calls run as they are)."""
-        import threading
-
-        me = threading.get_ident()
         if self._inside is not None:
             return fn(*args, **kwargs)
-        self._inside = me
+        self._inside = threading.get_ident()
         try:
             return self._context.run(fn, *args, **kwargs)
         finally:

@@ -89,7 +89,7 @@ class TurnBase:
         run = self._run
         for event in list(self.turn.events):
             run(self._on_event, event)
-        self._unsubscribe = self.turn.subscribe(lambda event: run(self._on_event, event))
+        self._unsubscribe = self.turn.subscribe(self._heard)
         if self.turn.done:
             self.close()
 
@@ -114,6 +114,18 @@ class TurnBase:
             self._run(fn, *args)
         else:
             loop.call_soon_threadsafe(self._run, fn, *args)
+
+    def _heard(self, event: Any) -> None:
+        """A turn event, as it arrives. The stream's bulk, agent text while its
+        run is open, only feeds the splitter (no output, so no need to enter the
+        cell's context: the ticker's flush does); everything else goes through
+        :meth:`_on_event` in the cell's context."""
+        if type(event) is tm.Chunk and self._in_text and event.role == "agent" and not self.closed:
+            if event.text:
+                self._splitter.feed(event.text)
+                self._ticker.poke()
+            return
+        self._run(self._on_event, event)
 
     def _on_event(self, event: Any) -> None:
         if self.closed:

@@ -1,5 +1,8 @@
 import random
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from acp_kernel.view.markdown import BlockSplitter, split_blocks
 
 DOC = """# Title
@@ -90,3 +93,39 @@ def test_blank_lines_alone_produce_nothing():
     s = BlockSplitter()
     s.feed("\n\n   \n\n")
     assert s.take_blocks() == [] and s.tail() == "" and s.cut() == ""
+
+
+_PIECES = ["word ", "x" * 37, " ", "\n", "\n\n", "```py\n", "```\n", "~~~\n", "- item\n", "y" * 130]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=60), st.lists(st.integers(1, 90), min_size=1, max_size=30),
+       st.booleans())
+def test_where_chunks_end_never_changes_the_blocks_long_lines_included(pieces, sizes, read_between):
+    """Long lines (past max_tail) are cut at the same places however the text arrives,
+    and reading between chunks (a view's refresh) changes nothing either."""
+    doc = "".join(pieces)
+    whole = BlockSplitter(max_tail=50)
+    whole.feed(doc)
+    want = (whole.take_blocks(), whole.tail())
+    s = BlockSplitter(max_tail=50)
+    got: list[str] = []
+    i = k = 0
+    while i < len(doc):
+        n = sizes[k % len(sizes)]
+        s.feed(doc[i:i + n])
+        if read_between:
+            got += s.take_blocks()
+            assert len(s.tail()) <= 3 * 50 + 20  # the tail stays small: a few max_tail (and a fence line)
+        i, k = i + n, k + 1
+    assert (got + s.take_blocks(), s.tail()) == want
+    assert all(len(line) <= 50 for block in want[0] for line in block.split("\n")), want
+
+
+def test_feeding_without_reading_keeps_a_bounded_amount_unsplit():
+    s = BlockSplitter(max_tail=100)
+    for _ in range(10_000):
+        s.feed("lorem ipsum dolor sit amet ")
+        assert s._pending_chars <= (1 << 16)
+    blocks, tail = s.take_blocks(), s.tail()
+    assert len(tail) <= 250 and "\n".join([*blocks, tail]).count("lorem") == 10_000
