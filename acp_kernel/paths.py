@@ -1,4 +1,4 @@
-"""Where acp-kernel keeps its own files: the config file and the session store.
+"""Where acp-kernel keeps its own files: the config file, the session store, the registry cache.
 
 A bottom module (no package imports): the client reads and writes these
 files, and the file service refuses agents' writes to them, so both layers
@@ -32,3 +32,12 @@ def store_path() -> Path:
     if explicit:
         return Path(explicit)
     return Path(jupyter_data_dir()) / "acp_kernel" / "sessions.json"
+
+
+def registry_cache_dir() -> Path:
+    """``ACP_KERNEL_REGISTRY_CACHE``, else ``acp_kernel/registry`` in the Jupyter data
+    directory: the fetched copies of the ACP agent registry (beside the session store)."""
+    explicit = os.environ.get("ACP_KERNEL_REGISTRY_CACHE")
+    if explicit:
+        return Path(explicit)
+    return Path(jupyter_data_dir()) / "acp_kernel" / "registry"

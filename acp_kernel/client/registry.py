@@ -26,6 +26,13 @@ field by field (``{"passthrough": {"submit_delay": 0.3}}`` keeps the rest), e.g.
 ``input_placeholder``/``startup_pattern`` (regular expressions on the rendered
 screen), ``idle_seconds``, ``ready_timeout``, ``cell_timeout`` (0: none),
 ``clear_input``, ``version_command``, ``resume_args``, ``mcp_args``.
+
+``registry`` (or ``$ACP_KERNEL_REGISTRY``, which wins) names an ACP agent
+registry index, a path or a URL (the registry's own is
+:data:`acp_kernel.client.acp_registry.DEFAULT_URL`), read and cached by
+:mod:`acp_kernel.client.acp_registry` and merged by :func:`merge_registry`:
+our table first, the registry adds agents we do not know, the config file
+has the last word.
 """
 
 from __future__ import annotations
@@ -43,6 +50,7 @@ from typing import Any, Literal, Optional, Union
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..errors import AcpError
+from .acp_registry import Listing, read_registry
 from ..paths import config_path, default_config_path  # config_path re-exported (its old home)
 from .host import LIMIT_NAMES, ClientSettings, Limits
 
@@ -133,6 +141,14 @@ class AgentSpec:
     #: Why the agent may take an MCP server and not start it, and what to do, shown
     #: by ``%status`` while it has not started the notebook server.
     mcp_note: str = ""
+    #: The ids an ACP agent registry gives this agent (when not its name): data, for the merge.
+    registry_ids: tuple[str, ...] = ()
+    #: What a registry says of it (shown by ``acp-kernel agents``; never how it runs).
+    version: str = ""
+    description: str = ""
+    homepage: str = ""
+    #: For our own agents a registry also lists: "REGISTRY as ID VERSION".
+    listed: str = ""
 
     def program(self) -> str:
         return self.command[0] if self.command else ""
@@ -320,6 +336,7 @@ BUILTIN: dict[str, AgentSpec] = {
             passthrough=PASSTHROUGH["claude"],
             env_keys=("ANTHROPIC_API_KEY",),
             login="claude",
+            registry_ids=("claude-code-acp", "claude-acp"),
         ),
         AgentSpec(
             "codex",
@@ -329,6 +346,7 @@ BUILTIN: dict[str, AgentSpec] = {
             passthrough=PASSTHROUGH["codex"],
             env_keys=("OPENAI_API_KEY",),
             login="codex login",
+            registry_ids=("codex-acp",),
         ),
         AgentSpec(
             "gemini",
@@ -371,6 +389,7 @@ BUILTIN: dict[str, AgentSpec] = {
             install="npm install -g @qwen-code/qwen-code",
             passthrough=Passthrough(("qwen",)),
             login="qwen",
+            registry_ids=("qwen-code",),
         ),
         AgentSpec(
             "copilot",
@@ -378,6 +397,7 @@ BUILTIN: dict[str, AgentSpec] = {
             ("copilot", "--acp"),
             install="npm install -g @github/copilot",
             passthrough=Passthrough(("copilot",)),
+            registry_ids=("github-copilot",),
         ),
         AgentSpec(
             "cursor",
@@ -488,6 +508,8 @@ class ConfigFile(_Strict):
     mcp_servers: list[dict[str, Any]] = Field(default_factory=list)
     #: Offer the ``notebook`` MCP server to agents (inside a Jupyter kernel).
     mcp: Optional[bool] = None
+    #: An ACP agent registry index: a path, or an http(s):// or file:// URL.
+    registry: Optional[str] = Field(None, min_length=1, max_length=4096)
 
 
 class ConfigError(AcpError):
@@ -535,6 +557,9 @@ class Config:
     refresh_hz: float = 10.0
     limits: Limits = field(default_factory=Limits)
     path: Path | None = None
+    #: The registry index read (a path or URL), if any, and what went wrong or was skipped in it.
+    registry: str | None = None
+    registry_notes: list[str] = field(default_factory=list)
 
     def client_settings(self, permissions: str | None = None) -> ClientSettings:
         """How clients serve the agent: ``permissions`` (a command-line or
@@ -587,8 +612,20 @@ def load_config(path: Path | None = None, *, missing_ok: bool = True) -> Config:
     except ValidationError as exc:
         raise ConfigError(_explain(path, exc)) from None
     agents = dict(BUILTIN)
+    registry = os.environ.get("ACP_KERNEL_REGISTRY") or cfg.registry
+    registry_notes: list[str] = []
+    #: The registry was named but gave no index (unfetched, unreadable, malformed): its agents are missing.
+    registry_failed = False
+    if registry:
+        listing = read_registry(registry)
+        registry_failed = not listing.index
+        agents, registry_notes = merge_registry(agents, listing)
     for name, over in cfg.agents.items():
         base = agents.get(name)
+        if base is None and over.command is None and registry_failed:
+            # an override of a registry agent the registry did not give this time: not the user's mistake
+            registry_notes.append(f"agents.{name} in {path}: left out, the registry gave no agent {name!r}")
+            continue
         if base is None and over.command is None:
             raise ConfigError(
                 f"{path}: agents.{name}: a new agent needs a command -> fix: add "
@@ -601,14 +638,14 @@ def load_config(path: Path | None = None, *, missing_ok: bool = True) -> Config:
                 f'"command": ["program", "arg", ...]'
             )
         passthrough = over.passthrough.apply(base_pt) if over.passthrough is not None else base_pt
-        agents[name] = AgentSpec(
-            name=name,
+        agents[name] = dataclasses.replace(
+            base or AgentSpec(name, name, ()),
             title=over.title or (base.title if base else name),
             command=tuple(over.command) if over.command else base.command,  # type: ignore[union-attr]
             env={**(base.env if base else {}), **over.env},
             install=over.install or (base.install if base else ""),
             passthrough=passthrough,
-            source=str(path) if base is None else f"built-in, overridden in {path}",
+            source=str(path) if base is None else f"{base.source}, overridden in {path}",
             env_keys=tuple(over.env_keys) if over.env_keys is not None else (base.env_keys if base else ()),
             login=over.login if over.login is not None else (base.login if base else ""),
         )
@@ -620,6 +657,9 @@ def load_config(path: Path | None = None, *, missing_ok: bool = True) -> Config:
             + (f" (or add it under \"agents\" in {path})" if path.exists() else "") + ", or unset ACP_KERNEL_AGENT"
         )
     default = chosen or cfg.default_agent or "demo"
+    if default not in agents and not chosen and registry_failed:
+        registry_notes.append(f"default_agent {default!r}: the registry did not give it; the demo agent instead")
+        default = "demo"
     if default not in agents:
         raise ConfigError(
             f"{path}: default_agent {default!r} is not a known agent -> fix: use one of "
@@ -636,7 +676,54 @@ def load_config(path: Path | None = None, *, missing_ok: bool = True) -> Config:
         refresh_hz=_refresh_hz(cfg.refresh_hz, path),
         limits=_limits(cfg.limits, path),
         path=path,
+        registry=registry,
+        registry_notes=registry_notes,
     )
+
+
+#: How to get a registry agent's launcher, for the not-found message.
+LAUNCHER_HINTS = {"npx": NODE_HINT, "uvx": "install uv (which provides uvx)"}
+
+
+def merge_registry(agents: dict[str, AgentSpec], listing: Listing) -> tuple[dict[str, AgentSpec], list[str]]:
+    """Our agents with a registry's (``listing``) merged in, and the notes to show.
+
+    The rules:
+
+    - A registry entry is one of ours when its id is our agent's name or one
+      of its ``registry_ids`` (data in :data:`BUILTIN`). Ours wins every field
+      we define: command, env, title, install hint, sign-in, passthrough and
+      its quirks, notes. The registry adds only what it says of the agent,
+      for display: ``version``, ``description``, ``homepage`` and ``listed``
+      (so an entry we cannot run, binary only, still annotates ours).
+    - Any other entry we can run (npx or uvx) is a new agent named by its id,
+      launched with its argv (:func:`acp_registry.launch_argv`) and the
+      entry's env; it has no passthrough CLI (the registry knows nothing of
+      PTYs) and its source is ``registry SOURCE``.
+    - The config file is applied after this (:func:`load_config`): the user
+      may override a registry agent's fields as a built-in's.
+
+    The notes: what went wrong with the index, and each entry skipped
+    (invalid, duplicated, not runnable here) except those that are ours anyway.
+    """
+    merged = dict(agents)
+    ours = {rid: name for name, spec in agents.items() for rid in (spec.name, *spec.registry_ids)}
+    for rid, entry in listing.listed.items():
+        name = ours.get(rid)
+        if name is not None:
+            merged[name] = dataclasses.replace(
+                merged[name], version=entry.version, description=entry.description,
+                homepage=entry.repository or "", listed=f"registry {listing.source} as {rid} {entry.version}")
+    for agent in listing.agents:
+        if agent.id in ours:
+            continue
+        merged[agent.id] = AgentSpec(
+            name=agent.id, title=agent.name, command=agent.command, env=dict(agent.env),
+            install=LAUNCHER_HINTS.get(agent.kind, ""), source=f"registry {listing.source}",
+            version=agent.version, description=agent.description, homepage=agent.homepage)
+    notes = list(listing.notes)
+    notes += [f"{rid}: skipped, {why}" for rid, why in listing.skipped.items() if rid not in ours]
+    return merged, notes
 
 
 def _limits(given: dict[str, float], path: Path) -> Limits:

@@ -856,7 +856,7 @@ def run_agents(out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
     out.write(f"{'agent':<{widths[0]}}  {'title':<{widths[1]}}  {'status':<{widths[2]}}  command\n")
     for spec, name, title, word, state in rows:
         out.write(f"{name:<{widths[0]}}  {title:<{widths[1]}}  {word:<{widths[2]}}  {line(shlex.join(spec.command))}\n")
-        for note in _agent_notes(spec, state):
+        for note in _agent_notes(spec, state) + _source_notes(spec):
             out.write(f"{pad}{line(note)}\n")
         if spec.passthrough is not None:
             # the registry's own version probe for the CLI (kimi's bare script must not run)
@@ -865,7 +865,21 @@ def run_agents(out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
             shown = discovery.shown_command(spec.passthrough.command, spec.env)
             out.write(f"{pad}passthrough: {line(shown)}{line(found)}\n")
     out.write(f"\nconfig file: {config.path}\n")
+    if config.registry:
+        out.write(f"agent registry: {line(config.registry)}\n")
+    for note in config.registry_notes:
+        out.write(f"  {line(note)}\n")
     return EXIT_OK
+
+
+def _source_notes(spec: Any) -> list[str]:
+    """Where the agent comes from (built-in, the config file, a registry), and what a registry says of it."""
+    notes = [f"source: {spec.source}" + (f"; also in {spec.listed}" if spec.listed else "")]
+    if spec.description and not spec.listed:
+        notes.append(f"{spec.version} · {spec.description}" if spec.version else spec.description)
+    if spec.homepage and not spec.listed:
+        notes.append(spec.homepage)
+    return notes
 
 
 def _agent_notes(spec: Any, state: Any) -> list[str]:

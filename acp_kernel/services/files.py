@@ -72,7 +72,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import INTERNAL_ERROR, INVALID_PARAMS, RESOURCE_NOT_FOUND, AcpError, RpcError
-from ..paths import config_path, store_path
+from ..paths import config_path, registry_cache_dir, store_path
 from ..safe import visible_controls
 from .events import FileRead, FileWritten, Notice
 from .sensitive import Places, Reason, classify, current_places
@@ -155,6 +155,8 @@ def guarded_paths() -> list[Guarded]:
     out.append(Guarded(real(state), "the acp-kernel session store"))
     if not os.environ.get("ACP_KERNEL_STATE"):
         out.append(Guarded(real(state.parent), "the acp-kernel state directory"))
+    # a copy planted there would add agents to the next `acp-kernel agents` and %agent
+    out.append(Guarded(real(registry_cache_dir()), "the acp-kernel agent registry cache"))
     for kernels in jupyter_path("kernels"):
         out.append(Guarded(real(kernels), "an acp-kernel kernelspec", names=("acp",)))
     return out
