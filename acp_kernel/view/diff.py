@@ -1,5 +1,11 @@
 """Diff content (``{type: "diff", path, oldText?, newText}``) as a unified diff.
 
+ACP v2's diff content (``{type: "diff", changes: [{operation, path, oldPath?,
+fileType?, mimeType?}], patch?: {format: "git_patch", text}}``, the v2 draft's
+migration guide, "Diff content") is shown the same way: its git patch typed
+line by line, or, with no patch (binary, symlink, directory, an unknown
+format), one header line per change (:func:`diff_from_changes`).
+
 Computed once per change of a tool call's content (difflib), as typed lines
 the widget colours (``+``, ``-``, hunk ``@``, header ``h``, context `` ``),
 and as a fenced ``diff`` block for markdown readers. Big diffs are cut at
@@ -25,6 +31,8 @@ class DiffView:
     removed: int = 0
     truncated: bool = False
     new_file: bool = False
+    #: A v2 change's operation when it is not an edit or a new file ("delete", "move", "copy", "2 files").
+    operation: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -49,7 +57,7 @@ class DiffView:
     @property
     def stats(self) -> str:
         """E.g. "(edit, +3 -1)": what the summary says after the path."""
-        what = "new file" if self.new_file else "edit"
+        what = self.operation or ("new file" if self.new_file else "edit")
         return f"({what}, +{self.added} -{self.removed})"
 
     @property
@@ -85,7 +93,9 @@ def render_diff(path: str, old: str | None, new: str, *, max_lines: int = MAX_LI
 
 
 def diff_from_content(item: dict[str, Any], *, max_lines: int = MAX_LINES) -> DiffView:
-    """A DiffView from one ACP diff content item (lenient about field types)."""
+    """A DiffView from one ACP diff content item, v1 or v2 (lenient about field types)."""
+    if "changes" in item and "newText" not in item:
+        return diff_from_changes(item, max_lines=max_lines)
     old = item.get("oldText")
     new = item.get("newText")
     return render_diff(
@@ -94,3 +104,67 @@ def diff_from_content(item: dict[str, Any], *, max_lines: int = MAX_LINES) -> Di
         new if isinstance(new, str) else "",
         max_lines=max_lines,
     )
+
+
+#: Lines of a git patch's file header (before its first hunk), besides ``---``/``+++``.
+_GIT_HEADER = ("diff --git ", "index ", "new file mode", "deleted file mode", "old mode", "new mode",
+               "similarity index", "dissimilarity index", "rename from", "rename to", "copy from", "copy to",
+               "Binary files ", "GIT binary patch")
+
+
+def _change_path(change: dict[str, Any]) -> str:
+    path = change.get("path")
+    old = change.get("oldPath")
+    path = path if isinstance(path, str) and path else "?"
+    return f"{old} -> {path}" if isinstance(old, str) and old else path
+
+
+def diff_from_changes(item: dict[str, Any], *, max_lines: int = MAX_LINES) -> DiffView:
+    """A DiffView from an ACP v2 diff content item: ``changes`` (the files and what
+    happened to each) and an optional ``patch`` (``git_patch``: ``diff --git``
+    sections), typed as :func:`render_diff` types difflib's lines. Lenient: a
+    change or field of the wrong type is shown as ``?``, never an error."""
+    raw_changes = item.get("changes")
+    changes = [c for c in raw_changes if isinstance(c, dict)] if isinstance(raw_changes, list) else []
+    ops: list[str] = [op if isinstance(op := c.get("operation"), str) else "?" for c in changes]
+    if len(changes) == 1:
+        path, operation = _change_path(changes[0]), ops[0]
+    else:
+        path, operation = (f"{_change_path(changes[0])} and {len(changes) - 1} more" if changes else "?"), \
+            f"{len(changes)} files"
+    view = DiffView(path, new_file=bool(ops) and all(op == "add" for op in ops),
+                    operation="" if operation in ("add", "modify") else operation)
+
+    def put(op: str, text: str) -> None:
+        if len(view.lines) < max_lines:
+            view.lines.append((op, text))
+        else:
+            view.truncated = True
+
+    patch = item.get("patch")
+    text = patch.get("text") if isinstance(patch, dict) and patch.get("format") == "git_patch" else None
+    if not isinstance(text, str) or not text:
+        for change, op in zip(changes, ops):
+            kind = change.get("fileType")
+            put("h", f"{op} {_change_path(change)}" + (f" ({kind})" if isinstance(kind, str) and kind else ""))
+        other = patch.get("format") if isinstance(patch, dict) and patch.get("format") != "git_patch" else None
+        put(" ", f"(a patch in a format not shown: {str(other)[:40]})" if other is not None else "(no text diff given)")
+        return view
+    in_hunk = False
+    for line in text.splitlines():
+        if line.startswith("diff --git "):
+            in_hunk = False
+        if line.startswith("@@"):
+            in_hunk = True
+            put("@", line)
+        elif not in_hunk and (line.startswith(_GIT_HEADER) or line.startswith(("--- ", "+++ "))):
+            put("h", line)
+        elif in_hunk and line.startswith("+"):
+            view.added += 1
+            put("+", line)
+        elif in_hunk and line.startswith("-"):
+            view.removed += 1
+            put("-", line)
+        else:
+            put(" ", line)
+    return view
