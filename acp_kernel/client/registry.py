@@ -50,7 +50,7 @@ from typing import Any, Literal, Optional, Union
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..errors import AcpError
-from .acp_registry import Listing, read_registry
+from .acp_registry import Listing, is_url, read_registry
 from ..paths import config_path, default_config_path  # config_path re-exported (its old home)
 from .host import LIMIT_NAMES, ClientSettings, Limits
 
@@ -612,7 +612,7 @@ def load_config(path: Path | None = None, *, missing_ok: bool = True) -> Config:
     except ValidationError as exc:
         raise ConfigError(_explain(path, exc)) from None
     agents = dict(BUILTIN)
-    registry = os.environ.get("ACP_KERNEL_REGISTRY") or cfg.registry
+    registry = os.environ.get("ACP_KERNEL_REGISTRY") or _beside(cfg.registry, path)
     registry_notes: list[str] = []
     #: The registry was named but gave no index (unfetched, unreadable, malformed): its agents are missing.
     registry_failed = False
@@ -679,6 +679,13 @@ def load_config(path: Path | None = None, *, missing_ok: bool = True) -> Config:
         registry=registry,
         registry_notes=registry_notes,
     )
+
+
+def _beside(registry: str | None, config: Path) -> str | None:
+    """The config file's ``registry``: a relative path is relative to the config file's folder."""
+    if not registry or is_url(registry) or os.path.isabs(os.path.expanduser(registry)):
+        return registry
+    return str(config.parent / registry)
 
 
 #: How to get a registry agent's launcher, for the not-found message.

@@ -34,6 +34,7 @@ from acp_kernel.client.registry import BUILTIN, ConfigError, load_config, merge_
 from acp_kernel.services.files import guard_of, guarded_paths
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "acp_registry.json"
+PROXY_VARS = ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY")
 
 
 def fixture_data() -> dict[str, Any]:
@@ -58,6 +59,8 @@ def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ACP_KERNEL_AGENT", raising=False)
     monkeypatch.setattr(acp_registry, "_FAILED", {})
     monkeypatch.setattr(acp_registry, "_PARSED", {})
+    for var in PROXY_VARS:  # the test's servers are reached directly
+        monkeypatch.delenv(var, raising=False)
 
 
 # -- the real format ---------------------------------------------------------------
@@ -320,6 +323,13 @@ def test_config_names_the_registry_and_overrides_its_agents(tmp_path, monkeypatc
     assert cfg.default_agent == "demo" and "default_agent 'auggie'" in cfg.registry_notes[-1]
 
 
+def test_a_relative_registry_path_is_beside_the_config_file(tmp_path, monkeypatch):
+    (tmp_path / "reg.json").write_bytes(FIXTURE.read_bytes())
+    monkeypatch.chdir("/")
+    cfg = load_config(_config(tmp_path, {"registry": "reg.json"}))
+    assert cfg.registry == str(tmp_path / "reg.json") and "auggie" in cfg.agents
+
+
 def test_a_config_override_of_a_builtin_keeps_its_notes(tmp_path):
     cfg = load_config(_config(tmp_path, {"agents": {"gemini": {"env": {"GEMINI_API_KEY": "k"}}}}))
     assert cfg.agent("gemini").mcp_note == BUILTIN["gemini"].mcp_note != ""
@@ -328,8 +338,8 @@ def test_a_config_override_of_a_builtin_keeps_its_notes(tmp_path):
 def _agents_cli(tmp_path: Path, registry: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "ACP_KERNEL_CONFIG": str(_config(tmp_path, {"registry": registry})),
            "ACP_KERNEL_REGISTRY_CACHE": str(tmp_path / "cache")}
-    env.pop("ACP_KERNEL_REGISTRY", None)
-    env.pop("ACP_KERNEL_AGENT", None)
+    for var in ("ACP_KERNEL_REGISTRY", "ACP_KERNEL_AGENT", *PROXY_VARS):
+        env.pop(var, None)
     return subprocess.run([sys.executable, "-m", "acp_kernel", "agents"], capture_output=True, text=True,
                           timeout=60, env=env)
 
