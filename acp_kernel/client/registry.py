@@ -582,12 +582,13 @@ class Config:
             ) from None
 
 
-def load_config(path: Path | None = None, *, missing_ok: bool = True) -> Config:
+def load_config(path: Path | None = None, *, missing_ok: bool = True, refresh_registry: bool = False) -> Config:
     """The built-in agents merged with the config file (absent: none).
 
     ``missing_ok=False`` (the command line) makes a ``$ACP_KERNEL_CONFIG``
     that names no file an error: a mistyped path must not silently mean
     "no settings". An empty file is a file with no settings (``/dev/null`` works).
+    ``refresh_registry`` fetches a registry URL even when its cached copy is fresh.
     """
     from_env = path is None and bool(os.environ.get("ACP_KERNEL_CONFIG"))
     path = path or config_path()
@@ -614,10 +615,10 @@ def load_config(path: Path | None = None, *, missing_ok: bool = True) -> Config:
     agents = dict(BUILTIN)
     registry = os.environ.get("ACP_KERNEL_REGISTRY") or _beside(cfg.registry, path)
     registry_notes: list[str] = []
-    #: The registry was named but gave no index (unfetched, unreadable, malformed): its agents are missing.
+    # The registry was named but gave no index (unfetched, unreadable, malformed): its agents are missing.
     registry_failed = False
     if registry:
-        listing = read_registry(registry)
+        listing = read_registry(registry, refresh=refresh_registry)
         registry_failed = not listing.index
         agents, registry_notes = merge_registry(agents, listing)
     for name, over in cfg.agents.items():

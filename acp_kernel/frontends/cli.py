@@ -830,7 +830,7 @@ def _exit_now_if_stuck(code: int, grace: float = 1.0) -> None:
 STATE_WORDS = {"installed": "installed", "downloadable": "downloadable", "missing": "missing", "broken": "broken"}
 
 
-def run_agents(out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+def run_agents(out: TextIO = sys.stdout, err: TextIO = sys.stderr, *, refresh: bool = False) -> int:
     """The agents, each installed / downloadable (a launcher fetches it on
     first use) / missing (with how to install it) / broken (the program is
     there but ``--version`` fails), and its own CLI for passthrough terminals."""
@@ -838,7 +838,7 @@ def run_agents(out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
     from ..client.registry import ConfigError, load_config  # lazy: start-up time
 
     try:
-        config = load_config(missing_ok=False)
+        config = load_config(missing_ok=False, refresh_registry=refresh)
     except ConfigError as exc:
         err.write(f"acp-kernel: {_block(exc)}\n")
         return EXIT_USAGE
@@ -988,8 +988,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=["text", "json"], default="text")
     p.add_argument("prompt", nargs="*", help="the prompt (default: read stdin)")
 
-    sub.add_parser("agents", help="list known and configured agents: installed, downloadable on first use, "
-                   "missing or broken")
+    ag = sub.add_parser("agents", help="list known and configured agents: installed, downloadable on first use, "
+                        "missing or broken, and where each comes from")
+    ag.add_argument("--refresh", action="store_true",
+                    help="fetch the agent registry named in the config file now, even if the cached copy is fresh")
 
     i = sub.add_parser("install", help="install the ACP Agent kernelspec (or one bound to an agent)")
     where = i.add_mutually_exclusive_group()
@@ -1040,7 +1042,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     if args.command == "agents":
         try:
-            return run_agents()
+            return run_agents(refresh=args.refresh)
         except BrokenPipeError:  # `acp-kernel agents | head`
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - nothing more to write
             return EXIT_OK

@@ -335,12 +335,12 @@ def test_a_config_override_of_a_builtin_keeps_its_notes(tmp_path):
     assert cfg.agent("gemini").mcp_note == BUILTIN["gemini"].mcp_note != ""
 
 
-def _agents_cli(tmp_path: Path, registry: str) -> subprocess.CompletedProcess[str]:
+def _agents_cli(tmp_path: Path, registry: str, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "ACP_KERNEL_CONFIG": str(_config(tmp_path, {"registry": registry})),
            "ACP_KERNEL_REGISTRY_CACHE": str(tmp_path / "cache")}
     for var in ("ACP_KERNEL_REGISTRY", "ACP_KERNEL_AGENT", *PROXY_VARS):
         env.pop(var, None)
-    return subprocess.run([sys.executable, "-m", "acp_kernel", "agents"], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "acp_kernel", "agents", *args], capture_output=True, text=True,
                           timeout=60, env=env)
 
 
@@ -377,3 +377,12 @@ def test_the_cache_is_guarded_from_the_agent(tmp_path):
     assert planted.is_relative_to(tmp_path / "cache")
     guard = guard_of(os.path.realpath(planted), "write", guarded_paths())
     assert guard is not None and "registry cache" in guard.why
+
+
+def test_cli_agents_fetches_once_then_reads_the_cache_until_refresh(tmp_path, server):
+    for _ in range(2):
+        res = _agents_cli(tmp_path, server.url)
+        assert res.returncode == 0 and f"source: registry {server.url}" in res.stdout, res.stderr
+    assert server.hits == 1  # the second process read the copy on disk
+    res = _agents_cli(tmp_path, server.url, "--refresh")
+    assert res.returncode == 0 and server.hits == 2
