@@ -259,3 +259,19 @@ def test_raw_output_already_shown_in_the_content_is_not_repeated():
                     "content": [{"type": "content", "content": {"type": "text", "text": "a summary"}}],
                     "rawOutput": {"aggregated_output": "other\n", "exit_code": 1}})
     assert t.tool_calls["2"].output == "other\n" and t.tool_calls["2"].exit_code == 1
+
+
+def test_a_changed_message_id_starts_a_new_message_and_each_raw_update_stays_as_sent():
+    def said(text, mid, kind="agent_message_chunk"):
+        return {"sessionUpdate": kind, "messageId": mid, "content": {"type": "text", "text": text}}
+
+    t = Turn("s")
+    updates = [said("Looking", "m1"), said(" now.", "m1"), said("Found it", "m2"), said("a\n", "m3"), said("b", "m4"),
+               said("x", "t1", "agent_thought_chunk"), said("y", "t2", "agent_thought_chunk"), chunk(" (no id)")]
+    for u in updates:
+        t.apply_update(u)
+    assert t.text == "Looking now.\n\nFound it\n\na\n\nb (no id)"
+    assert t.thoughts == "x\n\ny"
+    assert [e.raw for e in t.events] == updates  # rebuilt (id included) or kept: always what the agent sent
+    assert [e.message_id for e in t.events] == ["m1", "m1", "m2", "m3", "m4", "t1", "t2", None]
+    assert t.events[1]._raw is None and t.events[2]._raw is not None  # plain chunks keep no dict; a break keeps it

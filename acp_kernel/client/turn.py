@@ -95,18 +95,23 @@ class Chunk(_Raw):
     and over. ``raw`` rebuilds it on demand.
     """
 
-    __slots__ = ("role", "text", "_raw")
+    __slots__ = ("role", "text", "_raw", "message_id")
 
-    def __init__(self, role: str, text: str, raw: dict[str, Any] | None = None) -> None:
+    def __init__(self, role: str, text: str, raw: dict[str, Any] | None = None, message_id: str | None = None) -> None:
         self.role = role  # "agent", "thought" or "user"
         self.text = text
         self._raw = raw
+        #: The agent's ``messageId`` (ACP v1): chunks of one message share it.
+        self.message_id = message_id
 
     @property
     def raw(self) -> dict[str, Any]:  # type: ignore[override]
         if self._raw is not None:
             return self._raw
-        return {"sessionUpdate": _CHUNK_KINDS[self.role], "content": {"type": "text", "text": self.text}}
+        raw: dict[str, Any] = {"sessionUpdate": _CHUNK_KINDS[self.role], "content": {"type": "text", "text": self.text}}
+        if self.message_id is not None:
+            raw["messageId"] = self.message_id
+        return raw
 
     @property
     def content(self) -> Any:
@@ -361,6 +366,8 @@ class Turn:
     _record: Optional[dict[str, Any]] = field(default=None, repr=False)
     _message: list[str] = field(default_factory=list, repr=False)
     _thought: list[str] = field(default_factory=list, repr=False)
+    #: The ``messageId`` of the last chunk of each kind (agent, thought, user).
+    _message_ids: dict[str, str] = field(default_factory=dict, repr=False)
     _listeners: list[Callable[[Any], None]] = field(default_factory=list, repr=False)
     _repeats: dict[str, int] = field(default_factory=dict, repr=False)
     _summaries: dict[str, Notice] = field(default_factory=dict, repr=False)
@@ -478,13 +485,20 @@ class Turn:
                     text = got
                     if len(update) == 2 and len(content) == 2:
                         keep = None  # plain text: rebuilt on demand
+            if len(update) > 2 and type(mid := update.get("messageId")) is str:
+                got = text
+                text = self._next_message(kind, mid, text) if text else text
+                if text is got and len(update) == 3 and len(content) == 2 and content.get("type") == "text":
+                    keep = None  # plain text of a message with an id (a break added keeps the update as sent)
+            else:
+                mid = None
             if kind == "agent_message_chunk":
                 self._message.append(text)
-                return Chunk("agent", text, keep)
+                return Chunk("agent", text, keep, mid)
             if kind == "agent_thought_chunk":
                 self._thought.append(text)
-                return Chunk("thought", text, keep)
-            return Chunk("user", text, keep)
+                return Chunk("thought", text, keep, mid)
+            return Chunk("user", text, keep, mid)
         if kind == "tool_call" or kind == "tool_call_update":
             tid = update.get("toolCallId")
             if type(tid) is not str or not tid:
@@ -506,6 +520,21 @@ class Turn:
         if kind in _MODELS:
             return StateEvent(kind, update)
         return UnknownUpdate(str(kind), update)
+
+    def _next_message(self, kind: str, mid: str, text: str) -> str:
+        """``text`` of a chunk with a ``messageId``. A changed id starts a new
+        message (ACP v1): it is set apart from the last one by a blank line
+        (as far as the text so far does not end with one), so two messages
+        never run together into one paragraph."""
+        last = self._message_ids.get(kind)
+        self._message_ids[kind] = mid
+        if last is None or last == mid:
+            return text
+        before = "".join(self._message[-2:] if kind == "agent_message_chunk" else
+                         self._thought[-2:] if kind == "agent_thought_chunk" else ())
+        if not before or before.endswith("\n\n") or text.startswith("\n\n"):
+            return text
+        return ("\n" if before.endswith("\n") or text.startswith("\n") else "\n\n") + text
 
     def finish(self, stop_reason: Optional[str], *, error: Optional[str] = None, forced: bool = False) -> None:
         """End the turn. Tool calls still open are marked failed (the turn

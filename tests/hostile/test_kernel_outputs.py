@@ -12,6 +12,7 @@ with its HTML, inside the element MathJax skips; plain text has no escapes.
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -140,3 +141,24 @@ async def test_login_methods_and_start_errors_are_inert(acp_kernel, tmp_path):  
     res = await k.execute("hello")
     assert res.status == "error"
     assert_inert(res)
+
+
+@pytest.mark.slow
+async def test_two_messages_of_one_turn_are_two_paragraphs_and_stay_inert(acp_kernel):  # noqa: F811
+    """ACP v1's messageId: a changed id is a new message. Hostile text in both, through the kernel's
+    every output, then JupyterLab's reading of the text/html the turn leaves."""
+    def said(text: str, mid: str) -> dict:
+        return {"update": {"sessionUpdate": "agent_message_chunk", "messageId": mid,
+                           "content": {"type": "text", "text": text}}}
+
+    scenario = {"prompt": [said(PAY + " " + PATH + " END-OF-FIRST", "m1"), said("START-OF-SECOND ", "m2"),
+                           said(PAY, "m2")]}
+    k = acp_kernel
+    assert (await k.execute(f"%agent --command {scripted_command(scenario)}")).status == "ok"
+    res = await k.execute("hello")
+    assert res.status == "ok"
+    assert_inert(res)
+    html = [m["content"]["data"]["text/html"] for m in res.outputs if "text/html" in m["content"].get("data", {})][-1]
+    shown = visible_text(html)
+    assert "END-OF-FIRST" in shown and "START-OF-SECOND" in shown
+    assert re.search(r"END-OF-FIRST\s*</p>\s*<p>\s*START-OF-SECOND", html), html  # two paragraphs, not one run
