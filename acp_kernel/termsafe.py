@@ -127,6 +127,8 @@ def clean(text: str, *, colour: bool = False, oneline: bool = False) -> str:
     fields that must stay on their line (titles, option names, paths): a
     newline in a tool title could otherwise fake a line of the question.
     """
+    if not (_UNSAFE_LINE if oneline else _UNSAFE).search(text):
+        return text  # the common case, without scan's call
     return scan(text, colour=colour, oneline=oneline)[0]
 
 
