@@ -215,13 +215,16 @@ class Controller:
         ended turn (its ``error`` says what went wrong)."""
         session = await self.ensure()
         session.interactive = self.frontend.interactive()
+        shows = self.output.shows()
+        # A page to open is shown only by the turn widget, which answers with buttons.
+        session.links = session.interactive and shows.ask == "widgets" and shows.widgets and shows.updates
         self._between_turns(session)
         turn = session.begin(blocks)  # ContentRefused: before a turn exists, for the front-end to show
         # The view hands each question (with its tool call) to the asker when
         # the frontend answers through stdin.
         asker = self.frontend.asker()
         view = self.parts.view_for(turn, self.frontend.sink(), session=session, rate_hz=self.config.refresh_hz,
-                                   widgets=self.frontend.widgets(), frontend=self.output.shows(), asker=asker)
+                                   widgets=self.frontend.widgets(), frontend=shows, asker=asker)
         self.running = session
         try:
             await session.finish(turn)

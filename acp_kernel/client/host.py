@@ -81,6 +81,9 @@ class ClientSettings:
     #: Can this client run an agent's ``terminal`` login method in a terminal
     #: the user sees (the ACP kernel can: a passthrough terminal)?
     terminal_auth: bool = False
+    #: Can this client show the agent's pages to open (URL-mode elicitation)?
+    #: The kernel and the magics can (the turn widget); the CLI cannot.
+    url_elicitation: bool = False
     #: What an agent can make the client hold or wait for.
     limits: Limits = field(default_factory=Limits)
 
@@ -96,6 +99,9 @@ class SessionContext(Protocol):
     settings: ClientSettings
     #: True while someone (a widget, a terminal prompt) can answer a question.
     interactive: bool
+    #: True while the cell's view can show a page to open, opened on a click
+    #: (the notebook's turn widget; not a console, nbclient or the CLI).
+    links: bool
 
     def emit(self, event: Any) -> None:
         """Add an event to the current turn (or the session log between turns)."""

@@ -85,6 +85,7 @@ class Lifecycle:
         self.default_name = spec.name
         self.settings = config.client_settings(permissions)
         self.settings.terminal_auth = terminal_auth
+        self.settings.url_elicitation = True  # the turn widget shows pages to open (client_capabilities)
         self.cwd = cwd
         self.key = key
         self.label = label  # the magics' alias; the kernel shows the agent's title

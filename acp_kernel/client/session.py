@@ -161,6 +161,8 @@ class Session:
     cwd: str
     settings: ClientSettings
     interactive: bool = False
+    #: The cell's view can show a page to open (set per turn by the controller).
+    links: bool = False
     #: The other workspace roots the agent was given (``additionalDirectories``).
     additional_directories: list[str] = field(default_factory=list)
     modes: Optional[dict[str, Any]] = None
@@ -609,7 +611,7 @@ class Client:
                 {
                     "protocolVersion": 1,
                     "clientCapabilities": services_mod.client_capabilities(
-                        terminal_auth=self.settings.terminal_auth),
+                        terminal_auth=self.settings.terminal_auth, url_elicitation=self.settings.url_elicitation),
                     "clientInfo": {"name": "acp-kernel", "title": "acp-kernel (Jupyter)", "version": __version__},
                 },
             ) or {}

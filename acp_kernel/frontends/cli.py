@@ -164,6 +164,14 @@ def _terminal_exited(event: Any) -> str:
     return f"[terminal] {line(event.terminal_id)} ended ({line(event.how)}, {line(how)})"
 
 
+def _url_lines(event: Any) -> str:
+    """A page the agent asks to open (the CLI declines it before it is an event; a
+    reader of the events is told what it was): the host, the message, the address."""
+    reads = f" (it reads {line(event.host_unicode)})" if event.host_unicode else ""
+    return (f"[open page] the agent asks you to open a page on {line(event.host)}{reads}\n"
+            f"  {_block(event.message)}\n  address: {line(event.url)}")
+
+
 def _permission_line(event: Any) -> str:
     return (f"[permission] {line(event.title or event.tool_call_id)}: "
             f"{line(event.option_kind or 'cancelled')} ({line(event.by)})")
@@ -186,6 +194,8 @@ DESCRIBE: dict[str, Any] = {
     "PermissionResolved": _permission_line,
     "PermissionPrompt": lambda e: None,  # asked by the asker
     "ElicitationPrompt": lambda e: None,  # asked by the asker
+    "UrlElicitationPrompt": _url_lines,
+    "ElicitationCompleted": lambda e: f"[open page] the agent says the page on {line(e.prompt.host)} is done",
 }
 
 

@@ -18,8 +18,10 @@ from .events import PendingPrompts
 from .terminals import TerminalService
 
 
-def client_capabilities(*, elicitation: bool = True, terminal_auth: bool = False) -> dict[str, Any]:
-    """The ``clientCapabilities`` for ``initialize``: exactly what is served."""
+def client_capabilities(*, elicitation: bool = True, terminal_auth: bool = False, url_elicitation: bool = False) -> dict[str, Any]:
+    """The ``clientCapabilities`` for ``initialize``: exactly what is served.
+    ``url_elicitation``: a view can show a link to open (the kernel and the
+    magics; a cell where none can declines each request, with a notice)."""
     caps: dict[str, Any] = {
         "fs": {"readTextFile": True, "writeTextFile": True},
         "terminal": True,
@@ -30,7 +32,7 @@ def client_capabilities(*, elicitation: bool = True, terminal_auth: bool = False
         "_meta": {"terminal_output": True},
     }
     if elicitation:
-        caps["elicitation"] = {"form": {}}
+        caps["elicitation"] = {"form": {}, "url": {}} if url_elicitation else {"form": {}}
     if terminal_auth:
         caps["auth"] = {"terminal": True}
     return caps
@@ -57,14 +59,19 @@ class Services:
         return n
 
     def end_turn(self, session_id: str) -> int:
-        """The session's turn ended: permission questions still pending are
-        answered ``cancelled`` and one-time allows given in the turn end."""
-        return self.permissions.end_turn(session_id)
+        """The session's turn ended: permission questions and pages to open still
+        pending are answered ``cancelled`` and one-time allows given in the turn end."""
+        n = self.permissions.end_turn(session_id)
+        if self.elicitation is not None:
+            n += self.elicitation.end_turn(session_id)
+        return n
 
     async def close_session(self, session_id: str) -> None:
         """The session is gone: cancel its questions, end its terminals."""
         self.cancel_pending(session_id)
         self.permissions.forget(session_id)
+        if self.elicitation is not None:
+            self.elicitation.forget(session_id)
         await self.terminals.release_session(session_id)
 
     async def shutdown(self) -> None:

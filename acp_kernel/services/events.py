@@ -167,15 +167,15 @@ class PendingPrompts:
         """True when ``limit`` questions of the session already wait."""
         return self.count(session_id) >= limit
 
-    def pending(self, session_id: Any = None, kind: type | None = None) -> list[Any]:
+    def pending(self, session_id: Any = None, kind: type | tuple[type, ...] | None = None) -> list[Any]:
         """Waiting prompts (of one session, of one prompt class), any order."""
         groups = self._by_session.values() if session_id is None else [self._by_session.get(session_id, set())]
         return [p for g in groups for p in g if kind is None or isinstance(p, kind)]
 
-    def sessions(self, kind: type | None = None) -> list[Any]:
+    def sessions(self, kind: type | tuple[type, ...] | None = None) -> list[Any]:
         return [sid for sid in self._by_session if self.pending(sid, kind)]
 
-    def cancel_all(self, session_id: Any, kind: type | None = None) -> int:
+    def cancel_all(self, session_id: Any, kind: type | tuple[type, ...] | None = None) -> int:
         """Answer every waiting prompt of the session (of ``kind``) cancelled."""
         prompts = self.pending(session_id, kind)
         for prompt in prompts:
@@ -269,11 +269,60 @@ class ElicitationPrompt(_Prompt):
         self._resolve({"action": "cancel"})
 
 
+@dataclass(eq=False)
+class UrlElicitationPrompt(_Prompt):
+    """The agent asks the user to open a page (``elicitation/create``, URL mode),
+    e.g. to sign in somewhere; the client never opens it by itself.
+
+    ``url`` passed :func:`acp_kernel.services.elicitation.check_url` (http or
+    https, a host, no credentials, no spaces or controls) and is exactly what
+    a click opens; ``host`` is its host in ASCII (an IDN as punycode: what the
+    user should read), ``host_unicode`` its Unicode form when that differs.
+    ``message`` is the agent's text: show it escaped, never as markdown.
+
+    Per the spec, ``accept`` means the user consented to open the page (the
+    view opens it on the same click), not that the page's work is done: the
+    agent says that with ``elicitation/complete``, which sets ``completed``
+    (only after an accept) and emits :class:`ElicitationCompleted`.
+    """
+
+    session_id: str
+    elicitation_id: str
+    message: str
+    url: str
+    host: str
+    future: asyncio.Future[Any]
+    loop: asyncio.AbstractEventLoop
+    host_unicode: str = ""
+    tool_call_id: str | None = None
+    completed: bool = False
+
+    def open(self) -> None:
+        """The user clicked to open the page: consent (``accept``)."""
+        self._resolve({"action": "accept"})
+
+    def decline(self) -> None:
+        self._resolve({"action": "decline"})
+
+    def cancel(self) -> None:
+        self._resolve({"action": "cancel"})
+
+
+@dataclass
+class ElicitationCompleted:
+    """The agent said (``elicitation/complete``) that the page the user opened
+    for ``prompt`` is done with."""
+
+    session_id: str
+    elicitation_id: str
+    prompt: UrlElicitationPrompt
+
+
 #: Every event the services emit into a turn, in one list. A turn's whole list
 #: is :data:`acp_kernel.client.turn.TURN_EVENTS` (the update events, then
 #: these); each renderer is a table keyed by it (tests/view/test_event_kinds.py
 #: fails when a table lacks a kind). A new event: its class here, and its name here.
 SERVICE_EVENTS: tuple[type, ...] = (
     Notice, TerminalStarted, TerminalExited, FileRead, FileWritten,
-    PermissionResolved, PermissionPrompt, ElicitationPrompt,
+    PermissionResolved, PermissionPrompt, ElicitationPrompt, UrlElicitationPrompt, ElicitationCompleted,
 )

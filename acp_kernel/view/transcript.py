@@ -12,6 +12,7 @@ the turn's state and events (terminal objects are only read).
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -348,6 +349,66 @@ def elicitation_markdown(prompt: se.ElicitationPrompt, outcome: Any = None, *, a
     return head + Markdown(" → *{}*").format(str(action))
 
 
+#: A URL elicitation's state (:func:`url_state`) in words.
+URL_WORDS = {
+    "asking": "waiting: open it from the live output",
+    "opened": "opened in a new tab; waiting for the agent to say it is done",
+    "completed": "opened; the agent says it is done",
+    "declined": "declined",
+    "cancelled": "cancelled",
+}
+#: A bare address marked (GFM) would make a link of, in escaped text.
+_BARE_LINK = re.compile(r"(?i)(:)(//)|(www)(\.)")
+
+
+def unlinked(md: Markdown) -> Markdown:
+    """Escaped text in which no renderer finds a bare address to link
+    (``https://``, ``www.``): the slash or dot becomes a character reference."""
+    return Markdown(_BARE_LINK.sub(lambda m: m.group(1) + "&#47;&#47;" if m.group(1) else m.group(3) + "&#46;", md))
+
+
+def url_state(prompt: se.UrlElicitationPrompt, outcome: Any = None, *, answered: bool = False) -> str:
+    """"asking", "opened" (the user consented: accept), "completed" (the agent
+    said so afterwards), "declined" or "cancelled"."""
+    if prompt.completed:
+        return "completed"
+    if not answered:
+        return "asking"
+    action = outcome.get("action") if isinstance(outcome, dict) else "cancel"
+    return {"accept": "opened", "decline": "declined"}.get(str(action), "cancelled")
+
+
+def url_elicitation_markdown(prompt: se.UrlElicitationPrompt, outcome: Any = None, *, answered: bool = False) -> Markdown:
+    """The page to open: its host named, the agent's message as escaped text (no
+    markdown, no link), the whole address as code (never a link), and the state."""
+    parts = [Markdown("🔗 **The agent asks you to open a page on** {}").format(code(prompt.host))]
+    if prompt.host_unicode:
+        parts.append(Markdown("⚠️ The host name has letters outside ASCII: it reads {}; letters from other "
+                              "alphabets can look like familiar ones.").format(code(prompt.host_unicode)))
+    if prompt.message.strip():
+        parts.append(Markdown("  \n").join(unlinked(text(line)) for line in prompt.message.split("\n")))
+    address = code(prompt.url, limit=len(prompt.url) + 1)
+    # A <code> element we wrote (the address holds "<", "$", ...): its text is markdown to some
+    # renderers (nbconvert's mistune links a bare address in it); a code span is not.
+    parts.append(Markdown("Address: ") + (unlinked(address) if address.startswith("<code>") else address))
+    parts.append(Markdown("→ *{}*").format(URL_WORDS[url_state(prompt, outcome, answered=answered)]))
+    return Markdown("\n\n").join(parts)
+
+
+def url_elicitation_plain(prompt: se.UrlElicitationPrompt, outcome: Any = None, *, answered: bool = False) -> str:
+    reads = f" (it reads {prompt.host_unicode})" if prompt.host_unicode else ""
+    return (f"The agent asks you to open a page on {prompt.host}{reads}\n{prompt.message}\nAddress: {prompt.url}\n"
+            f"-> {URL_WORDS[url_state(prompt, outcome, answered=answered)]}")
+
+
+def completed_markdown(ev: se.ElicitationCompleted) -> Markdown:
+    return Markdown("🔗 The agent says the page on {} is done.").format(code(ev.prompt.host))
+
+
+def completed_plain(ev: se.ElicitationCompleted) -> str:
+    return f"The agent says the page on {ev.prompt.host} is done."
+
+
 def file_written_markdown(ev: se.FileWritten) -> Markdown:
     verb = "created" if ev.created else "wrote"
     return Markdown("📝 {} {} ({} bytes)").format(verb, code(ev.path), f"{ev.bytes:,}")
@@ -568,6 +629,15 @@ class _Transcript:
         answered, outcome = _prompt_outcome(ev)
         return elicitation_markdown(ev, outcome, answered=answered)
 
+    def url_elicitation(self, ev: se.UrlElicitationPrompt) -> Markdown:
+        answered, outcome = _prompt_outcome(ev)
+        return url_elicitation_markdown(ev, outcome, answered=answered)
+
+    def completed(self, ev: se.ElicitationCompleted) -> Markdown:
+        if any(e is ev.prompt for e in self.turn.events):
+            return Markdown("")  # the page's own line says it is done
+        return completed_markdown(ev)
+
     def terminal_started(self, ev: se.TerminalStarted) -> Markdown:
         return notice_markdown("info", ev.note) if ev.note else Markdown("")
 
@@ -593,6 +663,8 @@ HANDLERS: dict[type, Callable[[_Transcript, Any], Markdown]] = {
     se.PermissionPrompt: _Transcript.permission,
     se.PermissionResolved: _Transcript.resolved,
     se.ElicitationPrompt: _Transcript.elicitation,
+    se.UrlElicitationPrompt: _Transcript.url_elicitation,
+    se.ElicitationCompleted: _Transcript.completed,
     se.TerminalStarted: _Transcript.terminal_started,
     se.TerminalExited: _Transcript.terminal_exited,
     se.FileRead: _Transcript.file_read,

@@ -26,7 +26,18 @@ from .frontend import Frontend
 from .markdown import BlockSplitter
 from .sink import CellContext, DisplaySink
 from .toolcall import ToolCallRow
-from .transcript import LINES, command_of, prompt_tool_call_id, resolved_markdown, resolved_plain, status_line
+from .transcript import (
+    LINES,
+    command_of,
+    completed_markdown,
+    completed_plain,
+    prompt_tool_call_id,
+    resolved_markdown,
+    resolved_plain,
+    status_line,
+    url_elicitation_markdown,
+    url_elicitation_plain,
+)
 
 
 def record_metadata(turn: tm.Turn) -> dict[str, Any]:
@@ -225,6 +236,17 @@ class TurnBase:
         detail = getattr(prompt, "command", "") or command_of(raw_input if raw_input is not None else (call.raw_input if call else None))
         return call, detail
 
+    def _url_elicitation(self, prompt: se.UrlElicitationPrompt) -> None:
+        """A page to open. Only the turn widget can show it (:class:`.turnoutput.TurnOutput`
+        overrides this); a view without one declines it at once, host and address as text."""
+        prompt.decline()
+        outcome = {"action": "decline"}
+        self._line(url_elicitation_markdown(prompt, outcome, answered=True),
+                   url_elicitation_plain(prompt, outcome, answered=True))
+
+    def _elicitation_completed(self, ev: se.ElicitationCompleted) -> None:
+        self._line(completed_markdown(ev), completed_plain(ev))
+
     # -- hooks with one meaning for both -------------------------------------
 
     def _line(self, md: Markdown, text: str) -> Any:
@@ -311,6 +333,8 @@ HANDLERS: dict[type, Callable[[TurnBase, Any], None]] = {
     se.PermissionPrompt: lambda view, ev: view._permission(ev),
     se.PermissionResolved: lambda view, ev: view._resolved(ev),
     se.ElicitationPrompt: lambda view, ev: view._elicitation(ev),
+    se.UrlElicitationPrompt: lambda view, ev: view._url_elicitation(ev),
+    se.ElicitationCompleted: lambda view, ev: view._elicitation_completed(ev),
     se.FileRead: lambda view, ev: view._file_read(ev),
     **{kind: _line_of(line) for kind, line in LINES.items()},
 }

@@ -61,6 +61,9 @@ from .transcript import (
     status_markdown,
     thought_markdown,
     tool_call_final_plain,
+    url_elicitation_markdown,
+    url_elicitation_plain,
+    url_state,
     user_markdown,
 )
 from .turnbase import TurnBase, notice_icon, outcome_of, record_metadata
@@ -357,7 +360,7 @@ class TurnOutput(TurnBase):
 
     def _asking(self) -> bool:
         return any(b.prompt is not None and b.state.get("state") == "asking" for b in self.blocks
-                   if b.kind in ("permission", "form"))
+                   if b.kind in ("permission", "form", "url"))
 
     def _update_fallback(self, *, final: bool = False) -> None:
         if not final and self._asking():
@@ -443,11 +446,7 @@ class TurnOutput(TurnBase):
                          "kind": str(o.get("kind") or "")} for o in prompt.options],
             "chosen": "",
         }
-        self._prompt_fallback(block)
-        self._touch(block)
-        self._ticker.flush_now()  # a question shows at once
-        self._update_fallback(final=True)  # the text so far, before the wait
-        self._watch(block.prompt, partial(self._settled, block))
+        self._show_question(block)
 
     def _elicitation(self, prompt: se.ElicitationPrompt) -> None:
         self._close_run()
@@ -479,15 +478,45 @@ class TurnOutput(TurnBase):
         block.form = list(prompt.fields)
         block.state = {"type": "form", "state": "asking", "qid": uuid.uuid4().hex, "html": markdown_html(prompt.message),
                        "fields": fields, "errors": []}
-        self._prompt_fallback(block)
+        self._show_question(block)
+
+    def _url_elicitation(self, prompt: se.UrlElicitationPrompt) -> None:
+        """A page to open: the host named, the message and the whole address as text;
+        the page's JS opens it only on the user's click (static/turn.js)."""
+        self._close_run()
+        block = self._new("url")
+        block.prompt = prompt
+        block.state = {"type": "url", "state": "asking", "host": termsafe.line(prompt.host),
+                       "hostUnicode": termsafe.line(prompt.host_unicode), "message": termsafe.clean(prompt.message),
+                       "url": prompt.url}  # checked: http(s), no spaces or controls (services/elicitation.check_url)
+        self._show_question(block)
+
+    def _elicitation_completed(self, ev: se.ElicitationCompleted) -> None:
+        block = next((b for b in self.blocks if b.prompt is ev.prompt), None)
+        if block is None:
+            super()._elicitation_completed(ev)
+            return
+        block.state = dict(block.state, state="completed")
+        done = ev.prompt.future.done()
+        self._prompt_fallback(block, outcome_of(ev.prompt.future) if done else None, answered=done)
         self._touch(block)
         self._ticker.flush_now()
-        self._update_fallback(final=True)
+        self._boundary()
+
+    def _show_question(self, block: Block) -> None:
+        """A question's block shows at once, with the turn's text so far, and follows its answer."""
+        self._prompt_fallback(block)
+        self._touch(block)
+        self._ticker.flush_now()  # a question shows at once
+        self._update_fallback(final=True)  # the text so far, before the wait
         self._watch(block.prompt, partial(self._settled, block))
 
     def _prompt_fallback(self, block: Block, outcome: Any = None, answered: bool = False) -> None:
         p = block.prompt
-        if block.kind == "permission":
+        if block.kind == "url":
+            block.md = url_elicitation_markdown(p, outcome, answered=answered)
+            block.text = url_elicitation_plain(p, outcome, answered=answered)
+        elif block.kind == "permission":
             block.md = permission_markdown(p, outcome, answered=answered)
             if not answered:
                 block.text = f"Permission requested: {p.title or 'a tool call'}\n" + (
@@ -507,6 +536,8 @@ class TurnOutput(TurnBase):
         if block.kind == "permission":
             state["state"] = "cancelled" if outcome is None else "answered"
             state["chosen"] = "" if outcome is None else termsafe.line(option_name(block.prompt.options, outcome))
+        elif block.kind == "url":
+            state["state"] = url_state(block.prompt, outcome, answered=True)
         else:
             action = str(outcome.get("action")) if isinstance(outcome, dict) else "cancel"
             state["state"] = {"accept": "submitted", "decline": "declined"}.get(action, "cancelled")
@@ -542,6 +573,10 @@ class TurnOutput(TurnBase):
                     if block.prompt.done:
                         return
                     block.prompt.answer(option)
+        elif block.kind == "url" and kind in ("open", "decline", "cancel"):
+            with self._lock:  # two fast clicks: only the first one answers
+                if not block.prompt.done:
+                    {"open": block.prompt.open, "decline": block.prompt.decline, "cancel": block.prompt.cancel}[kind]()
         elif block.kind == "form":
             if kind == "submit":
                 self._submit(block, content.get("values"))

@@ -8,6 +8,7 @@ The script is ``{"steps": [...]}``; each step is one of
   send a request (ids count from 0 unless given; strings allowed). Strings
   in params of the form ``"${key.field}"`` are replaced by that field of an
   earlier response's result (waiting for it).
+- ``{"notify": method, "params": {...}}``: send a notification.
 - ``{"await": key}``: wait until the response for ``key`` has arrived.
 - ``{"wait_go": name}``: wait for the client's notification
   ``_test/go {"name": name}``.
@@ -106,6 +107,8 @@ def main() -> None:
             with _cond:
                 _ids[json.dumps(rid)] = step["key"]
             send({"jsonrpc": "2.0", "id": rid, "method": step["send"], "params": params})
+        elif "notify" in step:
+            send({"jsonrpc": "2.0", "method": step["notify"], "params": substitute(step.get("params"))})
         elif "await" in step:
             key = step["await"]
             wait_for(lambda key=key: key in _responses)

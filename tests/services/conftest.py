@@ -26,6 +26,9 @@ class FakeContext:
     cwd: str
     settings: ClientSettings
     interactive: bool = True
+    #: The view can show a page to open (a notebook's turn widget).
+    links: bool = True
+    turn_running: bool = True
     #: The other workspace roots the agent was given (``additionalDirectories``).
     additional_directories: list[str] = field(default_factory=list)
     kinds: dict[str, str] = field(default_factory=dict)

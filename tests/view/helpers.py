@@ -132,6 +132,19 @@ def elicitation_prompt() -> se.ElicitationPrompt:
     )
 
 
+#: A hostile message: raw HTML, a code span across a line break, math, a bare address.
+URL_MESSAGE = "Sign in <img src=x onerror=alert(1)> `a\nb` $x$ $$y$$ \\(z\\) at https://evil.example/ or www.evil.example"
+
+
+def url_prompt(url: str = "http://127.0.0.1:9/signin?next=%2F&a=<b>", host: str = "127.0.0.1",
+               message: str = URL_MESSAGE, host_unicode: str = "") -> se.UrlElicitationPrompt:
+    loop = asyncio.get_running_loop()
+    return se.UrlElicitationPrompt(
+        session_id="s1", elicitation_id="e1", message=message, url=url, host=host,
+        future=loop.create_future(), loop=loop, host_unicode=host_unicode,
+    )
+
+
 class Frontend:
     """What a widget frontend receives over the comms (``comm_open``/``comm_msg``),
     and each model's state as it applies them (partial ``update`` messages merge)."""

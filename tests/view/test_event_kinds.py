@@ -26,7 +26,7 @@ from acp_kernel.view import TERMINAL, RecordingSink, TurnOutput, TurnView, rende
 from acp_kernel.view.eventtable import missing
 from tests.hostile.render import live
 
-from .helpers import FakeTerminal, elicitation_prompt, permission_prompt, plan, terminal_started, text, tool_call
+from .helpers import FakeTerminal, elicitation_prompt, permission_prompt, plan, terminal_started, text, tool_call, url_prompt
 
 IMG = "<img src=x onerror=alert(1)>"
 
@@ -69,7 +69,17 @@ SAMPLES: dict[type, Callable[[Turn], Any]] = {
     se.PermissionPrompt: _added(lambda: permission_prompt(title=f"Run {IMG}")),
     se.PermissionResolved: _added(lambda: se.PermissionResolved("s1", "t9", f"Read {IMG}", "allow", "allow_once", "policy")),
     se.ElicitationPrompt: _added(elicitation_prompt),
+    se.UrlElicitationPrompt: _added(url_prompt),
+    se.ElicitationCompleted: lambda turn: _completed(turn),
 }
+
+
+def _completed(turn: Turn) -> se.ElicitationCompleted:
+    prompt = next(ev for ev in turn.events if isinstance(ev, se.UrlElicitationPrompt))
+    prompt.completed = True
+    ev = se.ElicitationCompleted("s1", prompt.elicitation_id, prompt)
+    turn.add(ev)
+    return ev
 
 
 def every_kind(turn: Turn) -> list[Any]:
@@ -108,7 +118,8 @@ async def test_every_live_view_renders_every_kind(make, frontend, caplog):
     caplog.set_level(logging.WARNING)
     turn, sink = Turn("s1"), RecordingSink()
     view = make(turn, sink)
-    prompts = [ev for ev in every_kind(turn) if isinstance(ev, (se.PermissionPrompt, se.ElicitationPrompt))]
+    prompts = [ev for ev in every_kind(turn)
+               if isinstance(ev, (se.PermissionPrompt, se.ElicitationPrompt, se.UrlElicitationPrompt))]
     for prompt in prompts:
         prompt.cancel()
     turn.finish("end_turn")

@@ -47,6 +47,8 @@ RESPONSES: dict[str, Any] = {
     "elicitation/create": {"accept": "AcceptElicitationResponse", "decline": "DeclineElicitationResponse",
                            "cancel": "CancelElicitationResponse"},
 }
+#: Agent -> client notifications the client reads (it sends none of these).
+RECEIVED = {"session/update": "SessionNotification", "elicitation/complete": "CompleteElicitationNotification"}
 #: Methods the SDK's schema does not have (unstable or removed) -> the keys and types they take.
 UNSTABLE = {"session/set_model": {"sessionId": str, "modelId": str}}
 

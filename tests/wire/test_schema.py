@@ -12,11 +12,11 @@ from pydantic import ValidationError
 
 from acp_kernel.client.content import embedded_resource, resource_link, text_block
 from acp_kernel.client.host import ClientSettings
-from acp_kernel.services.events import ElicitationPrompt, PermissionPrompt
+from acp_kernel.services.events import ElicitationCompleted, ElicitationPrompt, PermissionPrompt, UrlElicitationPrompt
 from acp_kernel.client.session import Client
 
 from ..conftest import scripted_spec
-from .recording import NOTIFICATIONS, REQUESTS, RESPONSES, UNSTABLE, check, load
+from .recording import NOTIFICATIONS, RECEIVED, REQUESTS, RESPONSES, UNSTABLE, check, load
 from .test_modes_models import MODE_OPTION, MODEL_OPTION
 from .test_session_life import LIFE
 
@@ -68,6 +68,9 @@ def scenario(ws: Path, record: Path) -> dict:
                                                                "required": ["name"]}}),
                 req("elicitation/create", {"sessionId": "$SID", "mode": "form", "message": "Again?",
                                            "requestedSchema": {"type": "object", "properties": {}}}),
+                req("elicitation/create", {"sessionId": "$SID", "mode": "url", "elicitationId": "w1",
+                                           "url": "https://example.com/signin?x=1", "message": HOSTILE}),
+                {"send": {"jsonrpc": "2.0", "method": "elicitation/complete", "params": {"elicitationId": "w1"}}},
             ],
             "hold": [ask, {"wait_cancel": True}],
         },
@@ -81,7 +84,7 @@ async def test_every_client_message_matches_the_schema(tmp_path):
     record = tmp_path / "wire.jsonl"
     spec = scenario(ws, record)
     client = await Client(scripted_spec(spec), cwd=str(ws),
-                          settings=ClientSettings(permissions="ask"), interactive=True).start()
+                          settings=ClientSettings(permissions="ask", url_elicitation=True), interactive=True).start()
     answer = {"on": True}
 
     def person(event: Any) -> None:
@@ -92,17 +95,22 @@ async def test_every_client_message_matches_the_schema(tmp_path):
                 event.accept({"name": HOSTILE})
             else:
                 event.decline()
+        elif isinstance(event, UrlElicitationPrompt):
+            event.open()
 
     try:
         await client.authenticate("token")
         session = await client.new_session()
+        session.links = True  # as the controller sets it for a notebook's turn widget
         turn = session.begin([text_block("work"), resource_link(str(ws / "in.txt")),
                               embedded_resource("file:///tmp/a\nb.py", HOSTILE, "text/x-python"),
                               {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}])
         turn.subscribe(person)
         await asyncio.wait_for(session.finish(turn), 30)
         assert turn.stop_reason == "end_turn", turn
-        assert turn.text.count("RESULT") + turn.text.count("ERROR") == 11, turn.text
+        assert turn.text.count("RESULT") + turn.text.count("ERROR") == 12, turn.text
+        assert [type(e) for e in turn.events if isinstance(e, (UrlElicitationPrompt, ElicitationCompleted))] == [
+            UrlElicitationPrompt, ElicitationCompleted]
         assert (ws / "out.txt").read_text() == HOSTILE
 
         await session.set_mode("plan")      # a config option's value
@@ -154,7 +162,7 @@ def test_every_method_the_package_names_has_a_schema_entry():
             continue  # the demo agent and CLI (acp_kernel/demo/) are the other side
         used |= set(pattern.findall(path.read_text()))
     assert {"session/prompt", "fs/read_text_file", "terminal/create"} <= used, used
-    known = set(REQUESTS) | set(NOTIFICATIONS) | set(UNSTABLE) | set(RESPONSES) | {"session/update"}
+    known = set(REQUESTS) | set(NOTIFICATIONS) | set(UNSTABLE) | set(RESPONSES) | set(RECEIVED)
     assert used <= known, f"not in the schema tables: {sorted(used - known)}"
 
 

@@ -313,11 +313,64 @@ function formBlock(ctx, key) {
   });
 }
 
+// A page the agent asks the user to open (URL elicitation): the host named, the agent's
+// message and the whole address as text only. Nothing is opened but by a click on
+// "Open <host>", and then in a new tab with no opener and no referrer.
+const PAGE_OK = /^https?:\/\/[^\s\\\/?#@]+([\/?#][^\s\\]*)?$/i; // no user@, spaces or backslashes
+const URL_OUTCOME = {
+  opened: "→ opened in a new tab; waiting for the agent to say it is done",
+  completed: "✓ done (the agent says so)",
+  declined: "→ declined",
+  cancelled: "→ cancelled",
+};
+
+function urlBlock(ctx, key) {
+  return simpleBlock(ctx, key, (root, st) => {
+    root.className = "acp-question acp-url";
+    root.dataset.state = st.state || "asking";
+    const asking = st.state === "asking";
+    const head = h("div", "acp-q-head");
+    head.append(h("b", "", "🔗 The agent asks you to open a page on "), h("b", "acp-url-host", st.host || ""));
+    root.append(head);
+    if (st.hostUnicode) {
+      root.append(h("div", "acp-url-warn", `⚠️ This host name has letters outside ASCII: it reads “${st.hostUnicode}”. ` +
+        "Letters from other alphabets can look like familiar ones: check it is the site you expect."));
+    }
+    if (st.message) root.append(h("div", "acp-url-message", st.message));
+    const addr = h("div", "acp-url-address");
+    addr.append(h("span", "", "Address: "), h("code", "acp-url-full", st.url || ""));
+    root.append(addr);
+    const bar = h("div", "acp-q-buttons");
+    const button = (label, cls, act) => {
+      const b = h("button", "acp-button " + cls, label);
+      b.type = "button";
+      b.disabled = !asking;
+      b.addEventListener("click", () => {
+        for (const x of bar.querySelectorAll("button")) x.disabled = true;
+        act();
+      });
+      bar.append(b);
+    };
+    button("Open " + (st.host || ""), "acp-allow acp-url-open", () => {
+      const url = st.url || "";
+      if (!PAGE_OK.test(url)) return; // the kernel checked it; never open anything else
+      window.open(url, "_blank", "noopener,noreferrer");
+      ctx.model.send({ type: "open", block: key });
+    });
+    button("Decline", "", () => ctx.model.send({ type: "decline", block: key }));
+    button("Cancel", "", () => ctx.model.send({ type: "cancel", block: key }));
+    root.append(bar);
+    const outcome = URL_OUTCOME[st.state];
+    if (outcome) root.append(h("div", "acp-q-outcome", outcome));
+  });
+}
+
 const MAKERS = {
   text: textBlock,
   tool: toolBlock,
   permission: permissionBlock,
   form: formBlock,
+  url: urlBlock,
   thought: (ctx, key) => simpleBlock(ctx, key, renderThought),
   user: (ctx, key) => simpleBlock(ctx, key, renderUser),
   plan: (ctx, key) => simpleBlock(ctx, key, renderPlan),
@@ -325,6 +378,9 @@ const MAKERS = {
   line: (ctx, key) => simpleBlock(ctx, key, renderLine),
   status: (ctx, key) => simpleBlock(ctx, key, renderStatus),
 };
+
+// Blocks that ask the reader something (kept in view while they wait).
+const QUESTIONS = new Set(["permission", "form", "url"]);
 
 let uidCounter = 0;
 // Half-filled forms by question id: a new view of the widget keeps what was typed.
@@ -350,7 +406,7 @@ function render({ model, el }) {
   const count = () => model.get("count") || 0;
   const asking = (i) => {
     const st = model.get(key(i)) || {};
-    return (st.type === "permission" || st.type === "form") && st.state === "asking";
+    return QUESTIONS.has(st.type) && st.state === "asking";
   };
 
   function make(i) {
@@ -446,7 +502,7 @@ function render({ model, el }) {
       listen(`change:${key(i)}`, () => {
         repaint(i);
         const t = (model.get(key(i)) || {}).type;
-        if (t === "permission" || t === "form") layout(); // a question settled: it may leave the window
+        if (QUESTIONS.has(t)) layout(); // a question settled: it may leave the window
       });
     }
     layout();
