@@ -824,6 +824,88 @@ async def do_permission(t: Turn, rest: str) -> str | None:
     return None
 
 
+SIGNIN_MESSAGE = ("Sign in to the demo agent. The page is served by this agent on 127.0.0.1: "
+                  "opening it signs you in to nothing and sends nothing anywhere.")
+SIGNIN_WAIT = 120.0  # seconds the turn waits for the opened page to load
+
+
+def _page(title: str, text: str) -> bytes:
+    return (f"<!doctype html><meta charset=utf-8><title>{title}</title>"
+            f"<body style='font-family:sans-serif;margin:3em'><h1>{title}</h1><p>{text}</p>").encode()
+
+
+class SigninPages:
+    """The pages ``signin`` asks the user to open, served on 127.0.0.1 (an ephemeral
+    port, started on first use): loading ``/signin/<id>`` is the "sign-in"; the
+    turn waiting for it then sends ``elicitation/complete``."""
+
+    def __init__(self) -> None:
+        self.server: asyncio.Server | None = None
+        self.waiting: dict[str, asyncio.Future[None]] = {}
+
+    async def url(self, eid: str) -> str:
+        if self.server is None:
+            self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        port = self.server.sockets[0].getsockname()[1]
+        return f"http://127.0.0.1:{port}/signin/{eid}"
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+            words = head.split(b"\r\n", 1)[0].split(b" ")
+            path = words[1].decode("ascii", "replace") if len(words) > 2 else ""
+            fut = self.waiting.get(path.removeprefix("/signin/")) if path.startswith("/signin/") else None
+            if fut is not None and not fut.done():
+                body = _page("Signed in", "Signed in to the demo agent. You can close this tab.")
+                fut.set_result(None)
+            else:
+                body = _page("Nothing to sign in to", "This sign-in is over, or was never asked for.")
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nConnection: close\r\n"
+                         b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+            await writer.drain()
+        except (asyncio.TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, OSError):
+            pass
+        finally:
+            writer.close()
+
+    def close(self) -> None:
+        if self.server is not None:
+            self.server.close()
+
+
+async def do_signin(t: Turn, rest: str) -> None:
+    if not t.agent.client_url:
+        t.say_now("Your client did not offer to open pages for me (URL elicitation; a headless run or the "
+                  "CLI does not), so I cannot ask you to sign in here.\n")
+        return
+    eid = "demo-signin-" + uuid.uuid4().hex[:12]
+    pages = t.agent.pages
+    url = await pages.url(eid)
+    loaded: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    pages.waiting[eid] = loaded
+    try:
+        try:
+            answer = await t.call("elicitation/create", {"mode": "url", "elicitationId": eid, "url": url,
+                                                         "message": SIGNIN_MESSAGE}, timeout=None)
+        except RpcError as exc:
+            t.say_now(f"The client could not show the sign-in page ({exc}).\n")
+            return
+        action = (answer or {}).get("action")
+        if action != "accept":
+            t.say_now(f"You did not open the sign-in page (`{action}`): not signed in.\n")
+            return
+        t.say_now("You opened the sign-in page; waiting for it to load (interrupt to stop waiting).\n")
+        try:
+            await asyncio.wait_for(loaded, SIGNIN_WAIT)
+        except asyncio.TimeoutError:
+            t.say_now(f"The page was not loaded within {SIGNIN_WAIT:.0f} s: not signed in.\n")
+            return
+        t.conn.notify("elicitation/complete", {"elicitationId": eid})
+        t.say_now("Signed in (to nothing: the page only counted your visit).\n")
+    finally:
+        pages.waiting.pop(eid, None)
+
+
 async def do_slow(t: Turn, rest: str) -> None:
     t.say_now("Streaming 100 chunks over about 10 seconds; cancel any time.\n\n")
     for i in range(1, 101):
@@ -1072,6 +1154,7 @@ WORDS: list[Word] = [
     Word(("workspace", "roots"), "List my workspace roots; read a file from each additional directory", do_workspace),
     Word(("permission",), "Ask permission to write demo-permission.txt", do_permission),
     Word(("slow",), "100 chunks over ~10 s (cancel me)", do_slow),
+    Word(("signin", "link"), "Ask you to open a sign-in page on 127.0.0.1 (URL elicitation); done when it loads", do_signin),
     Word(("usage",), "Report the session's estimated usage", do_usage),
     Word(("refuse",), "End the turn with stopReason refusal", do_refuse),
     Word(("fail",), "Fail the prompt with a JSON-RPC error", do_fail),
@@ -1168,6 +1251,9 @@ class DemoAgent:
         self.sessions: dict[str, DemoSession] = {}
         self.client_fs: dict[str, Any] = {}
         self.client_terminal = False
+        #: The client opens pages for the user (``elicitation.url`` advertised).
+        self.client_url = False
+        self.pages = SigninPages()
         self.client_info: dict[str, Any] = {}
         for method, handler in {
             "initialize": self.initialize,
@@ -1196,6 +1282,8 @@ class DemoAgent:
             fs = caps.get("fs")
             self.client_fs = fs if isinstance(fs, dict) else {}
             self.client_terminal = caps.get("terminal") is True
+            elicitation = caps.get("elicitation")
+            self.client_url = isinstance(elicitation, dict) and isinstance(elicitation.get("url"), dict)
         info = params.get("clientInfo")
         self.client_info = info if isinstance(info, dict) else {}
         log.info("initialize from %s: fs=%s terminal=%s", self.client_info.get("name", "?"), self.client_fs, self.client_terminal)
@@ -1503,6 +1591,7 @@ async def serve(state_dir: str) -> None:
     log.info("demo agent ready (state dir %s)", state_dir)
     reason = await conn.wait_closed()
     log.info("exiting: %s", reason)
+    agent.pages.close()
     for s in agent.sessions.values():
         if s.turn is not None:
             s.turn.cancel()

@@ -44,6 +44,7 @@ def test_demo_notebook_runs_headless_and_saves_a_markdown_transcript(name, kerne
         assert "```diff" in text  # the diff, as markdown
         assert "- [x] " in text  # the plan as a checklist
         assert "nobody can answer" in text  # the headless permission policy said why
+        assert "nobody can open a link here" in text and "not signed in" in text  # the page to open, declined
         assert '{"command": "/bin/bash", "args": ["-c"' in text or '"args": ["-c"' in text
         # the passthrough terminal's replies, kept as text where no terminal was on screen
         assert "You said: What does a passthrough terminal do?\nIt keeps a multi-line prompt together.\n(" in text
