@@ -556,6 +556,22 @@ def test_form_declined(pty_cli):
     assert b'RESULT {"action": "decline"}' in term.seen
 
 
+def test_a_page_to_open_is_not_offered_and_declined_with_a_clean_notice(pty_cli, tmp_path):
+    """URL elicitation: the CLI does not advertise it; one sent anyway is declined, on a
+    terminal too, with a notice naming the host, cleaned of the message's escapes."""
+    record = tmp_path / "wire.jsonl"
+    url = {"request": {"method": "elicitation/create", "params": {
+        "sessionId": "$SID", "mode": "url", "elicitationId": "e1", "url": "https://login.example/x",
+        "message": "Sign in \x1b]0;title\x07here\x1b[2J"}}}
+    term = pty_cli({"record": str(record), "prompt": [url]})
+    assert term.wait() == 0
+    assert b'RESULT {"action": "decline"}' in term.seen
+    assert b"to open a page" in term.seen and b"at login.example; declined" in term.seen
+    assert b"\x1b]" not in term.seen and b"\x1b[2J" not in term.seen
+    init = next(json.loads(line) for line in record.read_text().splitlines() if '"initialize"' in line)
+    assert init["params"]["clientCapabilities"]["elicitation"] == {"form": {}}
+
+
 @pytest.mark.parametrize("how", ["ctrl-c", "SIGTERM", "SIGHUP", "terminal closed"])
 @pytest.mark.parametrize("question", ["permission", "form"])
 def test_signal_while_a_question_waits(pty_cli, how, question):
