@@ -59,6 +59,7 @@ from typing import Annotated, Any, Optional
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from ..errors import AcpError
 from ..paths import registry_cache_dir
 
 #: The registry's own address (its README, "Usage").
@@ -291,7 +292,7 @@ def parse_bytes(raw: bytes, source: str = "") -> Listing:
 # -- where it comes from: a path, or a URL fetched into the cache ----------------------
 
 
-class FetchError(Exception):
+class FetchError(AcpError):
     """The index could not be fetched; the message says why, in a few words."""
 
 
