@@ -22,6 +22,7 @@ from .content import embedded_resource, resource_link, text_block  # noqa: F401 
 from ..errors import AUTH_REQUIRED, INVALID_PARAMS, AcpError, AuthRequired, ConnectionClosed, RpcError
 from .host import ClientSettings
 from .registry import AgentSpec
+from .trace import trace_meta
 from ..protocol.transport import ProcessTransport
 from .record import Provenance
 from .turn import STOP_REASONS, Notice, Turn
@@ -370,9 +371,12 @@ class Session:
         self._active = turn
         self.turns.append(turn)
         try:
+            params: dict[str, Any] = {"sessionId": self.id, "prompt": blocks}
+            if self.client.meta:
+                params["_meta"] = dict(self.client.meta)
             _, self._prompt_future = self.client.conn.send_request(
                 "session/prompt",
-                {"sessionId": self.id, "prompt": blocks},
+                params,
                 on_settle=lambda outcome: self._settle(turn, outcome),
             )
         except ConnectionClosed as exc:
@@ -570,6 +574,8 @@ class Client:
         self.settings = settings or ClientSettings()
         self.mcp_servers = mcp_servers or []
         self.interactive = interactive
+        #: W3C trace context from the environment, sent in ``_meta`` with each session set-up and prompt.
+        self.meta = trace_meta(os.environ)
         self.max_line = max_line
         self.sessions: dict[str, Session] = {}
         #: Sessions this client is done with: their late updates and requests are refused.
@@ -718,6 +724,8 @@ class Client:
         params: dict[str, Any] = {"cwd": cwd, "mcpServers": mcp_servers}
         if roots:
             params["additionalDirectories"] = roots
+        if self.meta:
+            params["_meta"] = dict(self.meta)
         return params
 
     async def new_session(self, cwd: str | None = None, mcp_servers: list[dict[str, Any]] | None = None) -> Session:

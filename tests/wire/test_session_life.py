@@ -151,3 +151,33 @@ def test_the_cli_closes_its_session_at_the_end_of_the_run(tmp_path):
     assert [m for m, _ in requests] == ["initialize", "session/new", "session/prompt", "session/close"]
     assert requests[1][1]["additionalDirectories"] == [str(lib)]
     assert requests[3][1] == {"sessionId": requests[2][1]["sessionId"]}
+
+
+async def test_trace_context_from_the_environment_goes_in_meta_and_a_malformed_one_does_not(tmp_path, monkeypatch):
+    """ACP's _meta propagation: W3C traceparent, tracestate and baggage, from OpenTelemetry's
+    environment carriers, at the root of params._meta of session/new and session/prompt."""
+    parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    cases = [({"TRACEPARENT": parent, "TRACESTATE": "vendor=x", "BAGGAGE": "user=1"},
+              {"traceparent": parent, "tracestate": "vendor=x", "baggage": "user=1"}),
+             ({"TRACEPARENT": parent.upper(), "TRACESTATE": "vendor=x"}, None),  # upper-case hex is invalid
+             ({"TRACEPARENT": "00-" + "0" * 32 + "-00f067aa0ba902b7-01"}, None),  # all-zero trace id
+             ({"TRACEPARENT": parent, "TRACESTATE": "a=b\n<img src=x onerror=alert(1)>", "BAGGAGE": "x" * 9000},
+              {"traceparent": parent})]
+    for n, (env, want) in enumerate(cases):
+        for key in ("TRACEPARENT", "TRACESTATE", "BAGGAGE"):
+            monkeypatch.delenv(key, raising=False)
+        for key, value in env.items():
+            monkeypatch.setenv(key, value)
+        record = tmp_path / f"wire{n}.jsonl"
+        client = await Client(scripted_spec({"record": str(record)}), cwd=str(tmp_path)).start()
+        try:
+            session = await client.new_session()
+            assert (await asyncio.wait_for(session.prompt("hi"), 30)).stop_reason == "end_turn"
+        finally:
+            await client.close()
+        sent = load(record)
+        for s in sent:
+            check(s)
+        metas = {s.method: s.message["params"].get("_meta") for s in sent
+                 if s.kind == "request" and s.method in ("session/new", "session/prompt")}
+        assert metas == {"session/new": want, "session/prompt": want}, (env, metas)
