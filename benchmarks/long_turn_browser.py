@@ -139,11 +139,20 @@ def _round(lab: Any, context: Any, name: str, stamp: Path, args: argparse.Namesp
     try:
         page.goto(lab.url(f"/lab/workspaces/{name.split('.')[0]}/tree/{name}"))
         nb = bc.Notebook(lab, page, name)
+        # As the browser tests wait: the kernel's name in the toolbar, then idle (an idle indicator
+        # alone can come before the session has its kernel, and a cell run then asks for one).
+        expect(nb.panel.locator(".jp-KernelName")).to_have_text(bc.KERNELS["acp"][0], timeout=bc.START)
         expect(nb.panel.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_have_count(1, timeout=bc.START)
         command = shlex.join([sys.executable, os.path.abspath(__file__), "agent", "--steps", str(args.steps),
                               "--rate", str(args.rate), "--stamp", str(stamp)])
-        expect(nb.run(0, f"%agent --command {command}")).to_contain_text("it starts with the next prompt",
-                                                                         timeout=bc.TURN)
+        out = nb.run(0, f"%agent --command {command}")
+        try:
+            expect(out).to_contain_text("it starts with the next prompt", timeout=bc.TURN)
+        except AssertionError:
+            shown = " | ".join(out.all_inner_texts())[:300]
+            if args.screenshot:
+                page.screenshot(path=args.screenshot, full_page=False)
+            raise AssertionError(f"the %agent cell showed: {shown!r}") from None
         page.evaluate(OBSERVE_JS, [1, FINAL])
         nb.run(1, "go")
         deadline = time.monotonic() + args.timeout
