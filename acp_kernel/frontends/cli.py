@@ -28,6 +28,7 @@ import time
 from typing import Any, NoReturn, Sequence, TextIO
 
 # What a permission question shows, and form answers typed on a terminal: shared with stdin questions.
+from .process import tune_own_process
 from .ask import RAW_INPUT_SHOWN, action_details, check_answer, field_question, parse_answer, permission_question  # noqa: F401
 from .._version import VERSION
 from ..termsafe import clean, json_safe, line, scan
@@ -1062,6 +1063,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ..protocol.scope import adopt_orphans  # lazy: start-up time
 
         adopt_orphans()  # a daemon the agent double-forks is re-parented here and ended with it
+        tune_own_process()
         return prompt_main(args)
     if args.command == "report":
         return run_report(args)

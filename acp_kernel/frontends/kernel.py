@@ -31,6 +31,7 @@ from ..client.commands import POLICIES, UsageError
 from ..client.controller import Controller, Killed, Unavailable
 from ..errors import AcpError, PassthroughError, RpcError
 from .kernel_io import KernelFrontend, KernelSink
+from .process import tune_own_process
 from .parts import PARTS
 from ..safe import Markdown, bundle, plain
 from ..client.session import __version__, resource_link, text_block
@@ -301,6 +302,7 @@ class AcpKernel(Kernel):
 
 
 def main() -> None:
+    tune_own_process()
     compat.launch_kernel_app(AcpKernel)
 
 
