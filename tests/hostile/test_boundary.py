@@ -418,7 +418,7 @@ _PROSE = st.lists(st.sampled_from([*"ab $\"'.):-+=>0123456789\n\u00a0é", "    "
                                     *"*`<[&|~\\#", "\t"]), max_size=40).map("".join)
 
 
-@settings(max_examples=800, deadline=None)
+@settings(max_examples=500, deadline=None)
 @given(_PROSE)
 def test_the_prose_fast_path_writes_what_markdown_it_writes(s):
     agent, ours = safe._html_renderers()
