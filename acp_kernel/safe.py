@@ -617,7 +617,6 @@ def ignored(fragment: Html) -> Html:
 # on every kind of line; anything else goes to markdown-it).
 _INLINE_SPECIALS = "\\`*_[]<>!|~&#\t"
 _BLOCK_START = re.compile(r"\n {0,3}(?:[-+=> ]|\d{1,9}[.)])")  # after a newline: a marker or an indent
-_QUOT = re.compile('"')
 
 
 def _prose_html(s: str) -> str | None:
@@ -629,7 +628,7 @@ def _prose_html(s: str) -> str | None:
     for para in re.split(r"\n(?: *\n)+", s):
         if para.strip(" \n"):  # markdown-it: lines' spaces go, then the paragraph's whitespace
             body = "\n".join(line.lstrip(" ") for line in para.split("\n")).strip()
-            out.append("<p>" + _QUOT.sub("&quot;", body) + "</p>\n")
+            out.append("<p>" + body.replace('"', "&quot;") + "</p>\n")
     return "".join(out)
 
 

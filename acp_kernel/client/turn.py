@@ -486,9 +486,9 @@ class Turn:
                     if len(update) == 2 and len(content) == 2:
                         keep = None  # plain text: rebuilt on demand
             if len(update) > 2 and type(mid := update.get("messageId")) is str:
-                got = text
+                sent = text
                 text = self._next_message(kind, mid, text) if text else text
-                if text is got and len(update) == 3 and len(content) == 2 and content.get("type") == "text":
+                if text is sent and len(update) == 3 and len(content) == 2 and content.get("type") == "text":
                     keep = None  # plain text of a message with an id (a break added keeps the update as sent)
             else:
                 mid = None

@@ -105,45 +105,31 @@ class BlockSplitter:
                     self._partial.append(text[start:])
                     self._partial_chars += len(text) - start
                     if self._partial_chars > self.max_tail:
-                        self._break_long_line()
+                        rest = self._cut_long("".join(self._partial))
+                        self._partial = [rest] if rest else []
+                        self._partial_chars = len(rest)
                 return
             if self._partial:
                 self._partial.append(text[start:nl])
                 line = "".join(self._partial)
                 self._partial.clear()
                 self._partial_chars = 0
-                if len(line) > self.max_tail:
-                    line = self._long_line_head(line)
             else:
                 line = text[start:nl]
-                if len(line) > self.max_tail:
-                    line = self._long_line_head(line)
-            self._line(line)
+            self._line(self._cut_long(line) if len(line) > self.max_tail else line)
             start = nl + 1
 
-    def _long_line_head(self, line: str) -> str:
-        """Give a line longer than ``max_tail`` to the block in pieces; its last piece is returned."""
-        self._partial, self._partial_chars = [line], len(line)
-        self._break_long_line()
-        rest = "".join(self._partial)
-        self._partial.clear()
-        self._partial_chars = 0
-        return rest
-
-    def _break_long_line(self) -> None:
+    def _cut_long(self, line: str) -> str:
         """A line with no newline in sight (minified code, base64): give it to
         the block in pieces of at most ``max_tail`` characters, each ended at its
-        last space (else at the limit), until what is left is shorter."""
-        line = "".join(self._partial)
+        last space (else at the limit); what is left, shorter, is returned."""
         start, limit = 0, self.max_tail
         while len(line) - start > limit:
             cut = line.rfind(" ", start + 1, start + limit + 1)
             end = cut + 1 if cut > start else start + limit
             self._line(line[start:end].rstrip(" "))
             start = end
-        rest = line[start:]
-        self._partial = [rest] if rest else []
-        self._partial_chars = len(rest)
+        return line[start:]
 
     def _line(self, line: str) -> None:
         if self._fence is not None:

@@ -132,9 +132,7 @@ class TurnBase:
         cell's context: the ticker's flush does); everything else goes through
         :meth:`_on_event` in the cell's context."""
         if type(event) is tm.Chunk and self._in_text and event.role == "agent" and not self.closed:
-            if event.text:
-                self._splitter.feed(event.text)
-                self._ticker.poke()
+            self._chunk(event)  # with its run open: the splitter and the ticker only
             return
         self._run(self._on_event, event)
 
