@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 
 from .conftest import START, Notebook, TURN, skip_unless_browser
 
@@ -40,6 +41,14 @@ def test_a_saved_turn_reopens_in_notebook7_with_a_new_kernel_untrusted_and_with_
     nb7.page.close()
     path = nb7.lab.root / nb7.name
 
+    def kernel_of_the_page() -> None:
+        """The reopened page asks for its kernel after the static outputs show: wait for that
+        session, or the next reopen's clean-up may run before it and leave its kernel behind."""
+        deadline = time.monotonic() + START / 1000
+        while not [s for s in nb7.lab.api("GET", "/api/sessions") if s["path"] == nb7.name and s.get("kernel")]:
+            assert time.monotonic() < deadline, "the reopened notebook started no kernel"
+            time.sleep(0.1)
+
     def reopen(shot: str):
         for sess in nb7.lab.api("GET", "/api/sessions"):
             nb7.lab.api("DELETE", f"/api/sessions/{sess['id']}", timeout=TURN / 1000)
@@ -55,11 +64,15 @@ def test_a_saved_turn_reopens_in_notebook7_with_a_new_kernel_untrusted_and_with_
         again.screenshot(shot)
         return page
 
-    reopen("nb7-saved-turn-new-kernel.png").close()
+    page = reopen("nb7-saved-turn-new-kernel.png")
+    kernel_of_the_page()
+    page.close()
     saved = json.loads(path.read_text(encoding="utf-8"))
     saved["metadata"]["edited_elsewhere"] = True  # the signature no longer matches: untrusted
     path.write_text(json.dumps(saved), encoding="utf-8")
-    reopen("nb7-saved-turn-untrusted.png").close()
+    page = reopen("nb7-saved-turn-untrusted.png")
+    kernel_of_the_page()
+    page.close()
     # (its language too: a kernel of the same language would be started instead)
     saved["metadata"]["kernelspec"] = {"name": "no-such-kernel", "display_name": "Gone", "language": "no-such-language"}
     saved["metadata"]["language_info"] = {"name": "no-such-language"}
