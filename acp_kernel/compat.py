@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -179,6 +180,8 @@ def displays_to(append: Callable[[dict[str, Any]], None]) -> Iterator[None]:
         def append(self, output: dict[str, Any]) -> None:
             append(output)
 
+    saved = DisplayState.now(shell)
+
     class Publisher(DisplayPublisher):
         def publish(self, data: Any, metadata: Any = None, source: Any = None, *, transient: Any = None,
                     update: bool = False, **kwargs: Any) -> None:
@@ -187,15 +190,59 @@ def displays_to(append: Callable[[dict[str, Any]], None]) -> Iterator[None]:
         def clear_output(self, wait: bool = False) -> None:
             pass
 
-    saved_pub, saved_hook = shell.display_pub, sys.displayhook
-    shell.display_pub = Publisher(shell=shell)
-    sys.displayhook = CapturingDisplayHook(shell=shell, outputs=_Sink())
-    _diverted.append((shell, saved_pub))
-    try:
+        def set_parent(self, parent: Any) -> None:
+            """ipykernel calls it on every shell message: pass it on, as a shell message
+            can come while the code runs (and must never find the kernel unable to answer)."""
+            setter = getattr(saved.pub, "set_parent", None)
+            if setter is not None:
+                setter(parent)
+
+    entry = (shell, saved.pub)
+    try:  # the swap inside the try: an interrupt landing mid-swap still restores
+        _diverted.append(entry)
+        shell.display_pub = Publisher(shell=shell)
+        sys.displayhook = CapturingDisplayHook(shell=shell, outputs=_Sink())
         yield
     finally:
-        _diverted.pop()
-        shell.display_pub, sys.displayhook = saved_pub, saved_hook
+        saved.restore()
+        if entry in _diverted:
+            _diverted.remove(entry)
+
+
+@dataclasses.dataclass(frozen=True)
+class DisplayState:
+    """A shell's display publisher, ``sys.displayhook``, ``sys.stdout`` and ``sys.stderr`` at one moment. The notebook
+    server's ``execute`` takes one before it runs code under SIGINT-raises and restores
+    it after (where a KeyboardInterrupt can no longer land between two statements of
+    a restore), so an interrupted run never leaves the cell's displays diverted."""
+
+    shell: Any
+    pub: Any
+    hook: Any
+    stdout: Any
+    stderr: Any
+
+    @classmethod
+    def now(cls, shell: Any = None) -> DisplayState:
+        if shell is None:
+            try:
+                from IPython import get_ipython
+            except ImportError:  # pragma: no cover - IPython is a dependency
+                return cls(None, None, sys.displayhook, sys.stdout, sys.stderr)
+            shell = get_ipython()
+        return cls(shell, getattr(shell, "display_pub", None), sys.displayhook, sys.stdout, sys.stderr)
+
+    def restore(self) -> None:
+        if self.shell is not None and self.shell.display_pub is not self.pub:
+            self.shell.display_pub = self.pub
+        if sys.displayhook is not self.hook:
+            sys.displayhook = self.hook
+        if sys.stdout is not self.stdout:
+            sys.stdout = self.stdout
+        if sys.stderr is not self.stderr:
+            sys.stderr = self.stderr
+        if self.shell is not None:
+            _diverted[:] = [d for d in _diverted if d[0] is not self.shell or d[1] is not self.pub]
 
 
 #: (shell, its own publisher) for each :func:`displays_to` in force, innermost last.

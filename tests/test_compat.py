@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import io
 import sys
 
 import pytest
@@ -44,6 +45,39 @@ def test_displays_to_captures_display_and_the_displayhook_then_restores_them() -
         sys.displayhook(42)
     assert shell.display_pub is before_pub and sys.displayhook is before_hook
     assert [o["data"].get("text/plain") for o in got] == ["<b>$x$</b>", "42"]
+
+
+def test_an_interrupt_inside_displays_to_leaves_a_publisher_the_kernel_can_still_use() -> None:
+    """ci27: an interrupt cut a run short and left the diverted publisher in place; the
+    kernel's next shell message called its ``set_parent``, which it had not, and the
+    kernel never answered again. The diversion passes ``set_parent`` on, and a
+    :class:`compat.DisplayState` taken before puts everything back whatever was cut short."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    parents: list[object] = []
+
+    class Own:  # ipykernel's ZMQDisplayPublisher, as far as this matters
+        def set_parent(self, parent: object) -> None:
+            parents.append(parent)
+
+    own = Own()
+    shell.display_pub, before = own, shell.display_pub
+    try:
+        state = compat.DisplayState.now()
+        stdout = sys.stdout
+        gen = compat.displays_to(lambda o: None)
+        gen.__enter__()  # ... and never left: the interrupt landed before the with's body
+        sys.stdout = io.StringIO()
+        assert shell.display_pub is not own
+        shell.display_pub.set_parent({"msg_id": "next"})
+        assert parents == [{"msg_id": "next"}]
+        state.restore()
+        assert shell.display_pub is own and sys.stdout is stdout and not compat._diverted
+        with compat.cell_displays():  # nothing diverted any more: a no-op
+            assert shell.display_pub is own
+    finally:
+        shell.display_pub = before
 
 
 def test_displays_to_outside_ipython_changes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -244,13 +244,17 @@ async def execute(bridge: NotebookBridge, rid: int, code: str) -> Reply:
         return error_reply(rid, "not run: " + (why or "the user did not allow it"))
     captured = tools.Captured()
     view: RunView | None = None
-    with _sigint_raises():
-        try:
-            view = bridge.started(code)
-            with _streams(view, captured), _displays(captured), _figures(captured):
-                outcome = tools.run(code, ns)
-        except KeyboardInterrupt:
-            outcome = None
+    displays = compat.DisplayState.now()
+    try:
+        with _sigint_raises():
+            try:
+                view = bridge.started(code)
+                with _streams(view, captured), _displays(captured), _figures(captured):
+                    outcome = tools.run(code, ns)
+            except KeyboardInterrupt:
+                outcome = None
+    finally:  # SIGINT no longer raises here: whatever an interrupt cut short, undone
+        displays.restore()
     if outcome is None:
         if view is not None:
             with contextlib.suppress(Exception):
