@@ -90,6 +90,26 @@ def pytest_xdist_node_collection_finished(node: object, ids: list[str]) -> None:
                                 "see pytest-dev/pytest-xdist#1386 and the pytest pin in pyproject.toml")
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> object:
+    """With ``ACP_CPU_REPORT=DIR``, each worker appends ``cpu-seconds node-id`` lines to a
+    file in DIR: this process's CPU and that of the children it reaped during the test
+    (kernels, agents, servers a test started and stopped). CI is CPU-bound on two cores,
+    so this, not ``--durations``, says which tests to make cheaper."""
+    out = os.environ.get("ACP_CPU_REPORT")
+    if not out:
+        return (yield)
+    before = os.times()
+    try:
+        return (yield)
+    finally:
+        after = os.times()
+        spent = sum(after[:4]) - sum(before[:4])
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        with open(Path(out) / f"cpu-{worker}.txt", "a", encoding="utf-8") as f:
+            f.write(f"{spent:.2f} {item.nodeid}\n")
+
+
 @pytest.fixture
 def scripted():
     return scripted_spec
