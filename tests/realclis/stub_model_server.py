@@ -38,6 +38,8 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import select
+import socket
 import threading
 import time
 import uuid
@@ -530,9 +532,32 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def _hung_up(self) -> bool:
+        """The client closed its end of the connection (EOF waiting to be read, not a next request)."""
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            return bool(readable) and self.connection.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            return True
+
+    def _wait(self, seconds: float) -> str:
+        """Sleep ``seconds`` between events, watching the connection: "" slept, "stopping", "hung up"."""
+        end = time.monotonic() + seconds
+        while True:
+            if self._hung_up():
+                return "hung up"
+            left = end - time.monotonic()
+            if left <= 0:
+                return ""
+            if self.server.stopping.wait(min(left, 0.05)):
+                return "stopping"
+
     def _stream(self, events: Iterator[bytes | float], prompt: str = "") -> None:
-        """Send SSE events; log whether the client took the whole reply or hung up."""
+        """Send SSE events; log whether the client took the whole reply or hung up, and when
+        (``hung_up_after``: seconds from the stream's start to the client closing the
+        connection, seen while the stub waits between events or at a failed write)."""
         completed = False
+        started, hung_up_after = time.monotonic(), None
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
@@ -541,7 +566,10 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             for ev in events:
                 if isinstance(ev, float):
-                    if ev and self.server.stopping.wait(ev):
+                    waited = self._wait(ev) if ev else ""
+                    if waited == "hung up":
+                        raise ConnectionResetError("the client closed the connection")
+                    if waited:
                         break
                     continue
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(ev), ev))
@@ -551,8 +579,9 @@ class _Handler(BaseHTTPRequestHandler):
             completed = not self.server.stopping.is_set()
         except (BrokenPipeError, ConnectionResetError):  # the CLI cancelled: fine
             self.close_connection = True
+            hung_up_after = round(time.monotonic() - started, 3)
         self.server.log({"t": round(time.time(), 3), "event": "stream_end", "path": self.path,
-                         "prompt": prompt, "completed": completed})
+                         "prompt": prompt, "completed": completed, "hung_up_after": hung_up_after})
 
     def do_HEAD(self) -> None:
         self._log(b"")

@@ -196,3 +196,26 @@ def test_a_tool_of_a_responses_namespace_is_called_with_its_namespace():
     item = next(e for e in events if e["type"] == "response.output_item.done")["item"]
     assert item["type"] == "function_call" and (item["namespace"], item["name"]) == ("mcp__notebook", "execute")
     assert plan("TOOL:variables {}", tools=["variables_x", "ns.variables"]).call.namespace == "ns"
+
+
+def test_a_client_that_hangs_up_while_the_model_thinks_is_logged_at_once(tmp_path):
+    """A cancelled request shows in the log when the client closes the connection, also in
+    a silent phase (a write into a closed socket can still succeed once: a short reply after
+    the silence could read as taken in full)."""
+    import http.client
+
+    log = tmp_path / "log.jsonl"
+    with StubServer(0, log, think_seconds=5.0) as stub:
+        host, port = stub.url.split("//")[1].split(":")
+        conn = http.client.HTTPConnection(host, int(port), timeout=10)
+        conn.request("POST", "/v1/chat/completions", json.dumps(
+            {"model": "m", "stream": True, "messages": [{"role": "user", "content": "THINK hard"}]}),
+            {"Content-Type": "application/json"})
+        conn.getresponse()  # the headers: the stream has begun, silent for 5 s
+        time.sleep(0.5)
+        conn.close()
+        deadline = time.monotonic() + 4
+        while '"stream_end"' not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.02)
+    ends = [json.loads(line) for line in log.read_text().splitlines() if '"stream_end"' in line]
+    assert len(ends) == 1 and ends[0]["completed"] is False and 0.4 < ends[0]["hung_up_after"] < 2.0, ends
