@@ -18,6 +18,8 @@ from typing import Callable
 ROOT = Path(os.environ.get("REALCLIS_HOME", "/tmp/realclis"))
 NPM_BIN = ROOT / "npm" / "node_modules" / ".bin"
 KIMI_BIN = ROOT / "kimi" / "bin"
+#: ``REALCLIS_BIN_<NAME>`` (e.g. ``REALCLIS_BIN_CLAUDE``) runs another build of a CLI (a second
+#: version installed beside the cache) with the same profile.
 STUB_KEY = "sk-stub-0123456789abcdefghijklmnop"  # no real key anywhere: the stub ignores it
 
 
@@ -40,6 +42,11 @@ class Profile:
 
     def installed(self) -> bool:
         return self.executable.exists()
+
+
+def exe(name: str, default: Path) -> Path:
+    """The CLI's executable: ``$REALCLIS_BIN_<NAME>`` if set, else the cached one."""
+    return Path(os.environ.get(f"REALCLIS_BIN_{name.upper()}") or default)
 
 
 def _common_env(home: Path) -> dict[str, str]:
@@ -83,7 +90,7 @@ def claude(url: str, home: Path, cwd: Path) -> Setup:
         "DISABLE_ERROR_REPORTING": "1",
         "CLAUDE_CODE_IDE_SKIP_AUTO_INSTALL": "1",
     }
-    return Setup([str(NPM_BIN / "claude")], env,
+    return Setup([str(exe("claude", NPM_BIN / "claude"))], env,
                  {".claude.json": json.dumps(state), ".claude/settings.json": json.dumps(settings)})
 
 
@@ -186,7 +193,7 @@ def opencode(url: str, home: Path, cwd: Path) -> Setup:
 
 
 PROFILES: dict[str, Profile] = {p.name: p for p in [
-    Profile("claude", "@anthropic-ai/claude-code (npm)", NPM_BIN / "claude", ("--version",), claude),
+    Profile("claude", "@anthropic-ai/claude-code (npm)", exe("claude", NPM_BIN / "claude"), ("--version",), claude),
     Profile("codex", "@openai/codex (npm)", NPM_BIN / "codex", ("--version",), codex),
     Profile("gemini", "@google/gemini-cli (npm)", NPM_BIN / "gemini", ("--version",), gemini),
     Profile("pi", "@earendil-works/pi-coding-agent (npm)", NPM_BIN / "pi", ("--version",), pi),
