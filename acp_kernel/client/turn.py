@@ -12,7 +12,8 @@ Real agents are sloppy and the rules below are deliberate:
 - ``content`` and ``locations`` in an update replace, other fields merge;
 - a ``plan`` replaces the whole list;
 - unknown update kinds are kept raw (:class:`UnknownUpdate`), never dropped;
-- empty text chunks are ignored.
+- empty text chunks are ignored;
+- messages are matched by ``messageId`` (see :meth:`Turn._chunk_by_id`).
 """
 
 from __future__ import annotations
@@ -54,6 +55,15 @@ STOP_REASONS = frozenset({"end_turn", "max_tokens", "max_turn_requests", "refusa
 #: Characters of a tool call's command output kept (the end: it matters most);
 #: ``Limits.tool_output_chars`` overrides it per client.
 TOOL_OUTPUT_CHARS = 256 * 1024
+#: Distinct ``messageId`` values one turn remembers (all kinds together). Past
+#: it, a new id still starts a new message at the end (v1's rule) but is not
+#: remembered: a later chunk naming it starts another message at the end, as
+#: before messageId was honoured; a notice says so once.
+MESSAGE_IDS = 1000
+#: Update kinds whose role a message has: chunks append, whole messages (ACP v2
+#: draft, ``schema/v2``: ``UserMessage``, ``AgentMessage``) replace.
+_CHUNK_ROLES = {"agent_message_chunk": "agent", "agent_thought_chunk": "thought", "user_message_chunk": "user"}
+_WHOLE_ROLES = {"agent_message": "agent", "agent_thought": "thought", "user_message": "user"}
 #: ``_meta`` keys under which adapters stream command output ``{terminal_id, data}``:
 #: codex-acp, claude-agent-acp and pi-acp use ``terminal_output`` (chunks, or the
 #: whole output once), a TypeScript Codex adapter ``terminal_output_delta``.
@@ -122,6 +132,42 @@ class Chunk(_Raw):
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Chunk) and (self.role, self.text, self.raw) == (other.role, other.text, other.raw)
+
+
+class _Message:
+    """One message of a turn, by role: the text set before it (a blank line
+    apart from the last message) and its text, as the pieces that came.
+
+    ``pieces[0]`` is the separator; the rest is the body. Its length is
+    counted lazily (:meth:`size`): each piece once, on the slow path only, so
+    the streaming path appends a piece and does nothing else.
+    """
+
+    __slots__ = ("id", "pieces", "counted", "length")
+
+    def __init__(self, mid: str | None, sep: str = "") -> None:
+        self.id = mid
+        self.pieces: list[str] = [sep]
+        self.counted = 1
+        self.length = 0
+
+    def size(self) -> int:
+        """Characters of the body (not the separator)."""
+        pieces = self.pieces
+        if self.counted < len(pieces):
+            for i in range(self.counted, len(pieces)):
+                self.length += len(pieces[i])
+            self.counted = len(pieces)
+        return self.length
+
+    def body(self) -> str:
+        return "".join(self.pieces[1:])
+
+    def replace(self, text: str) -> None:
+        del self.pieces[1:]
+        if text:
+            self.pieces.append(text)
+        self.counted, self.length = len(self.pieces), len(text)
 
 
 @dataclass
@@ -314,10 +360,36 @@ class UnknownUpdate:
     raw: Any
 
 
+@dataclass(slots=True)
+class MessageEdit(_Raw):
+    """A message of the turn changed other than at the end of the text: the
+    agent ``replaced`` it (a whole-message update, or the message sent again
+    whole: ``text`` is its whole text now, '' when cleared) or, not
+    ``replaced``, appended ``text`` to an earlier message. ``text`` empty and
+    not ``replaced``: nothing changed (the same text again, or a
+    whole-message update without ``content``). The turn's text by role
+    (:meth:`Turn.role_text`) is the truth; a renderer draws the role's text
+    from it again (:attr:`Turn.edited`)."""
+
+    role: str
+    message_id: str
+    text: str
+    replaced: bool
+    raw: dict[str, Any]
+
+    @property
+    def model(self) -> Any:
+        return update_model(self.raw) if self.raw.get("sessionUpdate") in _MODELS else self.raw
+
+    @property
+    def changed(self) -> bool:
+        return self.replaced or bool(self.text)
+
+
 #: Every kind of event a turn holds, in one list: the update events above,
 #: then the services' (:data:`acp_kernel.services.events.SERVICE_EVENTS`).
 #: Each renderer is a table keyed by these (tests/view/test_event_kinds.py).
-TURN_EVENTS: tuple[type, ...] = (Chunk, ToolCallEvent, PlanEvent, StateEvent, UnknownUpdate, *SERVICE_EVENTS)
+TURN_EVENTS: tuple[type, ...] = (Chunk, MessageEdit, ToolCallEvent, PlanEvent, StateEvent, UnknownUpdate, *SERVICE_EVENTS)
 
 
 def _compact_prompt(prompt: Any) -> Any:
@@ -364,25 +436,60 @@ class Turn:
     #: Who answers, in which session, under what policy (:class:`.record.Provenance`; the session sets it).
     provenance: Optional[Provenance] = None
     _record: Optional[dict[str, Any]] = field(default=None, repr=False)
+    #: Roles (agent, thought, user) whose text changed other than at its end
+    #: (:class:`MessageEdit`): a renderer shows their text from the model.
+    edited: set[str] = field(default_factory=set)
+    #: The messages of each role, in order (:class:`_Message`).
+    _messages: dict[str, list[_Message]] = field(
+        default_factory=lambda: {role: [_Message(None)] for role in ("agent", "thought", "user")}, repr=False)
+    #: The pieces of the last message of each role: where the stream appends.
     _message: list[str] = field(default_factory=list, repr=False)
     _thought: list[str] = field(default_factory=list, repr=False)
-    #: The ``messageId`` of the last chunk of each kind (agent, thought, user).
-    _message_ids: dict[str, str] = field(default_factory=dict, repr=False)
+    _user: list[str] = field(default_factory=list, repr=False)
+    #: Messages by ``messageId``, per role; at most :data:`MESSAGE_IDS` in all.
+    _ids: dict[str, dict[str, _Message]] = field(
+        default_factory=lambda: {"agent": {}, "thought": {}, "user": {}}, repr=False)
+    _id_count: int = field(default=0, repr=False)
+    #: The ``messageId`` of the last chunk (any kind) that had one, while that
+    #: message is the last of its role (else None): its chunks take the streaming path.
+    _last_mid: Optional[str] = field(default=None, repr=False)
     _listeners: list[Callable[[Any], None]] = field(default_factory=list, repr=False)
     _repeats: dict[str, int] = field(default_factory=dict, repr=False)
     _summaries: dict[str, Notice] = field(default_factory=dict, repr=False)
     _summary_sent: dict[str, tuple[int, float]] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        self._message = self._messages["agent"][-1].pieces
+        self._thought = self._messages["thought"][-1].pieces
+        self._user = self._messages["user"][-1].pieces
 
     # -- reading ------------------------------------------------------------
 
     @property
     def text(self) -> str:
         """The agent's message so far."""
-        return "".join(self._message)
+        return self.role_text("agent")
 
     @property
     def thoughts(self) -> str:
-        return "".join(self._thought)
+        return self.role_text("thought")
+
+    def role_text(self, role: str) -> str:
+        """The text of one role (agent, thought, user): its messages in order,
+        each as it stands now (replaced, cleared or appended to by id)."""
+        messages = self._messages[role]
+        if len(messages) == 1:
+            return "".join(messages[0].pieces)
+        if role not in self.edited:
+            return "".join(["".join(m.pieces) for m in messages])
+        out: list[str] = []  # edited: a cleared message leaves no blank line behind
+        for m in messages:
+            body = m.body()
+            if body:
+                if out:
+                    out.append(m.pieces[0])
+                out.append(body)
+        return "".join(out)
 
     @property
     def done(self) -> bool:
@@ -486,10 +593,10 @@ class Turn:
                     if len(update) == 2 and len(content) == 2:
                         keep = None  # plain text: rebuilt on demand
             if len(update) > 2 and type(mid := update.get("messageId")) is str:
-                sent = text
-                text = self._next_message(kind, mid, text) if text else text
-                if text is sent and len(update) == 3 and len(content) == 2 and content.get("type") == "text":
-                    keep = None  # plain text of a message with an id (a break added keeps the update as sent)
+                if mid != self._last_mid and text:
+                    return self._chunk_by_id(_CHUNK_ROLES[kind], mid, text, update, content)
+                if len(update) == 3 and len(content) == 2 and content.get("type") == "text":
+                    keep = None  # plain text of the message being streamed: rebuilt on demand
             else:
                 mid = None
             if kind == "agent_message_chunk":
@@ -498,7 +605,10 @@ class Turn:
             if kind == "agent_thought_chunk":
                 self._thought.append(text)
                 return Chunk("thought", text, keep, mid)
+            self._user.append(text)
             return Chunk("user", text, keep, mid)
+        if kind in _WHOLE_ROLES:
+            return self._whole_message(_WHOLE_ROLES[kind], update)
         if kind == "tool_call" or kind == "tool_call_update":
             tid = update.get("toolCallId")
             if type(tid) is not str or not tid:
@@ -521,20 +631,136 @@ class Turn:
             return StateEvent(kind, update)
         return UnknownUpdate(str(kind), update)
 
-    def _next_message(self, kind: str, mid: str, text: str) -> str:
-        """``text`` of a chunk with a ``messageId``. A changed id starts a new
-        message (ACP v1): it is set apart from the last one by a blank line
-        (as far as the text so far does not end with one), so two messages
-        never run together into one paragraph."""
-        last = self._message_ids.get(kind)
-        self._message_ids[kind] = mid
-        if last is None or last == mid:
-            return text
-        before = "".join(self._message[-2:] if kind == "agent_message_chunk" else
-                         self._thought[-2:] if kind == "agent_thought_chunk" else ())
+    # -- messages by messageId (the slow path) ---------------------------------
+    #
+    # The rule, from the protocol's repository (b7f0005): v1 ``prompt-turn.mdx``
+    # "Message IDs" (chunks with the same ``messageId`` belong to the same
+    # message; a changed one indicates a new message) and the v2 draft
+    # (``docs/rfds/v2/message-updates.mdx``, ``schema/v2`` ``AgentMessage``):
+    # chunks append their content to the message with the matching id;
+    # ``user_message`` / ``agent_message`` / ``agent_thought`` upsert it by id,
+    # ``content`` replacing all its content (``null`` and ``[]`` clear it,
+    # omitted leaves it), in the order received. Here, per role:
+    #
+    # 1. a chunk with the id of the last chunk that had one, or with no id,
+    #    appends at the end of the role's text (the streaming path: no lookup);
+    # 2. a chunk with an id not seen in the turn starts a new message at the
+    #    end, a blank line apart from the last (:meth:`_separator`);
+    # 3. a chunk naming an earlier message of the turn appends to THAT
+    #    message (:class:`MessageEdit`, not a copy at the end) -- unless it is
+    #    that message sent again whole (an agent replaying after a reconnect or
+    #    resume): its text equals, or starts with and extends, the message's
+    #    whole text. Then it replaces the message (equal: nothing changes).
+    #    The replay rule is ours, not the spec's (a v1 agent has no other way
+    #    to re-send); it is checked only when the id differs from the last
+    #    chunk's, so a message re-sent whole straight after its own chunks
+    #    appends, as the spec says chunks do;
+    # 4. a whole-message update replaces the message's text (a new id: a new
+    #    message at the end);
+    # 5. whatever changes only the end of the last message streams on as a
+    #    plain :class:`Chunk` (the new part only); anything else is a
+    #    :class:`MessageEdit`, and the role goes into :attr:`edited`.
+    #
+    # Bounds: at most :data:`MESSAGE_IDS` ids are remembered (then rule 2
+    # without remembering, and a notice once); the replay check costs the
+    # length of the text the agent sent, since a message's length is counted
+    # once per piece (:meth:`_Message.size`).
+
+    def _separator(self, role: str, text: str) -> str:
+        """What sets a new message apart from the role's text before it: a
+        blank line, as far as the text does not already end (or the new one
+        begin) with one. User text has none (as before messageId)."""
+        if role == "user":
+            return ""
+        last = self._messages[role][-1].pieces
+        before = "".join(last[-2:])
         if not before or before.endswith("\n\n") or text.startswith("\n\n"):
-            return text
-        return ("\n" if before.endswith("\n") or text.startswith("\n") else "\n\n") + text
+            return ""
+        return "\n" if before.endswith("\n") or text.startswith("\n") else "\n\n"
+
+    def _new_message(self, role: str, mid: str, text: str) -> tuple[_Message, str]:
+        """A message at the end of the role's text, remembered by id while
+        under the bound; returns it and its separator."""
+        sep = self._separator(role, text)
+        msg = _Message(mid, sep)
+        self._messages[role].append(msg)
+        if role == "agent":
+            self._message = msg.pieces
+        elif role == "thought":
+            self._thought = msg.pieces
+        else:
+            self._user = msg.pieces
+        if self._id_count < MESSAGE_IDS:
+            self._id_count += 1
+            self._ids[role][mid] = msg
+        elif self._id_count == MESSAGE_IDS:
+            self._id_count += 1
+            self.add(Notice("warning", f"the agent used more than {MESSAGE_IDS:,} message ids in one turn; "
+                                       "later messages are shown in the order they come, not matched by id",
+                            kind="message-ids"))
+        return msg, sep
+
+    def _chunk_by_id(self, role: str, mid: str, text: str, update: dict[str, Any], content: dict[str, Any]) -> Any:
+        """A text chunk whose ``messageId`` is not the last chunk's (rules 2, 3, 5 above)."""
+        plain = len(update) == 3 and len(content) == 2 and content.get("type") == "text"
+        msg = self._ids[role].get(mid)
+        if msg is None:
+            self._last_mid = mid
+            msg, sep = self._new_message(role, mid, text)
+            msg.pieces.append(text)
+            return Chunk(role, sep + text, update if sep or not plain else None, mid)
+        last = msg is self._messages[role][-1]
+        # The streaming path appends at the end: only the last message's id may take it.
+        self._last_mid = mid if last else None
+        have = msg.size()
+        if have and len(text) >= have and text.startswith(msg.body()):  # the message again, whole
+            if len(text) == have:
+                return MessageEdit(role, mid, "", False, update)
+            if last:
+                msg.pieces.append(text[have:])
+                return Chunk(role, text[have:], update, mid)
+            msg.replace(text)
+            self.edited.add(role)
+            return MessageEdit(role, mid, text, True, update)
+        msg.pieces.append(text)
+        if last:
+            return Chunk(role, text, None if plain else update, mid)
+        self.edited.add(role)
+        return MessageEdit(role, mid, text, False, update)
+
+    def _whole_message(self, role: str, update: dict[str, Any]) -> Any:
+        """``user_message`` / ``agent_message`` / ``agent_thought`` (ACP v2
+        draft): an upsert by ``messageId``; ``content`` replaces the message's
+        text (its text blocks, joined), ``null`` or ``[]`` clears it, omitted
+        leaves it (rule 4 above)."""
+        kind = update.get("sessionUpdate")
+        mid = update.get("messageId")
+        content = update.get("content")
+        if type(mid) is not str or not (content is None or type(content) is list):
+            return UnknownUpdate(str(kind), update)
+        msg = self._ids[role].get(mid)
+        self._last_mid = mid if msg is None or msg is self._messages[role][-1] else None
+        if "content" not in update:
+            if msg is None:
+                self._new_message(role, mid, "")
+            return MessageEdit(role, mid, "", False, update)  # _meta only: the text stays
+        text = "".join(b["text"] for b in content or () if type(b) is dict and b.get("type") == "text"
+                       and type(b.get("text")) is str)
+        if msg is None:
+            msg, sep = self._new_message(role, mid, text)
+            if not text:
+                return MessageEdit(role, mid, "", False, update)
+            msg.pieces.append(text)
+            return Chunk(role, sep + text, update, mid)
+        have = msg.size()
+        if have == len(text) and msg.body() == text:
+            return MessageEdit(role, mid, "", False, update)
+        if msg is self._messages[role][-1] and have and len(text) > have and text.startswith(msg.body()):
+            msg.pieces.append(text[have:])
+            return Chunk(role, text[have:], update, mid)
+        msg.replace(text)
+        self.edited.add(role)
+        return MessageEdit(role, mid, text, True, update)
 
     def finish(self, stop_reason: Optional[str], *, error: Optional[str] = None, forced: bool = False) -> None:
         """End the turn. Tool calls still open are marked failed (the turn
@@ -602,8 +828,15 @@ class Turn:
         plan_seen = False
         warnings = 0
         mode: Any = None
+        # An edited text stands whole, from the model, where it began.
+        whole, placed = "agent" in self.edited, False
         for ev in self.events:
             t = type(ev)
+            if whole and (t is Chunk or t is MessageEdit) and ev.role == "agent":
+                if not placed:
+                    placed = True
+                    run.append(self.text)
+                continue
             if t is Chunk:
                 if ev.role == "agent" and ev.text:
                     run.append(ev.text)
@@ -629,8 +862,13 @@ class Turn:
         for call in self.tool_calls.values():
             call.compact()
         self.events = events
-        self._message = ["".join(self._message)]
-        self._thought = []
+        text = self.text
+        self._messages = {role: [_Message(None)] for role in ("agent", "thought", "user")}
+        self._messages["agent"][0].replace(text)
+        self._ids = {"agent": {}, "thought": {}, "user": {}}
+        self._last_mid = None
+        self.edited = set()
+        self.__post_init__()
         self._listeners = []
         self._repeats = {}
         self._summaries = {}

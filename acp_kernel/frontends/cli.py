@@ -178,11 +178,23 @@ def _permission_line(event: Any) -> str:
             f"{line(event.option_kind or 'cancelled')} ({line(event.by)})")
 
 
+def _edit_line(event: Any) -> str | None:
+    """The agent changed an earlier message: stdout already has what was streamed
+    (a terminal cannot take it back), so stderr says what the message reads now."""
+    if not event.changed:
+        return None
+    name = {"agent": "message", "thought": "thought", "user": "prompt"}.get(event.role, "message")
+    if event.replaced:
+        return f"[message] the agent replaced an earlier {name} ({line(event.message_id)}); it now reads:\n  {_block(event.text)}"
+    return f"[message] the agent added to an earlier {name} ({line(event.message_id)}):\n  {_block(event.text)}"
+
+
 #: What ``--format text`` says on stderr of each turn event kind, by class name (no
 #: import of the turn module at start-up). Every kind of ``client.turn.TURN_EVENTS``
 #: has an entry, a silent one explicitly ``None``-returning (tests/view/test_event_kinds.py).
 DESCRIBE: dict[str, Any] = {
     "Chunk": lambda e: None,  # agent text goes to stdout; thoughts and user echoes are not printed
+    "MessageEdit": _edit_line,
     "ToolCallEvent": _tool_line,
     "PlanEvent": _plan_line,
     "StateEvent": _state_line,

@@ -569,6 +569,9 @@ class _Transcript:
         self.plan_done = False
         self.files_read = 0
         self.splitter = BlockSplitter(max_tail=1 << 62)  # same fence continuity as the live view
+        #: Roles whose text changed other than at its end (:attr:`.turn.Turn.edited`): their
+        #: text is shown whole, from the model, where it began; the role goes once shown.
+        self.whole = set(turn.edited)
 
     def end_run(self) -> None:
         if self.run:
@@ -594,11 +597,21 @@ class _Transcript:
 
     # -- one handler per kind (HANDLERS): the markdown it adds, or "" --------------
 
-    def chunk(self, ev: tm.Chunk) -> Markdown:
+    def chunk(self, ev: tm.Chunk | tm.MessageEdit) -> Markdown:
+        text = ev.text
+        if self.turn.edited and ev.role in self.turn.edited:
+            if ev.role not in self.whole:
+                return Markdown("")  # shown whole already
+            self.whole.discard(ev.role)
+            text = self.turn.role_text(ev.role)
+            if not text:
+                return Markdown("")
+        elif type(ev) is tm.MessageEdit:
+            return Markdown("")  # changed nothing
         if ev.role != self.run_role:
             self.end_run()
             self.run_role = ev.role
-        self.run.append(ev.text)
+        self.run.append(text)
         return Markdown("")
 
     def tool_call(self, ev: tm.ToolCallEvent) -> Markdown:
@@ -656,6 +669,7 @@ def _line_md(line: Callable[[Any], tuple[Markdown, str]]) -> Callable[[_Transcri
 #: The transcript's table: one handler per kind of :data:`acp_kernel.client.turn.TURN_EVENTS`.
 HANDLERS: dict[type, Callable[[_Transcript, Any], Markdown]] = {
     tm.Chunk: _Transcript.chunk,
+    tm.MessageEdit: _Transcript.chunk,
     tm.ToolCallEvent: _Transcript.tool_call,
     tm.PlanEvent: _Transcript.plan,
     tm.StateEvent: _Transcript.state,

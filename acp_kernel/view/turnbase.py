@@ -65,7 +65,7 @@ class TurnBase:
 
     A subclass sets up its own state after ``super().__init__`` and then
     calls :meth:`_subscribe`. Hooks: ``_close_run``, ``_open_text``,
-    ``_other_role``, ``_open_other``, ``_add_other``, ``_flush_now``,
+    ``_other_role``, ``_open_other``, ``_add_other``, ``_message_edit``, ``_flush_now``,
     ``_line``, ``_notice``, ``_notice_event``, ``_plan_event``,
     ``_new_row``, ``_permission``, ``_elicitation``, ``_show_error``,
     ``_close``.
@@ -270,6 +270,9 @@ class TurnBase:
     def _add_other(self, text: str) -> None:
         raise NotImplementedError
 
+    def _message_edit(self, ev: tm.MessageEdit) -> None:
+        raise NotImplementedError
+
     def _flush_now(self) -> None:
         raise NotImplementedError
 
@@ -322,6 +325,7 @@ def _line_of(line: Callable[[Any], tuple[Markdown, str]]) -> Callable[[TurnBase,
 #: method, so a subclass's hook is the one that runs.
 HANDLERS: dict[type, Callable[[TurnBase, Any], None]] = {
     tm.Chunk: lambda view, ev: view._chunk(ev),
+    tm.MessageEdit: lambda view, ev: view._message_edit(ev),
     tm.ToolCallEvent: lambda view, ev: view._tool_call(ev),
     tm.PlanEvent: lambda view, ev: view._plan_event(),
     tm.StateEvent: lambda view, ev: None,  # mode and usage go into the status line at the end

@@ -45,6 +45,7 @@ from ..services import events as se
 from .. import termsafe
 from .ansi import AnsiStream, colour
 from .form import choices, field_kind, field_label, validate
+from .markdown import BlockSplitter
 from .frontend import NOTEBOOK, Frontend
 from .sink import DisplaySink, widget_bundle
 from .toolcall import ToolCallRow, shared_layout
@@ -78,6 +79,9 @@ log = logging.getLogger(__name__)
 RUN_LIMIT = 16_000
 #: Seconds between rebuilds of the markdown/text fallback while the turn runs.
 FALLBACK_INTERVAL = 2.0
+#: Seconds between redraws of a role's text from the model after the agent
+#: replaced or appended to an earlier message (:class:`..client.turn.MessageEdit`).
+REDRAW_INTERVAL = 1.0
 #: The session's notice when the user cancels (client/session.py); once the turn
 #: has ended it says what happened instead of staying "...".
 CANCELLING = "cancelling"  # the key of the session's notice (client/session.py)
@@ -188,6 +192,9 @@ class TurnOutput(TurnBase):
         #: synced ``expanded`` can wait for the kernel to go idle (ipywidgets buffers a model's
         #: updates until the last one is answered), and the static end must keep the choices.
         self._chosen: dict[str, bool] = {}
+        self._redraw: set[str] = set()  # roles whose text is drawn again from the model
+        self._redrawn_at = 0.0
+        self._redraw_handle: Any = None
         self.display_id = f"acp-turn-{uuid.uuid4().hex[:12]}"
         self.widget = self._run(self._make_widget)
         self._run(self._display)
@@ -275,18 +282,75 @@ class TurnOutput(TurnBase):
         block = self._other
         if block is None:
             return
-        body = "".join(self._other_parts)
+        self._other_block(block, "".join(self._other_parts))
+
+    def _other_block(self, block: Block, body: str) -> None:
         if block.kind == "thought":
             block.state = {"type": "thought", "text": termsafe.clean(body)}
-            block.md, block.text = thought_markdown(body), "Thinking: " + body
+            block.md, block.text = (thought_markdown(body), "Thinking: " + body) if body else (Markdown(""), "")
         else:
             block.state = {"type": "user", "text": termsafe.clean(body)}
-            block.md, block.text = user_markdown(body), "You: " + body
+            block.md, block.text = (user_markdown(body), "You: " + body) if body else (Markdown(""), "")
         self._dirty.add(block.index)
+
+    # -- a message replaced: its role's text drawn again from the model -------------
+
+    def _message_edit(self, ev: tm.MessageEdit) -> None:
+        if ev.changed and ev.role in self.turn.edited:
+            self._redraw.add(ev.role)
+            self._ticker.poke()
+
+    def _redraw_due(self) -> None:
+        self._redraw_handle = None
+        if not self.closed and self._redraw:
+            self._redraw_now()
+            self._sync()
+            self._boundary()
+
+    def _redraw_later(self) -> bool:
+        """Whether the redraw waits (at most one every REDRAW_INTERVAL: a redraw
+        renders the role's whole text); a timer then does it."""
+        wait = self._redrawn_at + REDRAW_INTERVAL - time.monotonic()
+        loop = self._loop
+        if wait <= 0 or loop is None or loop.is_closed():
+            return False
+        if self._redraw_handle is None:
+            self._redraw_handle = loop.call_later(wait, lambda: self._run(self._redraw_due))
+        return True
+
+    def _redraw_now(self) -> None:
+        """Each role in ``_redraw``: its whole text, as the turn has it now, in the
+        first block that showed it, the role's later blocks emptied (the simplest
+        right answer: interleaving with tool calls is given up for an edited role).
+        Text streamed after this continues in new blocks, as usual."""
+        self._redrawn_at = time.monotonic()
+        for role in sorted(self._redraw):
+            body = self.turn.role_text(role)
+            kind = "text" if role == "agent" else role
+            blocks = [b for b in self.blocks if b.kind == kind]
+            if role == "agent":
+                self._splitter = BlockSplitter()  # what it held is in the model's text
+                self._tail, self._tail_sent = None, ""
+            elif self._other is not None and self._other.kind == role:
+                self._other, self._other_parts, self._other_size = None, [], 0
+            if not blocks:
+                if not body:
+                    continue
+                self._close_run()
+                blocks = [self._new(kind)]
+            for i, block in enumerate(blocks):
+                part = body if i == 0 else ""
+                if role == "agent":
+                    self._text_block(block, part, open_=False)
+                else:
+                    self._other_block(block, part)
+        self._redraw.clear()
 
     # -- the coalesced flush -------------------------------------------------------
 
     def _flush_now(self) -> None:
+        if self._redraw and not self._redraw_later():
+            self._redraw_now()
         if self._in_text:
             self._flush_text()
         if self._other is not None:
@@ -635,12 +699,18 @@ class TurnOutput(TurnBase):
         if self.closed:
             return
         self._stop_listening()
+        self._redraw.update(self.turn.edited)  # the end shows each edited role whole, as the transcript does
+        if self._redraw:
+            self._redraw_now()
         self._close_run()
         self._ticker.close()
         self.closed = True
         if self._fallback_handle is not None:
             self._fallback_handle.cancel()
             self._fallback_handle = None
+        if self._redraw_handle is not None:
+            self._redraw_handle.cancel()
+            self._redraw_handle = None
         for block in self.blocks:
             if block.row is not None:
                 block.row.take_output()

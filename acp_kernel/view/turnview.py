@@ -134,6 +134,11 @@ class _OtherRun:
         self.sent_size = self.size
 
 
+_ROLE_NAMES = {"agent": "message", "thought": "thought", "user": "prompt"}
+_EDITED_NOTE = ("The agent changed an earlier {} of this turn; its text as it now reads "
+                "is shown again at the end of the turn.")
+
+
 def _text_bundle(md: str) -> dict[str, Any]:
     """Final message text: markdown, and the same text for ``text/plain``."""
     return bundle(markdown(md), md)
@@ -188,6 +193,7 @@ class TurnView(TurnBase):
         self._order: dict[str, int] = {}  # tool call id -> order of appearance
         self._shown_forms: set[str] = set()  # display ids of forms shown as updatable displays
         self.forms: list[Any] = []  # PermissionForm / ElicitationForm, in order
+        self._edited: list[str] = []  # roles whose earlier message the agent changed, in order
         self._subscribe()
 
     # -- plumbing -----------------------------------------------------------
@@ -256,6 +262,15 @@ class TurnView(TurnBase):
     def _add_other(self, text: str) -> None:
         assert self._other is not None
         self._other.add(text)
+
+    def _message_edit(self, ev: tm.MessageEdit) -> None:
+        """The agent replaced, or appended to, an earlier message. Displays here
+        are appended and final (a console cannot take back what it printed), so:
+        a line says so at once, the role's whole text as the turn has it follows
+        at the end, once per role."""
+        if ev.changed and ev.role in self.turn.edited and ev.role not in self._edited:
+            self._edited.append(ev.role)
+            self._notice("info", _EDITED_NOTE.format(_ROLE_NAMES.get(ev.role, "message")))
 
     # -- everything else ------------------------------------------------------
 
@@ -394,6 +409,13 @@ class TurnView(TurnBase):
         for form in self.forms:
             if not form.answered and form.prompt.done:
                 self._settled(form, outcome_of(form.prompt.future))
+        for role in self._edited:  # the changed text, whole, as it reads now
+            body = self.turn.role_text(role)
+            if role == "agent":
+                self.sink.display(_text_bundle(body) if body else bundle(plain_text="(the message was cleared)"))
+            elif body:
+                self.sink.display(bundle(thought_markdown(body) if role == "thought" else user_markdown(body),
+                                         ("Thinking: " if role == "thought" else "You: ") + body))
         if self.turn.done:
             line = status_line(self.turn, self.session, files_read=self._files_read)
             self.sink.display(bundle(status_markdown(line), line), record_metadata(self.turn))

@@ -45,6 +45,17 @@ def _exited(turn: Turn) -> se.TerminalExited:
     return ev
 
 
+def _edited(turn: Turn) -> tm.MessageEdit:
+    """An earlier message replaced by id (issue 27): the agent sends m1, m2, then m1 again whole."""
+    def said(body: str, mid: str) -> dict[str, Any]:
+        return {"sessionUpdate": "agent_message_chunk", "messageId": mid, "content": {"type": "text", "text": body}}
+    turn.apply_update(said(f"first {IMG}", "m1"))
+    turn.apply_update(said(f"second {IMG}", "m2"))
+    ev = turn.apply_update(said(f"first {IMG}, whole again", "m1"))
+    assert type(ev) is tm.MessageEdit
+    return ev
+
+
 def _added(make: Callable[[], Any]) -> Callable[[Turn], Any]:
     def add(turn: Turn) -> Any:
         ev = make()
@@ -56,6 +67,7 @@ def _added(make: Callable[[], Any]) -> Callable[[Turn], Any]:
 #: One sample per kind, added to a turn the way a session adds it (in this order).
 SAMPLES: dict[type, Callable[[Turn], Any]] = {
     tm.Chunk: lambda turn: turn.apply_update(text(f"Hello {IMG}\n\n")),
+    tm.MessageEdit: lambda turn: _edited(turn),
     se.TerminalStarted: _terminal,
     tm.ToolCallEvent: lambda turn: turn.apply_update(
         tool_call("t1", f"Run {IMG}", "execute", "in_progress", content=[{"type": "terminal", "terminalId": "term-1"}])),
