@@ -23,7 +23,7 @@ An agent's ``passthrough`` entry overrides the built-in :class:`Passthrough`
 field by field (``{"passthrough": {"submit_delay": 0.3}}`` keeps the rest), e.g.
 ``cancel_keys`` (``["\u001b"]``, or ``[["\u001b", 0.25], "\u001b"]`` with a pause),
 ``ready_pattern``/``busy_pattern``/``chrome_pattern``/``input_pattern``/
-``input_placeholder``/``startup_pattern`` (regular expressions on the rendered
+``input_placeholder``/``startup_pattern``/``dialog_pattern`` (regular expressions on the rendered
 screen), ``idle_seconds``, ``ready_timeout``, ``cell_timeout`` (0: none),
 ``clear_input``, ``version_command``, ``resume_args``, ``mcp_args``.
 
@@ -99,6 +99,10 @@ class Passthrough:
     input_placeholder: str = ""
     #: On the screen while the CLI is still starting (a notice, "Waiting for startup"): not ready.
     startup_pattern: str = ""
+    #: A question the CLI asks in its own TUI (an approval dialog; group 1, else the whole
+    #: match, its text): the cell shows it and waits for the person's answer in the terminal,
+    #: and no prompt is typed while it shows (its keys would answer it). "" none.
+    dialog_pattern: str = ""
     #: Seconds the first prompt waits for the CLI to become ready.
     ready_timeout: float = 60.0
     #: Seconds a cell waits for the reply to end (0: no limit).
@@ -306,6 +310,11 @@ PASSTHROUGH: dict[str, Passthrough] = {
         clear_input=CTRL_U, cancel_keys=((ESC, 0.0),),
         ready_pattern=r"── input ──", busy_pattern=r"Composing\.\.\.|[🌑🌒🌓🌔🌕🌖🌗🌘]",
         chrome_pattern=r"── input ──", resume_args=("--continue",),
+        # 1.52 asks in its own TUI before every MCP tool call (no per-tool allow; --yolo would
+        # approve its shell and file tools too): a box under its input rule, e.g.
+        # "╭─ approval ─…╮ / │ execute is requesting approval to mcp:execute: │ / … / │ → [1] Approve
+        # once │ … / │ ▲/▼ select  1/2/3/4 choose  ↵ confirm │ / ╰─…╯" (tests/realclis/FINDINGS.md)
+        dialog_pattern=r"^╭─ approval ─.*\n((?:│.*\n?)+)",
         mcp_args=("--mcp-config-file", "{config}"), install="pip install kimi-cli"),
     "opencode": Passthrough(
         ("opencode",), clear_input=CTRL_U, cancel_keys=((ESC, 0.25), (ESC, 0.0)),  # Ctrl-C quits
@@ -445,6 +454,7 @@ class PassthroughConfig(_Strict):
     input_pattern: Optional[str] = None
     input_placeholder: Optional[str] = None
     startup_pattern: Optional[str] = None
+    dialog_pattern: Optional[str] = None
     ready_timeout: Optional[float] = Field(None, gt=0)
     cell_timeout: Optional[float] = Field(None, ge=0)
     version_command: Optional[list[str]] = None
@@ -454,7 +464,7 @@ class PassthroughConfig(_Strict):
     install: Optional[str] = None
 
     @field_validator("ready_pattern", "busy_pattern", "chrome_pattern", "input_pattern", "input_placeholder",
-                     "startup_pattern")
+                     "startup_pattern", "dialog_pattern")
     @classmethod
     def _regex(cls, value: Optional[str]) -> Optional[str]:
         if value:

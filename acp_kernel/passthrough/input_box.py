@@ -76,6 +76,25 @@ class InputBox:
         return screen if found is None else screen[:found.start()] + screen[found.end():]
 
 
+#: A dialog box's frame: its borders and rules, left out of the dialog's text.
+_FRAME = "│┃║╭╮╰╯┌┐└┘─━═ "
+
+
+def dialog_text(screen: str, pattern: str) -> str:
+    """The question a CLI asks in its own TUI (the last match of its ``dialog_pattern``;
+    group 1, else the whole match), without the box's frame and blank lines; "" none."""
+    if not pattern:
+        return ""
+    found = None
+    for found in re.finditer(pattern, screen, re.MULTILINE):  # noqa: B007 - the last one
+        continue
+    if found is None:
+        return ""
+    raw = (found.group(1) if found.re.groups else found.group(0)) or ""
+    lines = (line.strip(_FRAME) for line in raw.splitlines())
+    return "\n".join(line for line in lines if line)
+
+
 _NOT_WORD = re.compile(r"[\W_]+")
 
 

@@ -28,6 +28,9 @@ agent's registry data (:class:`~acp_kernel.client.registry.Passthrough`):
 - the end of a reply: the screen unchanged for the quiet window and not
   showing the busy pattern, once the CLI showed it busy or something new (or
   after a long quiet window without either), or ``cell_timeout``;
+- a question of the CLI's own (its ``dialog_pattern``: kimi's approval box): the cell
+  shows it and waits for the person's answer in the terminal (never the end of the
+  reply), and no prompt is typed while it shows (its Enter would answer it);
 - an interrupt: the agent's ``cancel_keys``, then the screen settles;
 - the reply's text: the lines the screen gained since the prompt, less the
   CLI's chrome.
@@ -52,7 +55,7 @@ from tornado.ioloop import IOLoop
 from .. import compat
 from ..protocol import proctree, watchdog
 from . import pty_input
-from .input_box import InputBox, Pace, echoes, extra
+from .input_box import InputBox, Pace, dialog_text, echoes, extra
 from .screen import FEED_MAX, Mark, ScreenModel, last_lines, reply_text
 from ..errors import PassthroughError
 from ..client.registry import Passthrough
@@ -383,6 +386,10 @@ class PassthroughTerminal:
         """What on the screen says the CLI is working (its busy pattern), or None."""
         return self.screen.search(self.settings.busy_pattern)
 
+    def dialog(self) -> str:
+        """The question the CLI asks in its own TUI (its dialog pattern), as text; "" none."""
+        return dialog_text(self.screen.text(), self.settings.dialog_pattern) if self.settings.dialog_pattern else ""
+
     def unready(self) -> str | None:
         """Why the CLI cannot take a prompt yet, or None when it can (bar the idle window)."""
         s = self.settings
@@ -395,6 +402,9 @@ class PassthroughTerminal:
         starting = self.screen.search(s.startup_pattern)
         if starting is not None:
             return f"it is still starting (its screen shows {starting!r})"
+        asking = self.dialog()
+        if asking:
+            return f"it asks in its own terminal ({asking.splitlines()[0]!r}): answer it there"
         if self._box is not None and self._box.text(self.screen.text()) is None:
             return "its input box is not on the screen"
         return None
@@ -494,15 +504,19 @@ class PassthroughTerminal:
 
     async def wait_quiet(self, *, after: float | None = None, ready: bool = False,
                          timeout: float | None = None, seq: int | None = None,
-                         shown: Callable[[], bool] | None = None) -> Outcome:
+                         shown: Callable[[], bool] | None = None,
+                         on_dialog: Callable[[str], None] | None = None) -> Outcome:
         """Until the screen has stayed the same for the quiet window without the
-        busy pattern (after some change following ``after``, if given; with
-        ``ready``, once :meth:`unready` has nothing to say; with ``shown``, once
-        the busy pattern was seen or ``shown()`` says a reply shows, else for the
-        long window of a reply that shows nothing), the process exits, an
-        interrupt (since ``seq``), or ``timeout`` seconds (``"timeout"``)."""
+        busy pattern nor a dialog of the CLI's own (after some change following
+        ``after``, if given; with ``ready``, once :meth:`unready` has nothing to
+        say; with ``shown``, once the busy pattern was seen or ``shown()`` says a
+        reply shows, else for the long window of a reply that shows nothing), the
+        process exits, an interrupt (since ``seq``), or ``timeout`` seconds
+        (``"timeout"``). ``on_dialog`` hears the dialog's text each time it changes
+        ("" once it is gone)."""
         seq = self._interrupt_seq if seq is None else seq
         deadline = None if not timeout else self._loop.time() + timeout
+        asked = ""
         while True:
             if self.exited.done():
                 return "exited"
@@ -514,8 +528,14 @@ class PassthroughTerminal:
             self._activity.clear()
             wake: float | None = None
             streaming = bool(self._pending) and now - self._last_output < STREAMING
+            asking = ""
             if not streaming:
                 self.screen  # noqa: B018 - applies the reads so far (and _last_change)
+                asking = self.dialog()
+                if asking != asked:
+                    asked = asking
+                    if on_dialog is not None:
+                        on_dialog(asking)
             if streaming:
                 wake = STREAMING  # output still pouring in: look at the screen once it pauses
             elif self._output_paused or (after is not None and self._last_change <= after):
@@ -524,6 +544,8 @@ class PassthroughTerminal:
                 wake = MODE_POLL  # raw mode comes with no output to wake us
             elif self.busy() is not None:
                 self._busy_seen = True  # the CLI says it works: only a change of screen can end that
+            elif asking:
+                pass  # it waits for the person's answer in the terminal: only a change of screen ends that
             else:
                 wake = self._last_change + self.pace.quiet() - now
                 if wake <= 0 and shown is not None and not self._busy_seen and not shown():
@@ -577,11 +599,13 @@ class PassthroughTerminal:
 
     # -- a prompt --------------------------------------------------------------------
 
-    async def send_prompt(self, text: str) -> Reply:
+    async def send_prompt(self, text: str, on_dialog: Callable[[str], None] | None = None) -> Reply:
         """Wait until the CLI is ready, type ``text`` into its emptied input box and
         submit it (:meth:`_try`), and wait for the reply to end. A try the screen
         shows the CLI did not take is made again once the CLI is ready again, at
-        most ``MAX_TRIES`` times; then the reply says the prompt was not sent."""
+        most ``MAX_TRIES`` times; then the reply says the prompt was not sent.
+        ``on_dialog`` hears a question the CLI asks in its own TUI meanwhile (see
+        :meth:`wait_quiet`): the reply waits for the person's answer."""
         async with self._busy:
             if self.exited.done():
                 raise PassthroughError(f"{self.name} has {self.describe_exit()}; start it again with %passthrough")
@@ -631,15 +655,18 @@ class PassthroughTerminal:
                 assert mark is not None
                 outcome = await self.wait_quiet(
                     after=submitted_at, timeout=s.cell_timeout or None,
-                    shown=lambda: bool(reply_text(self.screen.since(mark), text, s.chrome_pattern)))
+                    shown=lambda: bool(reply_text(self.screen.since(mark), text, s.chrome_pattern)),
+                    on_dialog=on_dialog)
                 detail = ""
                 if outcome == "interrupted":
                     detail = f"{self.cancel_description} sent"
                     if await self.wait_quiet(timeout=SETTLE_SECONDS, seq=self._interrupt_seq) == "exited":
                         outcome, detail = "exited", f"{detail}; it quit"
                 elif outcome == "timeout":
-                    busy = self.busy()
+                    busy, asking = self.busy(), self.dialog()
                     detail = (f"still working after {s.cell_timeout:g} s (the screen shows {busy!r})" if busy
+                              else f"its own question was still open after {s.cell_timeout:g} s "
+                                   f"({asking.splitlines()[0]!r}): answer it in the terminal" if asking
                               else f"the reply had not ended after {s.cell_timeout:g} s")
                 raw = "".join(self._capture or ())
             finally:

@@ -350,6 +350,15 @@ class TerminalPanel:
         self.widget.screen = self.screen_text()
         sink.update(self._live_bundle(shown), display_id=shown.display_id)
 
+    def asking(self, question: str) -> None:
+        """The CLI asks ``question`` in its own terminal ("" no more): the newest cell's
+        exchange shows it, for readers who do not look at the terminal."""
+        shown, sink = self._shown, self._sink
+        if shown is None or shown.exchange is None or sink is None or shown.exchange.asking == question:
+            return
+        shown.exchange.asking = question
+        sink.update(self._live_bundle(shown), display_id=shown.display_id)
+
     def _retire(self, sink: DisplaySink) -> None:
         """The output showing the live view becomes its exchange (or the screen it showed)."""
         shown = self._shown

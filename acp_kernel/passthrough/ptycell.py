@@ -217,7 +217,7 @@ class Terminals:
             cell.live = True
             link.bridge.prompts.append(prompt)
         try:
-            reply = await panel.terminal.send_prompt(prompt)
+            reply = await panel.terminal.send_prompt(prompt, on_dialog=panel.asking)
         except BaseException:
             panel.finish("error")
             raise

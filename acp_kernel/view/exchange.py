@@ -27,6 +27,8 @@ class Exchange:
     prompt: str
     reply: str = ""
     outcome: str = ""
+    #: A question the program asks in its own terminal meanwhile (its dialog's text; "" none).
+    asking: str = ""
 
     @property
     def done(self) -> bool:
@@ -49,6 +51,9 @@ class Exchange:
         note = self._note()
         if note:
             parts.append(Markdown("*{}*").format(text(note)))
+        if self.asking and not self.done:
+            parts += [Markdown("**{} asks in its own terminal; answer it there (the cell waits for the answer):**")
+                      .format(code(self.name)), block(self.asking)]
         return Markdown("\n\n").join(parts)
 
     def plain(self) -> Plain:
@@ -60,6 +65,9 @@ class Exchange:
         note = self._note()
         if note:
             text += f"\n\n({note})"
+        if self.asking and not self.done:
+            text += f"\n\n{self.name} asks in its own terminal; answer it there (the cell waits for the answer):\n"
+            text += self.asking
         return plain(text)
 
     def bundle(self, extra: dict | None = None) -> dict:

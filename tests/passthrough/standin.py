@@ -39,6 +39,11 @@ Flags:
                       late, so keys written apart may arrive in one read
   --busy-late S       after a prompt, the echo is drawn at once, but nothing else changes for
                       S seconds: no working footer, then the reply (kimi, opencode under load)
+  --approval          a prompt ``ask ...`` opens an approval box of the CLI's own (kimi's: under
+                      the input box's rule, the footer idle, nothing moving) and waits: 1 or
+                      Enter approves (the reply follows), 2 rejects, Esc cancels; other keys and
+                      pastes are ignored while it shows (log events approval-open,
+                      approval-answer with the key)
   --mcp-config FILE   start the MCP servers of FILE (``{"mcpServers": {NAME: {command,
                       args, env}}}``, as claude's flag) at launch with the ``mcp`` SDK's
                       stdio client, on a thread; the prompts ``mcp variables [NAME]``,
@@ -166,6 +171,7 @@ class App:
         self.input = ""
         self.busy = False
         self.dialog = False
+        self.approval = ""  # the prompt an open approval box asks about
         self.stream: list[str] = []  # lines still to come of the current reply
         self.think_until = 0.0
         self.next_tick = 0.0
@@ -203,9 +209,17 @@ class App:
             lines[-1] = "working (esc to interrupt)"
         if self.dialog:
             lines[-2:] = ["Task is still running", "1. Cancel task  2. Exit"]
+        if self.approval:
+            inner = cols - 2
+            body = [f"  shell is requesting approval to run: {self.approval}", "", " → [1] Approve once",
+                    "   [2] Reject", "", "   ▲/▼ select  1/2 choose  ↵ confirm"]
+            box = ["╭─ approval " + "─" * (inner - 11) + "╮", *(f"│{b[:inner].ljust(inner)}│" for b in body),
+                   "╰" + "─" * inner + "╯"]
+            lines[-len(box):] = box
         rule = "─" * cols
         working = self.busy and time.monotonic() >= self.busy_from
-        footer = "enter select · esc back" if self.dialog else "esc to interrupt" if working else "? for shortcuts"
+        footer = ("enter select · esc back" if self.dialog else "esc to interrupt" if working and not self.approval
+                  else "? for shortcuts")
         out = ["\x1b[?25l"]
         for y, text in enumerate([*lines, rule, *box_lines, rule, footer], start=1):
             out.append(f"\x1b[{y};1H{text[:cols]}\x1b[K")
@@ -236,6 +250,10 @@ class App:
                 continue
             ch = chunk[i]
             i += 1
+            if self.approval:
+                if not self.in_paste and ch in "12\r\x1b":
+                    self.answer(ch)
+                continue  # what else comes goes nowhere while the box asks
             if self.in_paste:
                 self.input += "\n" if ch in "\r\n" else ch
             elif ch == "\x1b":
@@ -313,6 +331,10 @@ class App:
         self.think_until = self.busy_from + self.args.think
         if prompt.split(" ", 1)[0] == "mcp":
             self.mcp_call(prompt[4:])
+        elif self.args.approval and prompt.startswith("ask "):
+            self.approval = prompt[4:]
+            self.waiting = True  # nothing moves until the person answers
+            self.log("approval-open", text=self.approval)
         elif prompt.startswith("SLOW"):
             self.stream = [f"slow chunk {i}" for i in range(1, 201)]
         else:
@@ -320,6 +342,16 @@ class App:
             n = prompt.count("\n") + 1
             self.stream = [f"stand-in reply to: {first} ({n} line{'s' if n > 1 else ''})"]
         self.next_tick = self.think_until
+
+    def answer(self, key: str) -> None:
+        """The person's answer to the approval box."""
+        self.log("approval-answer", key={"\r": "enter", "\x1b": "esc"}.get(key, key))
+        asked, self.approval, self.waiting = self.approval, "", False
+        if key == "\x1b":
+            self.cancel()
+            return
+        self.stream = [f"stand-in ran: {asked}" if key in "1\r" else f"stand-in was told not to run: {asked}"]
+        self.next_tick = time.monotonic()
 
     def notice(self) -> None:
         self.noticed = True
@@ -425,6 +457,7 @@ def main() -> int:
     ap.add_argument("--cancel-restores", action="store_true")
     ap.add_argument("--lag", type=float, default=0.0)
     ap.add_argument("--busy-late", type=float, default=0.0)
+    ap.add_argument("--approval", action="store_true")
     args = ap.parse_args()
     if args.resume and args.fail_resume:
         print("no conversation to continue", flush=True)

@@ -30,6 +30,8 @@ PROFILES: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
     "restore": (("--multiline-input", "--cancel-restores"), {}),  # a cancel puts the prompt back
     "lag": (("--lag", "0.6", "--ink-paste"), {}),  # late reads: paste and Enter in one read
     "late": (("--busy-late", "2.5"), {}),  # the echo, then nothing for a while, then the reply
+    # kimi: an approval box of its own (no input box in its registry data, as kimi's)
+    "approval": (("--approval",), {"input_pattern": "", "dialog_pattern": r"^╭─ approval ─.*\n((?:│.*\n?)+)"}),
     "claude-like": (("--notice", "1.5", "--notice-drops", "input", "--ink-paste", "--multiline-input",
                      "--cancel-restores"), {}),  # all of Claude Code's at once (the CPU-load test)
 }
@@ -58,7 +60,7 @@ def config_entry(name: str, log: Path, **over: Any) -> dict[str, Any]:
         "cancel_keys": [list(k) for k in s.cancel_keys], "ready_pattern": s.ready_pattern,
         "busy_pattern": s.busy_pattern, "chrome_pattern": s.chrome_pattern, "ready_timeout": s.ready_timeout,
         "cell_timeout": s.cell_timeout, "input_pattern": s.input_pattern, "input_placeholder": s.input_placeholder,
-        "startup_pattern": s.startup_pattern, **({"mcp_args": list(s.mcp_args)} if s.mcp_args else {})}}
+        "startup_pattern": s.startup_pattern, "dialog_pattern": s.dialog_pattern, **({"mcp_args": list(s.mcp_args)} if s.mcp_args else {})}}
 
 
 def events(log: Path) -> list[dict[str, Any]]:

@@ -197,3 +197,49 @@ def test_a_private_sgr_sequence_does_not_stop_the_screen():
     assert screen.feed("before\x1b[?4m after\r\n")
     assert screen.feed("\x1b[31mnext line\x1b[0m")
     assert screen.lines()[:2] == ["before after", "next line"]
+
+
+#: kimi-cli 1.52's approval box before an MCP tool call, as a real run's screen showed it
+#: (120 columns; tests/realclis/FINDINGS.md, "Issue 23, sixth session").
+KIMI_APPROVAL = ["── input " + "─" * 110, "✨ TOOL:execute {\"code\": \"x = 41 + 1\"}",
+                 "⠼ Using execute ({\"code\": \"x = 41 + 1\"})", "╭─ approval " + "─" * 107 + "╮",
+                 *("│" + row.ljust(118) + "│" for row in (
+                     "  execute is requesting approval to mcp:execute:", "", "  Call MCP tool `execute`.", "",
+                     " → [1] Approve once", "   [2] Approve for this session", "   [3] Reject",
+                     "   [4] Reject, tell the model what to do instead", "",
+                     "   ▲/▼ select  1/2/3/4 choose  ↵ confirm")),
+                 "╰" + "─" * 118 + "╯"]
+
+
+def test_kimis_approval_box_is_its_dialog_and_the_cell_shows_it_as_text():
+    from acp_kernel.passthrough.input_box import dialog_text
+    from acp_kernel.view.exchange import Exchange
+
+    pattern = PASSTHROUGH["kimi"].dialog_pattern
+    screen = ScreenModel(20, 120)
+    screen.feed("\r\n".join(KIMI_APPROVAL))
+    asked = dialog_text(screen.text(), pattern)
+    assert asked.splitlines() == [
+        "execute is requesting approval to mcp:execute:", "Call MCP tool `execute`.", "→ [1] Approve once",
+        "[2] Approve for this session", "[3] Reject", "[4] Reject, tell the model what to do instead",
+        "▲/▼ select  1/2/3/4 choose  ↵ confirm"]
+    assert dialog_text("\n".join(KIMI_APPROVAL[:3]), pattern) == ""  # no box: nothing asked
+    assert dialog_text(screen.text(), "") == ""
+    for name in ("claude", "codex", "gemini", "pi", "opencode"):  # not read off a real run: none
+        assert PASSTHROUGH[name].dialog_pattern == ""
+    exchange = Exchange("kimi", "TOOL:execute", asking=HOSTILE)
+    md, text = str(exchange.markdown()), str(exchange.plain())
+    assert "asks in its own terminal; answer it there" in md and live(md) == [] and "onerror" in md
+    assert text.endswith("answer it there (the cell waits for the answer):\n" + HOSTILE)
+    exchange.outcome = "idle"  # answered, the reply came: the question is no longer shown
+    assert "asks in its own terminal" not in str(exchange.markdown()) + str(exchange.plain())
+
+
+def test_dialog_pattern_is_config_data(tmp_path, monkeypatch):
+    monkeypatch.delenv("ACP_KERNEL_AGENT", raising=False)
+    path = tmp_path / "acp_kernel.json"
+    path.write_text(json.dumps({"agents": {"claude": {"passthrough": {"dialog_pattern": "Do you want to proceed"}}}}))
+    assert load_config(path).agent("claude").passthrough.dialog_pattern == "Do you want to proceed"
+    path.write_text(json.dumps({"agents": {"claude": {"passthrough": {"dialog_pattern": "(unclosed"}}}}))
+    with pytest.raises(ConfigError, match="dialog_pattern.*not a regular expression"):
+        load_config(path)

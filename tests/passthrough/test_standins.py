@@ -127,3 +127,41 @@ async def test_leftover_input_is_cleared_before_the_paste(manager, tmp_path):
     reply = await asyncio.wait_for(term.send_prompt("clean"), 30)
     assert prompts(log) == ["clean"] and reply.text == "stand-in reply to: clean (1 line)"
     await term.close()
+
+
+async def test_a_question_of_the_clis_own_waits_for_the_person_and_no_prompt_answers_it(manager, tmp_path):
+    """Kimi's approval box (issue 23): nothing moves while it asks, and with no input box
+    in its data the old code ended the cell (the quiet screen) and typed the next prompt
+    into the box, whose Enter approved it. Now the cell hears the question and waits for
+    the person's answer; the next prompt is typed only after it."""
+    log = tmp_path / "log.jsonl"
+    term = manager.open("approval", settings("approval", log), cwd=str(tmp_path))
+    heard: list[str] = []
+    first = asyncio.ensure_future(term.send_prompt("ask rm -r build", on_dialog=heard.append))
+    second = asyncio.ensure_future(term.send_prompt("bravo two"))
+    await wait_event(log, lambda e: e["event"] == "approval-open")
+    await asyncio.sleep(3.0)  # several quiet windows (0.4 s) of a screen that does not move
+    assert not first.done() and not second.done()
+    assert heard and "shell is requesting approval to run: rm -r build" in heard[-1]
+    assert "→ [1] Approve once" in heard[-1] and "│" not in heard[-1]  # the box's text, without its frame
+    assert term.unready().startswith("it asks in its own terminal ('shell is requesting approval")
+    assert not any(e["event"] == "approval-answer" for e in events(log)) and prompts(log) == ["ask rm -r build"]
+    term.write("1")  # the person answers in the terminal
+    reply = await asyncio.wait_for(first, 30)
+    assert reply.outcome == "idle" and "stand-in ran: rm -r build" in reply.text
+    assert heard[-1] == ""  # the question is gone
+    nxt = await asyncio.wait_for(second, 30)
+    assert nxt.text == "stand-in reply to: bravo two (1 line)"
+    assert [e["key"] for e in events(log) if e["event"] == "approval-answer"] == ["1"]
+    assert prompts(log) == ["ask rm -r build", "bravo two"]
+    await term.close()
+
+
+async def test_a_question_still_open_at_the_cell_timeout_says_so(manager, tmp_path):
+    log = tmp_path / "log.jsonl"
+    term = manager.open("approval", settings("approval", log, cell_timeout=2.0), cwd=str(tmp_path))
+    reply = await asyncio.wait_for(term.send_prompt("ask ls"), 30)
+    assert reply.outcome == "timeout" and reply.sent
+    assert reply.detail == ("its own question was still open after 2 s ('shell is requesting approval to run: "
+                            "ls'): answer it in the terminal")
+    await term.close()
