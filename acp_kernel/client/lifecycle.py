@@ -24,7 +24,7 @@ from .route import Route
 from ..safe import Markdown, code, markdown, plain, text
 from .session import Client, Session
 from .startup import Failure, explain_failure, starting_line
-from .turn import Chunk
+from .turn import Chunk, MessageEdit
 
 #: How much replayed history is shown after a session/load.
 HISTORY_CHARS = 4000
@@ -262,19 +262,14 @@ class Lifecycle:
     def show_history(self, session: Session, verb: str) -> None:
         """After a resume or load: the number of earlier prompts and the
         last answer only (the text after the last user message)."""
-        events = session.background.events
-        # A prompt is one run of user chunks (agents may send one message in several).
-        chunks = [(i, e.role) for i, e in enumerate(events) if isinstance(e, Chunk)]
-        users = [i for n, (i, role) in enumerate(chunks) if role == "user" and (n == 0 or chunks[n - 1][1] != "user")]
-        start = users[-1] + 1 if users else 0
-        answer = "".join(e.text for e in events[start:] if isinstance(e, Chunk) and e.role == "agent")
+        prompts, answer = replayed(session.background.events)
         where = code(session.cwd)
-        if not answer and not users:
+        if not answer and not prompts:
             self.say(Markdown("*{} session {} in {}.*").format(verb, code(session.id), where))
             return
         shown = answer if len(answer) <= HISTORY_CHARS else "...\n\n" + answer[-HISTORY_CHARS:]
         self.say(Markdown("*Reopened session {} in {}: {} earlier prompts. The last answer:*\n\n").format(
-            code(session.id), where, str(len(users))) + markdown(shown))
+            code(session.id), where, str(prompts)) + markdown(shown))
 
     async def restart(self, *, keep_session: bool) -> None:
         """Close the agent (it starts again with the next prompt); ``keep_session``: reopen this session then."""
@@ -295,3 +290,25 @@ class Lifecycle:
     def kill_now(self) -> None:
         if self.client is not None:
             self.client.kill_now()
+
+
+def replayed(events: list[Any]) -> tuple[int, str]:
+    """The number of earlier prompts in a replayed history and the last answer
+    (the agent's text after the last user message). A prompt is one run of user
+    chunks (agents may send one message in several). An agent message the replay
+    changes after it was sent (:class:`MessageEdit`: replaced, or a chunk for an
+    earlier id) counts as changed, never twice."""
+    chunks = [(i, e.role) for i, e in enumerate(events) if isinstance(e, Chunk)]
+    users = [i for n, (i, role) in enumerate(chunks) if role == "user" and (n == 0 or chunks[n - 1][1] != "user")]
+    start = users[-1] + 1 if users else 0
+    by_id: dict[object, list[str]] = {}
+    for n, e in enumerate(events[start:]):
+        if isinstance(e, Chunk) and e.role == "agent":
+            by_id.setdefault(e.message_id if e.message_id is not None else ("no id", n), []).append(e.text)
+        elif isinstance(e, MessageEdit) and e.role == "agent" and e.message_id in by_id:  # (an earlier prompt's: not ours)
+            parts = by_id[e.message_id]
+            if e.replaced:  # the text again, after the blank line that set the message apart
+                parts[:] = [parts[0][:len(parts[0]) - len(parts[0].lstrip("\n"))] + e.text]
+            else:
+                parts.append(e.text)
+    return len(users), "".join("".join(parts) for parts in by_id.values()).lstrip("\n")
