@@ -18,6 +18,12 @@ from the key press to the status line.
 
 Figures per round: final text and status line after the last update (s), the longest
 frame while it streamed, long frames and their sum, blocks on the page.
+
+With ``--question-at N`` the agent asks a permission question at step N and waits for
+the answer (issue 25's "question at step 900"): the page stamps when its Allow button is
+clickable, measured from the key press, and the round clicks it. ``--python3`` is that
+question's reference: a python3 kernel prints the same N paragraphs and calls
+``input()``; the page stamps when the input box shows.
 """
 
 from __future__ import annotations
@@ -42,16 +48,21 @@ FINAL = "FINAL ANSWER after the long turn"
 #: for the final paragraph and the status line in cell ``cellIndex``'s output.
 OBSERVE_JS = """
 (args) => {
-  const [cellIndex, finalText] = args;
-  const lt = window.__lt = {t0: performance.now(), long: [], final: 0, status: 0, blocks: 0};
+  const [cellIndex, finalText, question] = args;
+  const lt = window.__lt = {t0: performance.now(), long: [], final: 0, status: 0, blocks: 0, asked: 0};
   new PerformanceObserver((list) => {
     for (const e of list.getEntries()) lt.long.push([e.startTime, e.duration]);
   }).observe({type: 'long-animation-frame', buffered: false});
+  // "from the key press": the cell's Shift+Enter (typing the cell came before it)
+  document.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter' && e.shiftKey) lt.t0 = performance.now();
+  }, {capture: true});
   const cell = document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell')[cellIndex];
   const wall = () => performance.timeOrigin + performance.now();
   const check = () => {
     const area = cell.querySelector('.jp-OutputArea');
     if (area) {
+      if (question && !lt.asked && area.querySelector(question)) lt.asked = performance.now();
       if (!lt.final) {
         const texts = area.querySelectorAll('.acp-text');
         const last = texts[texts.length - 1];
@@ -66,7 +77,7 @@ OBSERVE_JS = """
         }
       }
     }
-    if (!(lt.final && lt.status)) requestAnimationFrame(check);
+    if (!(lt.final && lt.status) && !(question === '.jp-Stdin input' && lt.asked)) requestAnimationFrame(check);
     else lt.blocks = cell.querySelectorAll('.acp-block').length || cell.querySelectorAll('details, p').length;
   };
   requestAnimationFrame(check);
@@ -104,6 +115,12 @@ def agent(args: argparse.Namespace) -> int:
                     delay = start + i / args.rate - time.perf_counter()
                     if delay > 0:
                         time.sleep(delay)
+                if args.question_at and i == args.question_at:
+                    wire.call("session/request_permission", {"sessionId": sid, "toolCall": {
+                        "toolCallId": "ask", "title": "Delete build/", "kind": "delete",
+                        "rawInput": {"command": "rm -rf build"}},
+                        "options": [{"optionId": "yes", "name": "Allow once", "kind": "allow_once"},
+                                    {"optionId": "no", "name": "Reject", "kind": "reject_once"}]})
                 wire.write(_line(_update(sid, {"sessionUpdate": "agent_message_chunk", "content": {
                     "type": "text", "text": f"Step {i}: reading module {i % 97} to see what it does.\n\n"}}))
                     + calls[2 * i] + calls[2 * i + 1])
@@ -134,6 +151,8 @@ def _round(lab: Any, context: Any, name: str, stamp: Path, args: argparse.Namesp
     from benchmarks.browser import end_sessions
     from tests.browser import conftest as bc
 
+    if args.python3:
+        return _python3_round(lab, context, name, args)
     lab.new_notebook(name, ["", ""])
     page = context.new_page()
     try:
@@ -144,7 +163,8 @@ def _round(lab: Any, context: Any, name: str, stamp: Path, args: argparse.Namesp
         expect(nb.panel.locator(".jp-KernelName")).to_have_text(bc.KERNELS["acp"][0], timeout=bc.START)
         expect(nb.panel.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_have_count(1, timeout=bc.START)
         command = shlex.join([sys.executable, os.path.abspath(__file__), "agent", "--steps", str(args.steps),
-                              "--rate", str(args.rate), "--stamp", str(stamp)])
+                              "--rate", str(args.rate), "--stamp", str(stamp),
+                              "--question-at", str(args.question_at)])
         out = nb.run(0, f"%agent --command {command}")
         try:
             expect(out).to_contain_text("it starts with the next prompt", timeout=bc.TURN)
@@ -153,9 +173,10 @@ def _round(lab: Any, context: Any, name: str, stamp: Path, args: argparse.Namesp
             if args.screenshot:
                 page.screenshot(path=args.screenshot, full_page=False)
             raise AssertionError(f"the %agent cell showed: {shown!r}") from None
-        page.evaluate(OBSERVE_JS, [1, FINAL])
+        page.evaluate(OBSERVE_JS, [1, FINAL, ALLOW if args.question_at else ""])
         nb.run(1, "go")
         deadline = time.monotonic() + args.timeout
+        asked = _answer(page, nb.output(1).locator(ALLOW), deadline) if args.question_at else {}
         while not page.evaluate("() => !!(window.__lt.final && window.__lt.status)"):
             if time.monotonic() > deadline:
                 raise TimeoutError("the final text and status line never showed")
@@ -172,7 +193,57 @@ def _round(lab: Any, context: Any, name: str, stamp: Path, args: argparse.Namesp
             "longest_frame_s": max((d for _, d in longs), default=0.0) / 1000,
             "blocked_s": sum(d for _, d in longs) / 1000,
             "blocks_on_page": lt["blocks"],
+            **asked,
         }
+    finally:
+        try:
+            end_sessions(lab)
+        finally:
+            page.close()
+
+
+#: The question's Allow button, once it can be clicked.
+ALLOW = ".acp-permission button.acp-allow:not([disabled])"
+
+
+def _answer(page: Any, button: Any, deadline: float) -> dict[str, Any]:
+    """Wait for the question (the page stamps it), click it; the figures up to it."""
+    while not page.evaluate("() => !!window.__lt.asked"):
+        if time.monotonic() > deadline:
+            raise TimeoutError("the question never became clickable")
+        time.sleep(0.05)
+    lt = page.evaluate("() => window.__lt")
+    button.first.click()
+    longs = [d for s, d in lt["long"] if lt["t0"] <= s <= lt["asked"]]
+    return {"question_clickable_s": (lt["asked"] - lt["t0"]) / 1000, "long_frames_to_question": len(longs),
+            "longest_frame_to_question_s": max(longs, default=0.0) / 1000}
+
+
+def _python3_round(lab: Any, context: Any, name: str, args: argparse.Namespace) -> dict[str, Any]:
+    """The reference: python3 prints the same paragraphs, then asks with ``input()``."""
+    from playwright.sync_api import expect
+
+    from benchmarks.browser import end_sessions
+    from tests.browser import conftest as bc
+
+    n = args.question_at or args.steps
+    code = (f"for i in range({n}):\n    print(f'Step {{i}}: reading module {{i % 97}} to see what it does.\\n')\n"
+            "answer = input('Delete build/? ')")
+    lab.new_notebook(name, [code], kernel="python3")
+    page = context.new_page()
+    try:
+        page.goto(lab.url(f"/lab/workspaces/{name.split('.')[0]}/tree/{name}"))
+        nb = bc.Notebook(lab, page, name)
+        expect(nb.panel.locator(".jp-KernelName")).to_have_text(bc.KERNELS["python3"][0], timeout=bc.START)
+        expect(nb.panel.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_have_count(1, timeout=bc.START)
+        page.evaluate(OBSERVE_JS, [0, FINAL, ".jp-Stdin input"])
+        nb.cell(0).locator(".cm-content").click()  # the cell holds the code already
+        page.keyboard.press("Shift+Enter")
+        box = nb.output(0).locator(".jp-Stdin input")
+        asked = _answer(page, box, time.monotonic() + args.timeout)
+        box.fill("y")
+        box.press("Enter")
+        return asked
     finally:
         try:
             end_sessions(lab)
@@ -208,6 +279,32 @@ def long_turn_browser(ctx: Any) -> Any:
                      "line = when the page first showed the last paragraph / the 'Done' status line (checked once a "
                      "frame, page wall clock) minus the agent's wall time just after writing its last update; long "
                      "frames = long animation frames (> 50 ms) from the key press to the status line")
+    return [sec, _question_section(ctx, env)]
+
+
+def _question_section(ctx: Any, env: dict[str, str]) -> Any:
+    """Issue 25's row: how soon a question deep in a long turn can be answered, beside
+    python3 printing the same paragraphs and asking with ``input()``."""
+    from benchmarks.run import Failed, Section, worker
+
+    a = ctx.args
+    at = a.long_turn_steps * 9 // 10
+    sec = Section(f"A question at step {at:,} of a {a.long_turn_steps:,}-step turn in JupyterLab: key press -> "
+                  "clickable", ["round", "cell", "clickable after s", "long frames before it", "longest s"])
+    for r in range(a.repeat):
+        for label, extra in ((f"acp kernel, agent unpaced, question at step {at:,}", []),
+                             (f"python3: {at:,} print()s, then input()", ["--python3"])):
+            try:
+                b = worker(ctx, "browser", "--steps", str(a.long_turn_steps), "--rate", "0", "--question-at", str(at),
+                           "--rounds", "1", *extra, timeout=900, script=os.path.abspath(__file__), env=env,
+                           cwd=os.path.join(ctx.tmp, "work"))["rounds"][0]
+                sec.rows.append([str(r + 1), label, f"{b['question_clickable_s']:.2f}",
+                                 str(b["long_frames_to_question"]), f"{b['longest_frame_to_question_s']:.2f}"])
+            except (Failed, OSError, ValueError, KeyError) as exc:
+                sec.notes.append(f"round {r + 1} ({label}) failed: {exc}")
+    sec.notes.append("clickable = the page's first frame with the question's enabled Allow button (python3: the "
+                     "input box) minus the cell's Shift+Enter, both on the page's clock; long frames = long animation "
+                     "frames (> 50 ms) between the two; goal (issue 25): within 2x python3, no frame over 100 ms")
     return sec
 
 
@@ -220,6 +317,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=1)
     p.add_argument("--timeout", type=float, default=300.0)
     p.add_argument("--screenshot", help="save a screenshot of the page at the end here")
+    p.add_argument("--question-at", type=int, default=0, help="the agent asks a question at this step (0: never)")
+    p.add_argument("--python3", action="store_true", help="the reference: python3 prints, then input()")
     args = p.parse_args(argv)
     if args.mode == "agent":
         return agent(args)
