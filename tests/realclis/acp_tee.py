@@ -4,7 +4,7 @@
 
 Every line passes through unchanged (kernel -> agent on stdin, agent -> kernel on
 stdout; stderr is the agent's own). Appended to LOG as JSON lines: each agent message
-that is a ``session/request_permission`` request, the ``initialize`` answer (its
+that is a ``session/request_permission`` or ``terminal/create`` request, the ``initialize`` answer (its
 ``agentInfo``), or a ``session/update`` about a tool
 call (``tool_call``, ``tool_call_update``), and each kernel message that answers one of
 those requests; ``{"dir": "agent"|"client", "msg": ...}``. Used by
@@ -60,6 +60,8 @@ def main(argv: list[str]) -> int:
             elif msg.get("method") == "session/update":
                 update = (msg.get("params") or {}).get("update") or {}
                 keep = update.get("sessionUpdate") in TOOL_UPDATES
+            elif msg.get("method") == "terminal/create":
+                keep = True  # the command the agent runs (and the environment it adds)
             elif isinstance(msg.get("result"), dict) and "agentInfo" in msg["result"]:
                 keep = True  # the answer to initialize: who the agent is
         elif "method" not in msg and json.dumps(msg.get("id")) in asked:

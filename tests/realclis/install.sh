@@ -18,6 +18,13 @@ if [ "${#missing[@]}" -gt 0 ]; then
   echo "npm install ${missing[*]} -> $ROOT/npm"
   npm install --prefix "$ROOT/npm" --no-fund --no-audit --loglevel=error "${missing[@]}"
 fi
+# the legacy Claude Code adapter (notebook_mcp_real.py --ask --action shell claude-legacy): a prefix of
+# its own, so its Agent SDK does not meet claude-agent-acp's
+if [ ! -f "$ROOT/legacy/node_modules/@zed-industries/claude-code-acp/package.json" ]; then
+  echo "npm install @zed-industries/claude-code-acp -> $ROOT/legacy"
+  mkdir -p "$ROOT/legacy"
+  npm install --prefix "$ROOT/legacy" --no-fund --no-audit --loglevel=error @zed-industries/claude-code-acp
+fi
 # kimi-cli needs Python >= 3.12, and its interactive app crashes at start on 3.12.1 (a
 # typing/dataclass bug of that release): the first of these found makes its venv.
 PY=""
@@ -32,5 +39,5 @@ if [ "$want" != "$have" ] || ! "$ROOT/kimi/bin/python" -m kimi_cli.cli --help >/
   "$PY" -m venv --clear "$ROOT/kimi"
   "$ROOT/kimi/bin/pip" install -q kimi-cli
 fi
-echo "bin: $ROOT/npm/node_modules/.bin and $ROOT/kimi/bin"
+echo "bin: $ROOT/npm/node_modules/.bin, $ROOT/legacy/node_modules/.bin and $ROOT/kimi/bin"
 ls "$ROOT/npm/node_modules/.bin" "$ROOT/kimi/bin" | grep -E '^(claude|codex|gemini|pi|opencode|kimi|claude-agent-acp|codex-acp)$' || true

@@ -60,7 +60,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from clis import KIMI_BIN, NPM_BIN, prepare  # noqa: E402
+from clis import KIMI_BIN, NPM_BIN, ROOT, prepare  # noqa: E402
 from run_matrix import (Cell, Notebook, alive, cmdline, descendants, kernelspec_dir, record_output,  # noqa: E402
                         under, wait_for)
 from stub_model_server import StubServer  # noqa: E402
@@ -73,6 +73,11 @@ FIRST_ACP_CELL = "echo alpha-one"
 EXECUTE_CODE = "x = 41 + 1"
 #: The title of our own server's question (acp_kernel.client.notebook.EXECUTE_TITLE).
 SERVER_TITLE = "Run Python in this notebook's kernel"
+#: ``--action shell``: the agent's own shell tool (Claude Code's Bash), one command; the kernel
+#: asks about its ``terminal/create`` with the title "Run COMMAND in CWD" (services/terminals.py).
+SHELL_COMMAND = "echo legacy-one"
+SHELL = 'TOOL:Bash {"command": "echo legacy-one", "description": "Print a word", "timeout": 60000}'
+TERMINAL_TITLE = "Run "
 TEE = Path(__file__).resolve().parent / "acp_tee.py"
 
 
@@ -106,6 +111,10 @@ ACP_AGENTS: dict[str, AcpAgent] = {a.name: a for a in [
     # all, and its Claude Code (2.1.185) exits 1 on that flag unless IS_SANDBOX is exactly "1".
     AcpAgent("claude-agent-acp", "claude", NPM_BIN / "claude-agent-acp", (),
              "@agentclientprotocol/claude-agent-acp (npm, into REALCLIS_HOME/npm)", (("IS_SANDBOX", "1"),)),
+    # The legacy adapter (runs shell commands through the client's terminal/create, adding
+    # CLAUDECODE=1); its own npm prefix, so its Agent SDK does not meet claude-agent-acp's.
+    AcpAgent("claude-legacy", "claude", ROOT / "legacy" / "node_modules" / ".bin" / "claude-code-acp", (),
+             "@zed-industries/claude-code-acp (npm, into REALCLIS_HOME/legacy)", (("IS_SANDBOX", "1"),)),
 ]}
 
 
@@ -418,9 +427,10 @@ def _allow_once(options: list[dict[str, Any]]) -> Optional[dict[str, Any]]:
             or next((o for o in options if "Allow once" in str(o.get("name", ""))), None))
 
 
-def run_answering(nb: Notebook, code: str, timeout: float) -> tuple[Cell, list[Question]]:
+def run_answering(nb: Notebook, code: str, timeout: float, shell: bool = False) -> tuple[Cell, list[Question]]:
     """Run a cell; answer every permission block of its turn widget with "Allow once" through
-    the widget comm as soon as it asks (tests/view/turnclick.py, for each block, not the first)."""
+    the widget comm as soon as it asks (tests/view/turnclick.py, for each block, not the first).
+    ``shell``: the action is a shell command (the kernel's own question is its terminal's)."""
     cell = nb.send(code)
     seen: dict[tuple[str, str], Question] = {}
     end = time.monotonic() + timeout
@@ -446,7 +456,8 @@ def run_answering(nb: Notebook, code: str, timeout: float) -> tuple[Cell, list[Q
                 title, detail = str(block.get("title", "")), str(block.get("detail", ""))
                 q = seen[(comm_id, key)] = Question(
                     title, detail, [str(o.get("name", "")) for o in block.get("options", [])],
-                    ours=title.startswith(SERVER_TITLE), shows_code=EXECUTE_CODE in title + "\n" + detail)
+                    ours=title.startswith(TERMINAL_TITLE if shell else SERVER_TITLE),
+                    shows_code=(SHELL_COMMAND if shell else EXECUTE_CODE) in title + "\n" + detail)
             q.state, q.chosen = str(block.get("state", "")), str(block.get("chosen", ""))
             if q.state == "asking" and not q.clicked:
                 option = _allow_once(block.get("options", []))
@@ -508,15 +519,18 @@ def environ_of(pid: int) -> dict[str, str]:
     return dict(p.decode(errors="replace").partition("=")[::2] for p in pairs if b"=" in p)
 
 
-def run_ask(name: str, base: Path, timeout: float = 120.0, pythonpath: str = "", agent_allow: bool = True) -> AskRow:
+def run_ask(name: str, base: Path, timeout: float = 120.0, pythonpath: str = "", agent_allow: bool = True,
+            action: str = "execute") -> AskRow:
     """``%acp connect --permissions ask`` a real agent (behind acp_tee.py) in a python3 kernel
-    that a notebook drives; one execute, every question answered "Allow once".
+    that a notebook drives; one execute (``action="shell"``: one shell command of the agent's
+    own Bash tool), every question answered "Allow once".
 
     ``agent_allow=False``: the claude profile without its ``mcp__notebook`` allow rule, so
     Claude Code asks about the call itself (clis.py keeps the rule for the TUI runs)."""
     agent = ACP_AGENTS[name]
-    row = AskRow(name if agent_allow else f"{name} (no allow rule)")
-    work = base / f"{name}-ask{'' if agent_allow else '-noallow'}"
+    shell = action == "shell"
+    row = AskRow((name if agent_allow else f"{name} (no allow rule)") + (" shell" if shell else ""))
+    work = base / f"{name}-ask{'' if agent_allow else '-noallow'}{'-shell' if shell else ''}"
     work.mkdir(parents=True, exist_ok=True)
     log, tee_log = work / "stub.jsonl", work / "acp.jsonl"
     server = StubServer(0, log).start()
@@ -544,7 +558,7 @@ def run_ask(name: str, base: Path, timeout: float = 120.0, pythonpath: str = "",
         if not _connect(nb, row, argv, "ask", timeout):
             return row
         t0 = time.monotonic()
-        cell, row.questions = run_answering(nb, f"%%acp\n{EXECUTE}", timeout)
+        cell, row.questions = run_answering(nb, f"%%acp\n{SHELL if shell else EXECUTE}", timeout, shell)
         row.seconds["execute turn"] = round(time.monotonic() - t0, 2)
         if not cell.done:
             row.notes.append(f"execute turn: not done in {timeout} s")
@@ -554,7 +568,11 @@ def run_ask(name: str, base: Path, timeout: float = 120.0, pythonpath: str = "",
         servers = servers_under(nb.pid)
         if servers:
             row.server_pythonpath = environ_of(min(servers)).get("PYTHONPATH", "")
-        row.execute_ok = cell_value(nb, "x") == "42"
+        if shell:  # the command ran: its output went back to the model
+            row.execute_ok = any(e.get("mode") == "tool_result" and "legacy-one" in str(e.get("reply", ""))
+                                 for e in log_entries(log))
+        else:
+            row.execute_ok = cell_value(nb, "x") == "42"
         if not row.execute_ok:
             row.notes.append("execute turn: " + _short(cell_value(nb, "_acp.text"), 300))
         unanswered = [q.title for q in row.questions if not q.clicked]
@@ -572,8 +590,8 @@ def run_ask(name: str, base: Path, timeout: float = 120.0, pythonpath: str = "",
 
 
 def ask_table(rows: list[AskRow]) -> str:
-    lines = ["| agent | version | kernel's acp_kernel | questions shown (agent's / server's) | "
-             "code in the agent's question | all answered Allow once | x == 42 | seconds | notes |",
+    lines = ["| agent | version | kernel's acp_kernel | questions shown (agent's / server's or terminal's) | "
+             "code in the agent's question | all answered Allow once | x == 42 (shell: ran) | seconds | notes |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         mine, ours = r.agents_questions(), r.servers_questions()
@@ -637,6 +655,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     ap.add_argument("--ask", action="store_true", help="ask mode: questions per execute (NAME:ask for one)")
     ap.add_argument("--kernel-pythonpath", default="", help="ask mode: first on the kernel's PYTHONPATH")
+    ap.add_argument("--action", choices=["execute", "shell"], default="execute",
+                    help="ask mode: the notebook server's execute, or one command of the agent's own shell tool")
     ap.add_argument("--no-agent-allow", action="store_true",
                     help="ask mode: the claude profile without its mcp__notebook allow rule (Claude Code asks too)")
     args = ap.parse_args(argv)
@@ -647,7 +667,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         ask_rows = []
         for name in asks:
             print(f"... {name} (ask)", file=sys.stderr, flush=True)
-            ask_rows.append(run_ask(name, base, args.timeout, args.kernel_pythonpath, not args.no_agent_allow))
+            ask_rows.append(run_ask(name, base, args.timeout, args.kernel_pythonpath, not args.no_agent_allow,
+                                    args.action))
             print(ask_table(ask_rows[-1:]).splitlines()[-1], file=sys.stderr, flush=True)
         print(ask_table(ask_rows))
         print(ask_details(ask_rows))
