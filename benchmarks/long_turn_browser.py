@@ -7,7 +7,7 @@ prints one JSON object on its last stdout line (like ``workers.py``). JupyterLab
 as ``shell_flood.py`` drives it.
 
 The agent is this file's ``agent`` mode: a stdlib ACP agent (``synthetic_agent.py``'s
-wire and lines) whose prompt streams ``--steps`` steps (a paragraph and a tool call
+wire and lines), started and warmed up by a first short prompt, whose next prompt streams ``--steps`` steps (a paragraph and a tool call
 pair each) at ``--rate`` steps a second (0: as fast as it can write), then a final
 paragraph, and writes the wall time (``time.time()``) just after that last update to
 a stamp file, then ends the turn. The page stamps, on its own wall clock
@@ -29,12 +29,14 @@ question's reference: a python3 kernel prints the same N paragraphs and calls
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -106,6 +108,8 @@ def agent(args: argparse.Namespace) -> int:
                 "agentInfo": {"name": "long-turn-agent", "version": "1"}, "authMethods": []}})
         elif method == "session/new":
             wire.send({"jsonrpc": "2.0", "id": rid, "result": {"sessionId": SESSION_ID}})
+        elif method == "session/prompt" and "warm up" in json.dumps(params.get("prompt")):
+            wire.send({"jsonrpc": "2.0", "id": rid, "result": {"stopReason": "end_turn"}})
         elif method == "session/prompt":
             sid = params.get("sessionId", SESSION_ID)
             calls = tool_call_lines(sid, args.steps)
@@ -148,20 +152,12 @@ def _round(lab: Any, context: Any, name: str, stamp: Path, args: argparse.Namesp
 
     from playwright.sync_api import expect
 
-    from benchmarks.browser import end_sessions
     from tests.browser import conftest as bc
 
     if args.python3:
         return _python3_round(lab, context, name, args)
-    lab.new_notebook(name, ["", ""])
-    page = context.new_page()
-    try:
-        page.goto(lab.url(f"/lab/workspaces/{name.split('.')[0]}/tree/{name}"))
-        nb = bc.Notebook(lab, page, name)
-        # As the browser tests wait: the kernel's name in the toolbar, then idle (an idle indicator
-        # alone can come before the session has its kernel, and a cell run then asks for one).
-        expect(nb.panel.locator(".jp-KernelName")).to_have_text(bc.KERNELS["acp"][0], timeout=bc.START)
-        expect(nb.panel.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_have_count(1, timeout=bc.START)
+    lab.new_notebook(name, ["", "", ""])
+    with _opened(lab, context, name, "acp") as (page, nb):
         command = shlex.join([sys.executable, os.path.abspath(__file__), "agent", "--steps", str(args.steps),
                               "--rate", str(args.rate), "--stamp", str(stamp),
                               "--question-at", str(args.question_at)])
@@ -173,10 +169,12 @@ def _round(lab: Any, context: Any, name: str, stamp: Path, args: argparse.Namesp
             if args.screenshot:
                 page.screenshot(path=args.screenshot, full_page=False)
             raise AssertionError(f"the %agent cell showed: {shown!r}") from None
-        page.evaluate(OBSERVE_JS, [1, FINAL, ALLOW if args.question_at else ""])
-        nb.run(1, "go")
+        # The agent process starts with the first prompt: a short one first, so the figures are the turn's.
+        expect(nb.run(1, "warm up").locator("sub").last).to_have_text(re.compile(r"^Done\b"), timeout=bc.TURN)
+        page.evaluate(OBSERVE_JS, [2, FINAL, ALLOW if args.question_at else ""])
+        nb.run(2, "go")
         deadline = time.monotonic() + args.timeout
-        asked = _answer(page, nb.output(1).locator(ALLOW), deadline) if args.question_at else {}
+        asked = _answer(page, nb.output(2).locator(ALLOW), deadline) if args.question_at else {}
         while not page.evaluate("() => !!(window.__lt.final && window.__lt.status)"):
             if time.monotonic() > deadline:
                 raise TimeoutError("the final text and status line never showed")
@@ -195,6 +193,26 @@ def _round(lab: Any, context: Any, name: str, stamp: Path, args: argparse.Namesp
             "blocks_on_page": lt["blocks"],
             **asked,
         }
+
+
+@contextlib.contextmanager
+def _opened(lab: Any, context: Any, name: str, kernel: str) -> Iterator[tuple[Any, Any]]:
+    """The notebook in a new page, its kernel ready; every session ended and the page
+    closed after."""
+    from playwright.sync_api import expect
+
+    from benchmarks.browser import end_sessions
+    from tests.browser import conftest as bc
+
+    page = context.new_page()
+    try:
+        page.goto(lab.url(f"/lab/workspaces/{name.split('.')[0]}/tree/{name}"))
+        nb = bc.Notebook(lab, page, name)
+        # As the browser tests wait: the kernel's name in the toolbar, then idle (an idle indicator
+        # alone can come before the session has its kernel, and a cell run then asks for one).
+        expect(nb.panel.locator(".jp-KernelName")).to_have_text(bc.KERNELS[kernel][0], timeout=bc.START)
+        expect(nb.panel.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_have_count(1, timeout=bc.START)
+        yield page, nb
     finally:
         try:
             end_sessions(lab)
@@ -221,21 +239,11 @@ def _answer(page: Any, button: Any, deadline: float) -> dict[str, Any]:
 
 def _python3_round(lab: Any, context: Any, name: str, args: argparse.Namespace) -> dict[str, Any]:
     """The reference: python3 prints the same paragraphs, then asks with ``input()``."""
-    from playwright.sync_api import expect
-
-    from benchmarks.browser import end_sessions
-    from tests.browser import conftest as bc
-
     n = args.question_at or args.steps
     code = (f"for i in range({n}):\n    print(f'Step {{i}}: reading module {{i % 97}} to see what it does.\\n')\n"
             "answer = input('Delete build/? ')")
     lab.new_notebook(name, [code], kernel="python3")
-    page = context.new_page()
-    try:
-        page.goto(lab.url(f"/lab/workspaces/{name.split('.')[0]}/tree/{name}"))
-        nb = bc.Notebook(lab, page, name)
-        expect(nb.panel.locator(".jp-KernelName")).to_have_text(bc.KERNELS["python3"][0], timeout=bc.START)
-        expect(nb.panel.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_have_count(1, timeout=bc.START)
+    with _opened(lab, context, name, "python3") as (page, nb):
         page.evaluate(OBSERVE_JS, [0, FINAL, ".jp-Stdin input"])
         nb.cell(0).locator(".cm-content").click()  # the cell holds the code already
         page.keyboard.press("Shift+Enter")
@@ -244,11 +252,6 @@ def _python3_round(lab: Any, context: Any, name: str, args: argparse.Namespace) 
         box.fill("y")
         box.press("Enter")
         return asked
-    finally:
-        try:
-            end_sessions(lab)
-        finally:
-            page.close()
 
 
 # -- the section ----------------------------------------------------------------------------
