@@ -219,6 +219,13 @@ def _serve(base: Path, app: str, extra: list[str]) -> Any:
         path = settings / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(value))
+    # No build check on each page load (JupyterLab asks the server, which runs its build
+    # check for about a second of CPU: nothing is ever built here).
+    labconfig = base / "config" / "labconfig"
+    labconfig.mkdir(parents=True, exist_ok=True)
+    page_config = labconfig / "page_config.json"
+    page = json.loads(page_config.read_text()) if page_config.exists() else {}
+    page_config.write_text(json.dumps({**page, "buildCheck": False, "buildAvailable": False}))
     env = isolated_env(base, {
         "JUPYTERLAB_SETTINGS_DIR": str(settings),
         "JUPYTERLAB_WORKSPACES_DIR": str(base / "workspaces"),
