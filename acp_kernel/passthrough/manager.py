@@ -17,7 +17,10 @@ agent's registry data (:class:`~acp_kernel.client.registry.Passthrough`):
   its start-up pattern, and the screen stayed the same for the quiet window
   (``idle_seconds``, longer when the CLI shows keys slowly: ``input_box.Pace``)
   without the busy pattern; the first cell (and the first after an interrupt,
-  or a try the CLI did not take) waits for that, up to ``ready_timeout``;
+  or a try the CLI did not take) waits for that, up to ``ready_timeout`` (until the
+  CLI was first ready: after the screen last changed, as a CLI still drawing its
+  start on a loaded machine is not stuck, at most ``READY_CAP`` times
+  ``ready_timeout`` in all);
 - a prompt (``input_box``): the input box emptied (``clear_input``, pressed
   again while the box still shows text), the text pasted (bracketed when the
   application asked for it and the agent allows) and seen in the box, the
@@ -87,6 +90,9 @@ MAX_TRIES = 3
 MAX_UNSEEN = 20
 #: Presses of the clear-input keys at most, while the input box still shows text.
 CLEAR_MAX = 16
+#: The first ready wait goes on while the screen changes (``ready_timeout`` after its last
+#: change), at most this many times ``ready_timeout`` in all.
+READY_CAP = 5
 #: How often a wait for the screen looks again when nothing is read (a CLI may draw nothing new).
 LOOK_AGAIN = 0.2
 
@@ -294,6 +300,7 @@ class PassthroughTerminal:
         self._activity = asyncio.Event()
         self._interrupt_seq = 0
         self._need_ready = True  # at start, and after an interrupt
+        self._was_ready = False  # once: the start is over (its slow first draw is waited for)
         self._cancel: asyncio.Task | None = None
         self._capture: list[str] | None = None
         self._captured = 0
@@ -505,17 +512,19 @@ class PassthroughTerminal:
     async def wait_quiet(self, *, after: float | None = None, ready: bool = False,
                          timeout: float | None = None, seq: int | None = None,
                          shown: Callable[[], bool] | None = None,
-                         on_dialog: Callable[[str], None] | None = None) -> Outcome:
+                         on_dialog: Callable[[str], None] | None = None, extend: bool = False) -> Outcome:
         """Until the screen has stayed the same for the quiet window without the
         busy pattern nor a dialog of the CLI's own (after some change following
         ``after``, if given; with ``ready``, once :meth:`unready` has nothing to
         say; with ``shown``, once the busy pattern was seen or ``shown()`` says a
         reply shows, else for the long window of a reply that shows nothing), the
         process exits, an interrupt (since ``seq``), or ``timeout`` seconds
-        (``"timeout"``). ``on_dialog`` hears the dialog's text each time it changes
-        ("" once it is gone)."""
+        (``"timeout"``; with ``extend``, ``timeout`` seconds after the screen last
+        changed, at most ``READY_CAP`` times ``timeout`` in all). ``on_dialog``
+        hears the dialog's text each time it changes ("" once it is gone)."""
         seq = self._interrupt_seq if seq is None else seq
         deadline = None if not timeout else self._loop.time() + timeout
+        cap = None if not timeout else self._loop.time() + READY_CAP * timeout
         asked = ""
         while True:
             if self.exited.done():
@@ -523,6 +532,8 @@ class PassthroughTerminal:
             if self._interrupt_seq != seq:
                 return "interrupted"
             now = self._loop.time()
+            if extend and deadline is not None and cap is not None and timeout:
+                deadline = min(cap, max(deadline, self._last_change + timeout))
             if deadline is not None and now >= deadline:
                 return "timeout"
             self._activity.clear()
@@ -571,8 +582,12 @@ class PassthroughTerminal:
 
     async def ready(self, timeout: float | None = None) -> Outcome:
         """The CLI takes input: see :meth:`unready`, then the idle window (``timeout``:
-        the agent's ``ready_timeout``)."""
-        return await self.wait_quiet(ready=True, timeout=self.settings.ready_timeout if timeout is None else timeout)
+        the agent's ``ready_timeout``; until the CLI was first ready, counted from the
+        screen's last change)."""
+        outcome = await self.wait_quiet(ready=True, timeout=self.settings.ready_timeout if timeout is None else timeout,
+                                        extend=not self._was_ready)
+        self._was_ready = self._was_ready or outcome == "idle"
+        return outcome
 
     async def _drained(self, seq: int) -> bool:
         """Until the outbox is written; False on an interrupt or exit."""
@@ -618,11 +633,14 @@ class PassthroughTerminal:
             try:
                 while True:
                     if self._need_ready:
+                        started = self._loop.time()
                         outcome = await self.ready()
                         if outcome == "timeout":
                             why_not = self.unready() or (f"it still shows {self.busy()!r}" if self.busy()
                                                          else "its screen kept changing")
-                            return self._unsent(text, "timeout", f"not ready after {s.ready_timeout:g} s: {why_not}"
+                            waited = self._loop.time() - started  # longer than the timeout: its screen changed
+                            took = f"{s.ready_timeout:g}" if waited < 1.5 * s.ready_timeout else f"{waited:.0f}"
+                            return self._unsent(text, "timeout", f"not ready after {took} s: {why_not}"
                                                 + (f" (the try before: {why})" if why else ""), tries)
                     else:
                         outcome = await self.wait_quiet(timeout=s.cell_timeout or None)

@@ -39,6 +39,9 @@ Flags:
                       late, so keys written apart may arrive in one read
   --busy-late S       after a prompt, the echo is drawn at once, but nothing else changes for
                       S seconds: no working footer, then the reply (kimi, opencode under load)
+  --loading S         S seconds in raw mode drawing only a start-up line that changes every
+                      0.5 s ("loading 1", "loading 2", ...), then the UI (opencode's slow first
+                      draw on a loaded machine: no input box, no ready footer until then)
   --approval          a prompt ``ask ...`` opens an approval box of the CLI's own (kimi's: under
                       the input box's rule, the footer idle, nothing moving) and waits: 1 or
                       Enter approves (the reply follows), 2 rejects, Esc cancels; other keys and
@@ -458,6 +461,7 @@ def main() -> int:
     ap.add_argument("--lag", type=float, default=0.0)
     ap.add_argument("--busy-late", type=float, default=0.0)
     ap.add_argument("--approval", action="store_true")
+    ap.add_argument("--loading", type=float, default=0.0)
     args = ap.parse_args()
     if args.resume and args.fail_resume:
         print("no conversation to continue", flush=True)
@@ -466,6 +470,11 @@ def main() -> int:
     saved = termios.tcgetattr(0)
     tty.setraw(0, termios.TCSAFLUSH)  # what was typed before now is discarded
     os.write(1, b"\x1b[?1049h\x1b[?2004h")
+    step, end = 0, time.monotonic() + args.loading
+    while time.monotonic() < end:  # drawing its start, slowly: not ready
+        step += 1
+        os.write(1, f"\x1b[2J\x1b[1;1Hloading {step}".encode())
+        time.sleep(min(0.5, max(0.0, end - time.monotonic())))
     try:
         app = App(args)
         app.log("start", resumed=args.resume, argv=sys.argv[1:])

@@ -32,6 +32,7 @@ PROFILES: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
     "late": (("--busy-late", "2.5"), {}),  # the echo, then nothing for a while, then the reply
     # kimi: an approval box of its own (no input box in its registry data, as kimi's)
     "approval": (("--approval",), {"input_pattern": "", "dialog_pattern": r"^╭─ approval ─.*\n((?:│.*\n?)+)"}),
+    "loading": (("--loading", "4"), {}),  # its first draw takes 4 s, the screen changing meanwhile
     "claude-like": (("--notice", "1.5", "--notice-drops", "input", "--ink-paste", "--multiline-input",
                      "--cancel-restores"), {}),  # all of Claude Code's at once (the CPU-load test)
 }

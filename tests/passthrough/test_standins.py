@@ -165,3 +165,19 @@ async def test_a_question_still_open_at_the_cell_timeout_says_so(manager, tmp_pa
     assert reply.detail == ("its own question was still open after 2 s ('shell is requesting approval to run: "
                             "ls'): answer it in the terminal")
     await term.close()
+
+
+async def test_the_ready_wait_goes_on_while_the_screen_changes(manager, tmp_path):
+    """opencode's first draw took 56 s on a loaded machine (issue 23, sixth session): the
+    ready timeout counts from the screen's last change, so a CLI that is still drawing its
+    start is waited for; one whose screen stands still is not."""
+    log = tmp_path / "log.jsonl"
+    term = manager.open("loading", settings("loading", log, ready_timeout=1.5), cwd=str(tmp_path))
+    reply = await asyncio.wait_for(term.send_prompt("alpha one"), 30)
+    assert reply.outcome == "idle" and reply.text == "stand-in reply to: alpha one (1 line)", reply
+    await term.close()
+    stuck = manager.open("stuck", settings("silent", tmp_path / "stuck.jsonl", ready_timeout=0.5), cwd=str(tmp_path))
+    stuck.write("")  # canonical mode and nothing drawn for 1.5 s: no change to wait for
+    early = await asyncio.wait_for(stuck.send_prompt("too early"), 30)
+    assert early.outcome == "timeout" and early.detail.startswith("not ready after 0.5 s"), early.detail
+    await stuck.close()
