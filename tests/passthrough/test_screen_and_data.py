@@ -74,6 +74,10 @@ def test_reply_text_leaves_out_rules_chrome_and_the_prompt_echo():
     assert reply_text(lines, "say hi", r"\? for shortcuts") == "● stand-in reply to: say hi\n  more"
     # a reply line that merely contains the prompt stays
     assert reply_text(["say hi back", "say hi"], "say hi") == "say hi back"
+    # kimi-cli 1.52's echo: before its reply, the cell has nothing to show (under load the cell
+    # ended on it, and the reply went to the next cell: issue 23, sixth session)
+    assert reply_text(["✨ alpha one", "", "── input ──"], "alpha one", r"── input ──") == ""
+    assert reply_text(["✨ alpha one", "• stub reply to: alpha one"], "alpha one") == "• stub reply to: alpha one"
     assert last_lines("a\n\n b \nc\nd", 2) == "c / d"
 
 
