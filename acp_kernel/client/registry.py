@@ -319,7 +319,9 @@ PASSTHROUGH: dict[str, Passthrough] = {
     "opencode": Passthrough(
         ("opencode",), clear_input=CTRL_U, cancel_keys=((ESC, 0.25), (ESC, 0.0)),  # Ctrl-C quits
         ready_pattern=r"Ask anything|ctrl\+p commands", busy_pattern=r"esc (again to )?interrupt",
-        chrome_pattern=r"Ask anything|ctrl\+p commands|esc (again to )?interrupt|tab (agents|switch)",
+        # its input box's agent/model row ("┃  Build · Stub model Stub") is no reply either: under load
+        # it was all a first cell "got" before opencode's request (1.18.33, issue 23 sixth session)
+        chrome_pattern=r"Ask anything|ctrl\+p commands|esc (again to )?interrupt|tab (agents|switch)|^\s*┃\s.* · ",
         resume_args=("--continue",), install="npm install -g opencode-ai"),
 }
 

@@ -32,7 +32,7 @@ SCROLLBACK = 5000
 FEED_MAX = 32 * 1024
 
 #: Lines made of rules and box edges only (input boxes, separators).
-_RULE = re.compile(r"^[\s─━═│┃╭╮╰╯┌┐└┘├┤┬┴┼▄▀▔▁▌▐█░▒▓╴╶╵╷\-_=|+*~]*$")
+_RULE = re.compile(r"^[\s─━═│┃╭╮╰╯┌┐└┘├┤┬┴┼▄▀▔▁▌▐█░▒▓╴╶╵╷╹╻\-_=|+*~]*$")
 #: What may stand before an echoed prompt line (a prompt marker, a box edge; kimi-cli 1.52
 #: echoes a prompt as ``✨ PROMPT``).
 _MARKER = re.compile(r"^[\s>❯›»$%#:│┃|*•·✨]*")

@@ -78,6 +78,11 @@ def test_reply_text_leaves_out_rules_chrome_and_the_prompt_echo():
     # ended on it, and the reply went to the next cell: issue 23, sixth session)
     assert reply_text(["✨ alpha one", "", "── input ──"], "alpha one", r"── input ──") == ""
     assert reply_text(["✨ alpha one", "• stub reply to: alpha one"], "alpha one") == "• stub reply to: alpha one"
+    # opencode 1.18.33's input box under the prompt's echo, before its reply: nothing yet
+    opencode = PASSTHROUGH["opencode"].chrome_pattern
+    assert reply_text(["┃  alpha one", "", "┃  Build · Stub model Stub", "╹" + "▀" * 80], "alpha one", opencode) == ""
+    assert reply_text(["stub reply to: alpha one", "", "▣  Build · Stub model · 1.9s"], "alpha one", opencode) \
+        == "stub reply to: alpha one\n\n▣  Build · Stub model · 1.9s"
     assert last_lines("a\n\n b \nc\nd", 2) == "c / d"
 
 
