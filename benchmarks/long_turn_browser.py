@@ -64,6 +64,7 @@ OBSERVE_JS = """
   const check = () => {
     const area = cell.querySelector('.jp-OutputArea');
     if (area) {
+      if (!lt.shown && area.querySelector('.acp-turn, .jp-OutputArea-output')) lt.shown = performance.now();
       if (question && !lt.asked && area.querySelector(question)) lt.asked = performance.now();
       if (!lt.final) {
         const texts = area.querySelectorAll('.acp-text');
@@ -233,7 +234,8 @@ def _answer(page: Any, button: Any, deadline: float) -> dict[str, Any]:
     lt = page.evaluate("() => window.__lt")
     button.first.click()
     longs = [d for s, d in lt["long"] if lt["t0"] <= s <= lt["asked"]]
-    return {"question_clickable_s": (lt["asked"] - lt["t0"]) / 1000, "long_frames_to_question": len(longs),
+    return {"question_clickable_s": (lt["asked"] - lt["t0"]) / 1000, "first_output_s": (lt["shown"] - lt["t0"]) / 1000,
+            "long_frames_to_question": len(longs),
             "longest_frame_to_question_s": max(longs, default=0.0) / 1000}
 
 

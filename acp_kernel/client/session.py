@@ -24,6 +24,7 @@ from .host import ClientSettings
 from .registry import AgentSpec
 from .trace import trace_meta
 from ..protocol.transport import ProcessTransport
+from ..protocol.warm import schema_in_background
 from .record import Provenance
 from .turn import STOP_REASONS, Notice, Turn
 from .. import services as services_mod
@@ -600,6 +601,7 @@ class Client:
 
     async def start(self) -> "Client":
         limits = self.settings.limits
+        schema_in_background()  # while the agent starts: its first question then waits for nothing
         self.transport = ProcessTransport(
             self.spec.command, env=self.spec.env, cwd=self.cwd, hint=self.spec.install,
             write_buffer_bytes=limits.write_buffer_bytes, write_stall_seconds=limits.write_stall_seconds,
