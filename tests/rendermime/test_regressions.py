@@ -81,3 +81,33 @@ def test_a_kernel_error_carrying_agent_text_stays_dead(oracle, text: str) -> Non
     verdicts = oracle.judge([item])
     assert not [describe(v) for v in verdicts if v.findings], text
     assert "the agent said" in verdicts[0].text
+
+
+def test_a_message_the_agent_sent_again_reads_once_and_stays_dead(oracle) -> None:
+    """Issue 27: a message sent again whole is drawn again from the turn's model (the
+    widget's last state and the static output); that output, through JupyterLab's own
+    renderers (html trusted and untrusted, markdown), shows the text once and nothing live."""
+    from acp_kernel.client.turn import Turn
+    from acp_kernel.view import RecordingSink, TurnOutput
+
+    from .oracle import Item
+
+    pay = f"<img src=x onerror={RUN}> `a\nb` $x$ and $$y$$ /tmp/a\nb.py"
+    turn, sink = Turn("s1"), RecordingSink()
+    view = TurnOutput(turn, sink)
+    said = [("m1", f"FIRST {pay}"), ("m2", "SECOND"), ("m1", f"FIRST {pay} REPLAYED")]
+    for mid, body in said:
+        turn.apply_update({"sessionUpdate": "agent_message_chunk", "messageId": mid,
+                           "content": {"type": "text", "text": body}})
+        view.flush()
+    turn.finish("end_turn")
+    view.close()
+    final = sink.outputs()[-1]
+    items = [Item("text/html", final["text/html"], True), Item("text/html", final["text/html"], False),
+             Item("text/markdown", final["text/markdown"], True)]
+    verdicts = oracle.judge(items)
+    assert not [describe(v) for v in verdicts if v.findings]
+    for v in verdicts:
+        shown = " ".join(v.text.split())
+        assert shown.count("FIRST") == 1 and "REPLAYED" in shown and "SECOND" in shown, (v.item.mime, shown)
+        assert "onerror=" in shown and "$x$" in shown, (v.item.mime, shown)
