@@ -33,6 +33,7 @@ from .transcript import (
     kind_icon,
     location_text,
     tool_call_body,
+    tool_call_final_plain,
     tool_call_markdown,
     tool_call_plain,
 )
@@ -230,7 +231,8 @@ class ToolCallRow:
         return snaps
 
     def markdown(self) -> Markdown:
-        return self._cached("md", lambda: tool_call_markdown(self.call, self.snapshots()))
+        """:func:`.transcript.tool_call_markdown`: the header, then the cached body."""
+        return self._cached("md", lambda: tool_call_markdown(self.call, body=self.body_markdown()))
 
     def body_markdown(self) -> Markdown:
         """The call's content without its header (the static view folds it under the header)."""
@@ -238,6 +240,10 @@ class ToolCallRow:
 
     def plain(self) -> str:
         return self._cached("plain", lambda: tool_call_plain(self.call))
+
+    def final_plain(self) -> str:
+        """:func:`.transcript.tool_call_final_plain` of the row as it stands (the fallback's text)."""
+        return self._cached("final_plain", lambda: tool_call_final_plain(self.call, self.snapshots()))
 
     def _detail(self) -> str:
         raw = self.call.raw_input

@@ -175,9 +175,11 @@ def tool_call_final_plain(call: Any, terminals: Mapping[str, TerminalSnapshot] |
     return "\n".join(lines)
 
 
-def tool_call_markdown(call: tm.ToolCall, terminals: Mapping[str, TerminalSnapshot] | None = None) -> Markdown:
-    """Header line, then :func:`tool_call_body`."""
-    body = tool_call_body(call, terminals)
+def tool_call_markdown(call: tm.ToolCall, terminals: Mapping[str, TerminalSnapshot] | None = None, *,
+                       body: Markdown | None = None) -> Markdown:
+    """Header line, then :func:`tool_call_body` (``body`` when the caller has it already)."""
+    if body is None:
+        body = tool_call_body(call, terminals)
     return Markdown("\n\n").join([tool_call_header(call), body] if body else [tool_call_header(call)])
 
 

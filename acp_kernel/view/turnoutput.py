@@ -61,7 +61,6 @@ from .transcript import (
     status_line,
     status_markdown,
     thought_markdown,
-    tool_call_final_plain,
     url_elicitation_markdown,
     url_elicitation_plain,
     url_state,
@@ -90,7 +89,8 @@ CANCELLING = "cancelling"  # the key of the session's notice (client/session.py)
 class Block:
     """One block of the turn: its widget state and its part of the fallback."""
 
-    __slots__ = ("index", "key", "kind", "state", "md", "text", "sent", "row", "prompt", "form", "streams", "html", "html_of")
+    __slots__ = ("index", "key", "kind", "state", "md", "text", "sent", "row", "prompt", "form", "streams", "html", "html_of",
+                 "state_of", "tool", "tool_of")
 
     def __init__(self, index: int, kind: str) -> None:
         self.index = index
@@ -106,6 +106,9 @@ class Block:
         self.streams: dict[str, AnsiStream] = {}
         self.html: Html = Html("")  # the fallback's HTML of ``md``, made when the fallback is
         self.html_of: Markdown | None = None  # the ``md`` it was made from
+        self.state_of: Any = None  # the row's revision ``state`` was made at (a tool call's block)
+        self.tool: Html = Html("")  # a tool call's folded HTML (:func:`.finished.tool_html`)
+        self.tool_of: tuple[Any, ...] | None = None  # what ``tool`` was made from
 
     def fallback_html(self, chosen: Any = None) -> Html:
         """``md`` as HTML, rendered again only when ``md`` changed; a tool call folded
@@ -119,7 +122,11 @@ class Block:
         body = row.body_markdown()
         if self.html_of is not body:
             self.html, self.html_of = inert_html_inner(body) if body else Html(""), body
-        return tool_html(row.plain(), self.html, open_=_opens(row, chosen))
+        header, open_ = row.plain(), _opens(row, chosen)
+        made = self.tool_of
+        if made is None or made[0] is not self.html or made[1] is not header or made[2] != open_:
+            self.tool, self.tool_of = tool_html(header, self.html, open_=open_), (self.html, header, open_)
+        return self.tool
 
 
 def _row_state(row: ToolCallRow) -> dict[str, Any]:
@@ -370,8 +377,10 @@ class TurnOutput(TurnBase):
             block = self.blocks[i]
             if block.row is not None:
                 self._send_output(block)
-                block.state = _row_state(block.row)
-            if block.sent is None or block.sent != block.state:
+                rev = block.row.revision()
+                if block.state_of != rev:  # the row's state is made again only when the row changed
+                    block.state, block.state_of = _row_state(block.row), rev
+            if block.sent is not block.state and (block.sent is None or block.sent != block.state):
                 changed[block.key] = block.state
                 block.sent = block.state
         self.widget.push_blocks(changed)
@@ -441,7 +450,7 @@ class TurnOutput(TurnBase):
         for block in self.blocks:
             if block.row is not None:
                 block.md = block.row.markdown()
-                block.text = tool_call_final_plain(block.row.call, block.row.snapshots())
+                block.text = block.row.final_plain()
 
     # -- everything else -------------------------------------------------------------
 
