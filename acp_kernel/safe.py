@@ -112,12 +112,18 @@ class _Safe(str):
         return NotImplemented
 
     def join(self, parts: Iterable[Any]) -> Any:
-        return type(self)(str.join(self, (self._coerce(p) for p in parts)))
+        cls = type(self)
+        escape = cls._escape
+        # _coerce inlined (a list, not a generator: str.join makes one anyway).
+        return cls(str.join(self, [str(p) if isinstance(p, cls) else escape(p) for p in parts]))
 
     def format(self, *args: Any, **kwargs: Any) -> Any:
-        return type(self)(
-            str.format(self, *(self._coerce(a) for a in args), **{k: self._coerce(v) for k, v in kwargs.items()})
-        )
+        cls = type(self)
+        escape = cls._escape
+        coerced = [str(a) if isinstance(a, cls) else escape(a) for a in args]  # _coerce inlined
+        if not kwargs:
+            return cls(str.format(self, *coerced))
+        return cls(str.format(self, *coerced, **{k: self._coerce(v) for k, v in kwargs.items()}))
 
     def __mod__(self, _: Any) -> Any:  # no unescaped %-formatting
         raise TypeError("use .format(), which escapes")

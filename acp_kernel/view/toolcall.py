@@ -243,7 +243,7 @@ class ToolCallRow:
 
     def final_plain(self) -> str:
         """:func:`.transcript.tool_call_final_plain` of the row as it stands (the fallback's text)."""
-        return self._cached("final_plain", lambda: tool_call_final_plain(self.call, self.snapshots()))
+        return self._cached("final_plain", lambda: tool_call_final_plain(self.call, self.snapshots(), header=self.plain()))
 
     def _detail(self) -> str:
         raw = self.call.raw_input

@@ -104,9 +104,16 @@ def location_text(loc: Any) -> str:
     return f"{path}:{line}" if isinstance(line, int) else path
 
 
+#: Our own words of a row's header, escaped once: :func:`~acp_kernel.safe.text` is pure,
+#: so these are what it makes of them on every row (an unknown status is escaped each time).
+_ICON_MD = {icon: text(icon) for icon in KIND_ICONS.values()}
+_STATUS_MD = {status: text(status_text(status)) for status in STATUS}
+
+
 def tool_call_header(call: tm.ToolCall) -> Markdown:
     title = text(call.title) if call.title else Markdown("tool call {}").format(code(call.id))
-    return Markdown("{} {} · {}").format(kind_icon(call.kind), title, status_text(call.status))
+    return Markdown("{} {} · {}").format(_ICON_MD[kind_icon(call.kind)], title,
+                                         _STATUS_MD.get(call.status) or text(status_text(call.status)))
 
 
 def tool_call_plain(call: tm.ToolCall) -> str:
@@ -144,11 +151,12 @@ def _indented(text: str, limit: int) -> list[str]:
 
 
 def tool_call_final_plain(call: Any, terminals: Mapping[str, TerminalSnapshot] | None = None,
-                          limit: int = PLAIN_OUTPUT_LIMIT) -> str:
+                          limit: int = PLAIN_OUTPUT_LIMIT, *, header: str | None = None) -> str:
     """A tool call in its final state as text (a terminal frontend's last
-    word on it): the header line, the command, then the end of its output
+    word on it): the header line (``header`` when the caller has
+    :func:`tool_call_plain` already), the command, then the end of its output
     (a client terminal's, or what the agent sent) and the exit code."""
-    lines = [tool_call_plain(call)]
+    lines = [tool_call_plain(call) if header is None else header]
     cmd = command_of(call.raw_input)
     if cmd and not call.terminal_ids:
         lines.append("    $ " + " ".join(truncate_tail(cmd, 500)[0].split("\n")))
