@@ -51,7 +51,8 @@ def _freeze_heap() -> bool:
     walked the whole heap (a third of a 2,000-call turn's time, measured) and now walks
     only the turn's own objects. Nothing is freed that would not be: cyclic garbage from
     before the turn waits for a collection after it. False (nothing frozen) when the heap
-    is frozen already (a turn in another session, or someone else's freeze)."""
+    is frozen already (a turn in another session, or someone else's freeze). Only in a
+    process of our own (the ACP kernel's), as :func:`..frontends.process.tune_own_process`."""
     if gc.get_freeze_count():
         return False
     gc.freeze()
@@ -88,8 +89,12 @@ class Controller:
 
     def __init__(self, frontend: Frontend, *, parts: Parts, spec: AgentSpec | None = None, config: Config | None = None,
                  cwd: str | None = None, permissions: str | None = None, label: str | None = None,
-                 key: str | None = None, ptys: Terminals | None = None, terminal_auth: bool = True) -> None:
+                 key: str | None = None, ptys: Terminals | None = None, terminal_auth: bool = True,
+                 own_process: bool = False) -> None:
         self.frontend = frontend
+        #: The process is ours (the ACP kernel): a turn may freeze its heap (:func:`_freeze_heap`).
+        #: Never under the magics, in the user's Python, whose code runs during a turn.
+        self.own_process = own_process
         self.parts = parts
         self.output = Output(frontend, parts)
         if config is None:
@@ -241,7 +246,7 @@ class Controller:
         view = self.parts.view_for(turn, self.frontend.sink(), session=session, rate_hz=self.config.refresh_hz,
                                    widgets=self.frontend.widgets(), frontend=shows, asker=asker)
         self.running = session
-        frozen = _freeze_heap()
+        frozen = self.own_process and _freeze_heap()
         try:
             await session.finish(turn)
         finally:

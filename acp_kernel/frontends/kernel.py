@@ -96,7 +96,7 @@ class AcpKernel(Kernel):
         frontend = KernelFrontend(self)
         self.controller = Controller(
             frontend, parts=PARTS, permissions=policy if policy in POLICIES else None,
-            key=store.notebook_key(self._kernel_id()), ptys=self.ptys)
+            key=store.notebook_key(self._kernel_id()), ptys=self.ptys, own_process=True)
         c = self.controller
         c.spec = c.config.agents.get(os.environ.get("ACP_KERNEL_AGENT", ""), None) or c.spec
         c.default_name = c.spec.name

@@ -51,3 +51,35 @@ async def test_an_internal_error_is_an_error_reply_and_the_kernel_goes_on(kernel
     monkeypatch.undo()
     again = await kernel.execute("%help")
     assert again.status == "ok"
+
+
+async def test_the_acp_kernel_freezes_its_heap_for_a_turn_only(kernel, monkeypatch):
+    """The ACP kernel's process is its own: a turn runs with the heap it started with out of
+    the collector's sight (gc.freeze), and the heap is thawed when the turn ends. A heap
+    frozen by someone else is left alone, and the magics' controller (the user's Python)
+    never freezes."""
+    import gc
+
+    from acp_kernel.client import controller as controller_mod
+
+    seen: list[tuple[bool, int]] = []
+    real = controller_mod._freeze_heap
+
+    def spy() -> bool:
+        frozen = real()
+        seen.append((frozen, gc.get_freeze_count()))
+        return frozen
+
+    monkeypatch.setattr(controller_mod, "_freeze_heap", spy)
+    assert gc.get_freeze_count() == 0
+    res = await kernel.execute("hello")
+    assert res.status == "ok", res.reply
+    assert seen and seen[0][0] and seen[0][1] > 0  # frozen while the turn ran
+    assert gc.get_freeze_count() == 0  # and thawed after
+    gc.freeze()  # someone else's freeze: kept as it is
+    try:
+        assert (await kernel.execute("hello")).status == "ok"
+        assert seen[-1][0] is False and gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+    assert not Controller.__init__.__kwdefaults__["own_process"]  # the magics and the Python API: never
