@@ -169,7 +169,7 @@ def test_duplicate_ids_use_neither_copy():
     (b"\xff\xfe{}", "not UTF-8"),
     (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
     (b" " * (MAX_BYTES + 1), "larger than"),
-])
+], ids=["a-list", "agents-not-a-list", "not-json", "not-utf8", "deep", "too-large"])  # (the raw ids: 2 MB each)
 def test_a_malformed_index_is_a_note(raw, why):
     listing = parse_bytes(raw, "R")
     assert not listing.agents and why in " ".join(listing.notes)
