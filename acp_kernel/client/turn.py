@@ -64,6 +64,7 @@ MESSAGE_IDS = 1000
 #: draft, ``schema/v2``: ``UserMessage``, ``AgentMessage``) replace.
 _CHUNK_ROLES = {"agent_message_chunk": "agent", "agent_thought_chunk": "thought", "user_message_chunk": "user"}
 _WHOLE_ROLES = {"agent_message": "agent", "agent_thought": "thought", "user_message": "user"}
+_ROLE_NOUNS = {"agent": "message", "thought": "thought", "user": "prompt"}
 #: ``_meta`` keys under which adapters stream command output ``{terminal_id, data}``:
 #: codex-acp, claude-agent-acp and pi-acp use ``terminal_output`` (chunks, or the
 #: whole output once), a TypeScript Codex adapter ``terminal_output_delta``.
@@ -384,6 +385,11 @@ class MessageEdit(_Raw):
     @property
     def changed(self) -> bool:
         return self.replaced or bool(self.text)
+
+    @property
+    def noun(self) -> str:
+        """What the changed text is, said to a reader: message, thought or prompt."""
+        return _ROLE_NOUNS.get(self.role, "message")
 
 
 #: Every kind of event a turn holds, in one list: the update events above,
@@ -714,14 +720,7 @@ class Turn:
         self._last_mid = mid if last else None
         have = msg.size()
         if have and len(text) >= have and text.startswith(msg.body()):  # the message again, whole
-            if len(text) == have:
-                return MessageEdit(role, mid, "", False, update)
-            if last:
-                msg.pieces.append(text[have:])
-                return Chunk(role, text[have:], update, mid)
-            msg.replace(text)
-            self.edited.add(role)
-            return MessageEdit(role, mid, text, True, update)
+            return self._set_text(role, msg, mid, text, update)
         msg.pieces.append(text)
         if last:
             return Chunk(role, text, None if plain else update, mid)
@@ -752,6 +751,12 @@ class Turn:
                 return MessageEdit(role, mid, "", False, update)
             msg.pieces.append(text)
             return Chunk(role, sep + text, update, mid)
+        return self._set_text(role, msg, mid, text, update)
+
+    def _set_text(self, role: str, msg: _Message, mid: str, text: str, update: dict[str, Any]) -> Any:
+        """``msg``'s text becomes ``text`` (rules 3 to 5 above): nothing changes when it
+        is the same; the last message that only grows streams on with its new end;
+        anything else replaces it (an edit of the role's text)."""
         have = msg.size()
         if have == len(text) and msg.body() == text:
             return MessageEdit(role, mid, "", False, update)

@@ -183,10 +183,10 @@ def _edit_line(event: Any) -> str | None:
     (a terminal cannot take it back), so stderr says what the message reads now."""
     if not event.changed:
         return None
-    name = {"agent": "message", "thought": "thought", "user": "prompt"}.get(event.role, "message")
     if event.replaced:
-        return f"[message] the agent replaced an earlier {name} ({line(event.message_id)}); it now reads:\n  {_block(event.text)}"
-    return f"[message] the agent added to an earlier {name} ({line(event.message_id)}):\n  {_block(event.text)}"
+        return (f"[message] the agent replaced an earlier {event.noun} ({line(event.message_id)}); "
+                f"it now reads:\n  {_block(event.text)}")
+    return f"[message] the agent added to an earlier {event.noun} ({line(event.message_id)}):\n  {_block(event.text)}"
 
 
 #: What ``--format text`` says on stderr of each turn event kind, by class name (no

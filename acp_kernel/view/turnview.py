@@ -118,10 +118,7 @@ class _OtherRun:
         self.size += len(text)
 
     def bundle(self) -> dict[str, Any]:
-        text = "".join(self.parts)
-        if self.role == "thought":
-            return bundle(thought_markdown(text), "Thinking: " + text, thought_html(text))
-        return bundle(user_markdown(text), "You: " + text)
+        return _other_bundle(self.role, "".join(self.parts))
 
     def flush(self, sink: DisplaySink, *, final: bool = True, updates: bool = True) -> None:
         if self.size == self.sent_size or not self.parts or (not updates and not final):
@@ -134,7 +131,13 @@ class _OtherRun:
         self.sent_size = self.size
 
 
-_ROLE_NAMES = {"agent": "message", "thought": "thought", "user": "prompt"}
+def _other_bundle(role: str, text: str) -> dict[str, Any]:
+    """Thoughts or the user's text, as one display."""
+    if role == "thought":
+        return bundle(thought_markdown(text), "Thinking: " + text, thought_html(text))
+    return bundle(user_markdown(text), "You: " + text)
+
+
 _EDITED_NOTE = ("The agent changed an earlier {} of this turn; its text as it now reads "
                 "is shown again at the end of the turn.")
 
@@ -270,7 +273,7 @@ class TurnView(TurnBase):
         at the end, once per role."""
         if ev.changed and ev.role in self.turn.edited and ev.role not in self._edited:
             self._edited.append(ev.role)
-            self._notice("info", _EDITED_NOTE.format(_ROLE_NAMES.get(ev.role, "message")))
+            self._notice("info", _EDITED_NOTE.format(ev.noun))
 
     # -- everything else ------------------------------------------------------
 
@@ -414,8 +417,7 @@ class TurnView(TurnBase):
             if role == "agent":
                 self.sink.display(_text_bundle(body) if body else bundle(plain_text="(the message was cleared)"))
             elif body:
-                self.sink.display(bundle(thought_markdown(body) if role == "thought" else user_markdown(body),
-                                         ("Thinking: " if role == "thought" else "You: ") + body))
+                self.sink.display(_other_bundle(role, body))
         if self.turn.done:
             line = status_line(self.turn, self.session, files_read=self._files_read)
             self.sink.display(bundle(status_markdown(line), line), record_metadata(self.turn))
