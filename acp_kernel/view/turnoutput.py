@@ -44,6 +44,7 @@ from ..safe import Html, Markdown, ignored, inert_html_inner, markdown, markdown
 from ..services import events as se
 from .. import termsafe
 from .ansi import AnsiStream, colour
+from .coalesce import Coalescer
 from .form import choices, field_kind, field_label, validate
 from .markdown import BlockSplitter
 from .frontend import NOTEBOOK, Frontend
@@ -200,8 +201,8 @@ class TurnOutput(TurnBase):
         #: updates until the last one is answered), and the static end must keep the choices.
         self._chosen: dict[str, bool] = {}
         self._redraw: set[str] = set()  # roles whose text is drawn again from the model
-        self._redrawn_at = 0.0
-        self._redraw_handle: Any = None
+        #: A redraw renders the role's whole text: at most one every REDRAW_INTERVAL.
+        self._redraws = Coalescer(lambda: self._run(self._redraw_due), 1.0 / REDRAW_INTERVAL)
         self.display_id = f"acp-turn-{uuid.uuid4().hex[:12]}"
         self.widget = self._run(self._make_widget)
         self._run(self._display)
@@ -305,32 +306,19 @@ class TurnOutput(TurnBase):
     def _message_edit(self, ev: tm.MessageEdit) -> None:
         if ev.changed and ev.role in self.turn.edited:
             self._redraw.add(ev.role)
-            self._ticker.poke()
+            self._redraws.poke()
 
     def _redraw_due(self) -> None:
-        self._redraw_handle = None
         if not self.closed and self._redraw:
             self._redraw_now()
             self._sync()
             self._boundary()
-
-    def _redraw_later(self) -> bool:
-        """Whether the redraw waits (at most one every REDRAW_INTERVAL: a redraw
-        renders the role's whole text); a timer then does it."""
-        wait = self._redrawn_at + REDRAW_INTERVAL - time.monotonic()
-        loop = self._loop
-        if wait <= 0 or loop is None or loop.is_closed():
-            return False
-        if self._redraw_handle is None:
-            self._redraw_handle = loop.call_later(wait, lambda: self._run(self._redraw_due))
-        return True
 
     def _redraw_now(self) -> None:
         """Each role in ``_redraw``: its whole text, as the turn has it now, in the
         first block that showed it, the role's later blocks emptied (the simplest
         right answer: interleaving with tool calls is given up for an edited role).
         Text streamed after this continues in new blocks, as usual."""
-        self._redrawn_at = time.monotonic()
         for role in sorted(self._redraw):
             body = self.turn.role_text(role)
             kind = "text" if role == "agent" else role
@@ -356,8 +344,6 @@ class TurnOutput(TurnBase):
     # -- the coalesced flush -------------------------------------------------------
 
     def _flush_now(self) -> None:
-        if self._redraw and not self._redraw_later():
-            self._redraw_now()
         if self._in_text:
             self._flush_text()
         if self._other is not None:
@@ -717,9 +703,7 @@ class TurnOutput(TurnBase):
         if self._fallback_handle is not None:
             self._fallback_handle.cancel()
             self._fallback_handle = None
-        if self._redraw_handle is not None:
-            self._redraw_handle.cancel()
-            self._redraw_handle = None
+        self._redraws.close()  # (nothing left: the end drew each edited role above)
         for block in self.blocks:
             if block.row is not None:
                 block.row.take_output()
