@@ -204,17 +204,16 @@ def displays_to(append: Callable[[dict[str, Any]], None]) -> Iterator[None]:
         sys.displayhook = CapturingDisplayHook(shell=shell, outputs=_Sink())
         yield
     finally:
-        saved.restore()
-        if entry in _diverted:
-            _diverted.remove(entry)
+        saved.restore()  # (and takes ``entry`` off _diverted)
 
 
 @dataclasses.dataclass(frozen=True)
 class DisplayState:
-    """A shell's display publisher, ``sys.displayhook``, ``sys.stdout`` and ``sys.stderr`` at one moment. The notebook
-    server's ``execute`` takes one before it runs code under SIGINT-raises and restores
-    it after (where a KeyboardInterrupt can no longer land between two statements of
-    a restore), so an interrupted run never leaves the cell's displays diverted."""
+    """A shell's display publisher, ``sys.displayhook``, ``sys.stdout`` and ``sys.stderr``
+    at one moment. The notebook server's ``execute`` takes one before it runs code under
+    SIGINT-raises and restores it after (where a KeyboardInterrupt can no longer land
+    between two statements of a restore), so an interrupted run never leaves the cell's
+    displays diverted. :meth:`restore` also ends the diversions of that publisher."""
 
     shell: Any
     pub: Any
