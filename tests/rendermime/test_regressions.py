@@ -111,3 +111,22 @@ def test_a_message_the_agent_sent_again_reads_once_and_stays_dead(oracle) -> Non
         shown = " ".join(v.text.split())
         assert shown.count("FIRST") == 1 and "REPLAYED" in shown and "SECOND" in shown, (v.item.mime, shown)
         assert "onerror=" in shown and "$x$" in shown, (v.item.mime, shown)
+
+
+def test_a_clis_own_question_shown_in_the_cell_stays_dead(oracle) -> None:
+    """Issue 23: a question a CLI asks in its own terminal (kimi's approval box, which
+    quotes the agent's tool call) is shown in the typing cell's exchange: through
+    JupyterLab's own renderers it reads as text and nothing in it is live."""
+    from acp_kernel.view.exchange import Exchange
+
+    from .oracle import Item
+
+    asked = f"execute is requesting approval to mcp:execute:\n<img src=x onerror={RUN}> `a\nb` $x$ $$y$$ /tmp/a\nb.py"
+    data = Exchange("kimi", "TOOL:execute", asking=asked).bundle()
+    items = [Item("text/html", data["text/html"], True), Item("text/html", data["text/html"], False),
+             Item("text/markdown", data["text/markdown"], True)]
+    verdicts = oracle.judge(items)
+    assert not [describe(v) for v in verdicts if v.findings]
+    for v in verdicts:
+        shown = " ".join(v.text.split())
+        assert "asks in its own terminal" in shown and "onerror=" in shown and "$x$" in shown, (v.item.mime, shown)
