@@ -90,8 +90,6 @@ def test_a_message_the_agent_sent_again_reads_once_and_stays_dead(oracle) -> Non
     from acp_kernel.client.turn import Turn
     from acp_kernel.view import RecordingSink, TurnOutput
 
-    from .oracle import Item
-
     pay = f"<img src=x onerror={RUN}> `a\nb` $x$ and $$y$$ /tmp/a\nb.py"
     turn, sink = Turn("s1"), RecordingSink()
     view = TurnOutput(turn, sink)
@@ -102,15 +100,20 @@ def test_a_message_the_agent_sent_again_reads_once_and_stays_dead(oracle) -> Non
         view.flush()
     turn.finish("end_turn")
     view.close()
-    final = sink.outputs()[-1]
-    items = [Item("text/html", final["text/html"], True), Item("text/html", final["text/html"], False),
-             Item("text/markdown", final["text/markdown"], True)]
-    verdicts = oracle.judge(items)
+    for mime, shown in _shown_dead(oracle, sink.outputs()[-1]):
+        assert shown.count("FIRST") == 1 and "REPLAYED" in shown and "SECOND" in shown, (mime, shown)
+        assert "onerror=" in shown and "$x$" in shown, (mime, shown)
+
+
+def _shown_dead(oracle, data: dict) -> list[tuple[str, str]]:
+    """A bundle's html (trusted and untrusted) and markdown through JupyterLab's renderers:
+    nothing live in any; (mime, the text each shows, whitespace folded)."""
+    from .oracle import Item
+
+    verdicts = oracle.judge([Item("text/html", data["text/html"], True), Item("text/html", data["text/html"], False),
+                             Item("text/markdown", data["text/markdown"], True)])
     assert not [describe(v) for v in verdicts if v.findings]
-    for v in verdicts:
-        shown = " ".join(v.text.split())
-        assert shown.count("FIRST") == 1 and "REPLAYED" in shown and "SECOND" in shown, (v.item.mime, shown)
-        assert "onerror=" in shown and "$x$" in shown, (v.item.mime, shown)
+    return [(v.item.mime, " ".join(v.text.split())) for v in verdicts]
 
 
 def test_a_clis_own_question_shown_in_the_cell_stays_dead(oracle) -> None:
@@ -119,14 +122,6 @@ def test_a_clis_own_question_shown_in_the_cell_stays_dead(oracle) -> None:
     JupyterLab's own renderers it reads as text and nothing in it is live."""
     from acp_kernel.view.exchange import Exchange
 
-    from .oracle import Item
-
     asked = f"execute is requesting approval to mcp:execute:\n<img src=x onerror={RUN}> `a\nb` $x$ $$y$$ /tmp/a\nb.py"
-    data = Exchange("kimi", "TOOL:execute", asking=asked).bundle()
-    items = [Item("text/html", data["text/html"], True), Item("text/html", data["text/html"], False),
-             Item("text/markdown", data["text/markdown"], True)]
-    verdicts = oracle.judge(items)
-    assert not [describe(v) for v in verdicts if v.findings]
-    for v in verdicts:
-        shown = " ".join(v.text.split())
-        assert "asks in its own terminal" in shown and "onerror=" in shown and "$x$" in shown, (v.item.mime, shown)
+    for mime, shown in _shown_dead(oracle, Exchange("kimi", "TOOL:execute", asking=asked).bundle()):
+        assert "asks in its own terminal" in shown and "onerror=" in shown and "$x$" in shown, (mime, shown)
