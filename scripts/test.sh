@@ -26,4 +26,10 @@ PYTHON="$VENV_PYTHON" bash scripts/lint.sh
 # groups them and stops the run if pytest-xdist loses a group); `-n 0` runs everything in
 # this process.
 step "running the tests (the whole suite on three workers)"
+# The suite starts hundreds of Python processes (kernels, agents, servers, pytest's own
+# workers): with PYTHONDONTWRITEBYTECODE set (as on this project's CI machines), each one
+# compiles every module it imports anew, a JupyterLab server 1-2 CPU-s more, and pytest
+# rewrites every test module in every worker. Cached bytecode is safe (Python checks each
+# source's mtime), so the test run writes it.
+unset PYTHONDONTWRITEBYTECODE
 exec python -m pytest -n 3 --dist loadgroup -o console_output_style=count "$@"

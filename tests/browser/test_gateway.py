@@ -6,6 +6,7 @@ the terminal sends text only, and works there."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import secrets
 import subprocess
@@ -22,7 +23,10 @@ from .conftest import (START, TURN, Notebook, _free_port, _open_notebook, _serve
                        skip_unless_browser)
 
 skip_unless_browser()
-pytest.importorskip("kernel_gateway", reason="the gateway test needs jupyter_kernel_gateway")
+# find_spec, not importorskip: importing the gateway loads jupyter_server (2 s), in every
+# worker's collection; the gateway runs in its own process anyway.
+if importlib.util.find_spec("kernel_gateway") is None:
+    pytest.skip("the gateway test needs jupyter_kernel_gateway", allow_module_level=True)
 
 from playwright.sync_api import expect
 
