@@ -481,6 +481,15 @@ class PassthroughTerminal:
         self._cancel = self._loop.create_task(self._press(self.settings.cancel_keys))
         self._activity.set()
 
+    async def _settle(self) -> Outcome:
+        """After an interrupt, until the CLI is quiet again or quits. The quiet window
+        counts from the last cancel key, not from the screen's last change: a CLI that
+        quits on the key often draws nothing first, and its exit can come later than
+        a window counted from the reply's last line."""
+        if self._cancel is not None:
+            await asyncio.wait({self._cancel}, timeout=SETTLE_SECONDS)
+        return await self.wait_quiet(timeout=SETTLE_SECONDS, seq=self._interrupt_seq, since=self._loop.time())
+
     async def _press(self, keys: tuple[tuple[str, float], ...]) -> None:
         for key, pause in keys:
             self.write(key)
@@ -512,7 +521,8 @@ class PassthroughTerminal:
     async def wait_quiet(self, *, after: float | None = None, ready: bool = False,
                          timeout: float | None = None, seq: int | None = None,
                          shown: Callable[[], bool] | None = None,
-                         on_dialog: Callable[[str], None] | None = None, extend: bool = False) -> Outcome:
+                         on_dialog: Callable[[str], None] | None = None, extend: bool = False,
+                         since: float = 0.0) -> Outcome:
         """Until the screen has stayed the same for the quiet window without the
         busy pattern nor a dialog of the CLI's own (after some change following
         ``after``, if given; with ``ready``, once :meth:`unready` has nothing to
@@ -521,7 +531,8 @@ class PassthroughTerminal:
         process exits, an interrupt (since ``seq``), or ``timeout`` seconds
         (``"timeout"``; with ``extend``, ``timeout`` seconds after the screen last
         changed, at most ``READY_CAP`` times ``timeout`` in all). ``on_dialog``
-        hears the dialog's text each time it changes ("" once it is gone)."""
+        hears the dialog's text each time it changes ("" once it is gone). The quiet
+        window starts at the screen's last change, or at ``since`` if that is later."""
         seq = self._interrupt_seq if seq is None else seq
         deadline = None if not timeout else self._loop.time() + timeout
         cap = None if not timeout else self._loop.time() + READY_CAP * timeout
@@ -558,7 +569,7 @@ class PassthroughTerminal:
             elif asking:
                 pass  # it waits for the person's answer in the terminal: only a change of screen ends that
             else:
-                wake = self._last_change + self.pace.quiet() - now
+                wake = max(self._last_change, since) + self.pace.quiet() - now
                 if wake <= 0 and shown is not None and not self._busy_seen and not shown():
                     wake = self._last_change + self.pace.no_reply_quiet() - now  # no sign of a reply yet
                 if wake <= 0:
@@ -678,7 +689,7 @@ class PassthroughTerminal:
                 detail = ""
                 if outcome == "interrupted":
                     detail = f"{self.cancel_description} sent"
-                    if await self.wait_quiet(timeout=SETTLE_SECONDS, seq=self._interrupt_seq) == "exited":
+                    if await self._settle() == "exited":
                         outcome, detail = "exited", f"{detail}; it quit"
                 elif outcome == "timeout":
                     busy, asking = self.busy(), self.dialog()
