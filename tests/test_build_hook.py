@@ -207,6 +207,7 @@ def test_a_real_wheel_build_without_the_registry(tmp_path, registry):
         assert shared + rel in names, names
     built = json.loads(zipfile.ZipFile(wheel).read(shared + "package.json"))
     assert shared + built["jupyterlab"]["_build"]["load"] in names
+    assert not [n for n in names if n.startswith("acp_kernel/labextension/")]  # once, not twice
     # ... and the installed wheel imports it from itself, not through the checkout finder.
     target = tmp_path / "installed"
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target), str(wheel)],
