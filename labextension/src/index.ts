@@ -211,10 +211,10 @@ class DocumentLink {
     private app: string
   ) {
     const context = panel.sessionContext;
-    context.kernelChanged.connect(() => this.reset(), this);
+    context.kernelChanged.connect(() => this.reset(true), this);
     context.statusChanged.connect((_, status) => this.onStatus(status), this);
     context.ready.then(() => this.probe()).catch(() => undefined);
-    panel.disposed.connect(() => this.close(), this);
+    panel.disposed.connect(() => this.close(true), this);
   }
 
   /** A cell ran: `%load_ext acp_kernel` may have registered the target. */
@@ -227,28 +227,34 @@ class DocumentLink {
 
   private onStatus(status: Kernel.Status): void {
     if (status === 'restarting' || status === 'autorestarting' || status === 'dead') {
-      this.reset();
+      this.reset(false); // its comms went with the old process: nothing to tell it
     } else if (status === 'idle' && this.wanted) {
       this.probe();
     }
   }
 
-  private reset(): void {
-    this.close();
+  private reset(tell = true): void {
+    this.close(tell);
     this.wanted = true;
   }
 
-  private close(): void {
+  /** Forget the comm; with `tell`, close it in the kernel too (which then forgets this page). */
+  private close(tell = true): void {
     const comm = this.comm;
     this.comm = null;
     this.kernel = null;
     this.panel.node.removeAttribute(OPEN_ATTRIBUTE);
-    if (comm && !comm.isDisposed) {
-      try {
-        comm.close();
-      } catch {
-        // the kernel is gone already
-      }
+    if (!comm || comm.isDisposed) {
+      return;
+    }
+    if (!tell) {
+      comm.dispose();
+      return;
+    }
+    try {
+      comm.close().done.catch(() => undefined);
+    } catch {
+      comm.dispose(); // the kernel is gone already
     }
   }
 
@@ -309,7 +315,11 @@ class DocumentLink {
         reply = { type: 'error', id: data.id, error: String(error).slice(0, 1_000) };
       }
       if (!comm.isDisposed && this.kernel && this.kernel.status !== 'dead') {
-        comm.send(reply as any);
+        try {
+          comm.send(reply as KernelMessage.ICommMsgMsg['content']['data']).done.catch(() => undefined);
+        } catch {
+          // the kernel went away meanwhile: the kernel side times out and falls back
+        }
       }
     }
     // any other type: a later protocol's message, ignored
