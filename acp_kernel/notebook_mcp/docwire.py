@@ -26,7 +26,7 @@ PROTOCOL = 1
 SNAPSHOT_TIMEOUT = 5.0
 
 #: What the page keeps when it cuts (the head and the tail of a text, the count between).
-OUTPUT_CHARS = 2_000  # per output's text
+OUTPUT_CHARS = 1_500  # per output's text (below CELL_OUTPUT_LIMIT: one cut output shows whole)
 SOURCE_CHARS = 20_000  # per cell's source
 OUTPUTS_PER_CELL = 20  # more are counted
 TOTAL_CHARS = 1_000_000  # the whole snapshot's text; cells past it are sent as stubs

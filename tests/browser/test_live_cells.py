@@ -10,6 +10,8 @@ import re
 
 import pytest
 
+from acp_kernel.notebook_mcp.docwire import OUTPUT_CHARS
+
 from .conftest import START, TURN, Notebook, _open_notebook, skip_unless_browser
 from .test_notebook_mcp_ui import _fold
 from .test_notebook_ui import END_TURN, status_line
@@ -79,5 +81,15 @@ def test_a_python_notebook_opens_the_comm_after_load_ext_and_again_after_a_resta
     nb.run(1, "%load_ext acp_kernel")
     nb.wait_ran(1)
     expect(nb.panel).to_have_attribute(OPEN, "open", timeout=TURN)
+    # A large output is cut by the page before it is sent (head and tail, the count said).
+    nb.run(2, "print('x' * 100_000)")
+    nb.wait_ran(2)
+    expect(nb.run(3, "%acp connect demo")).to_contain_text("Connected", timeout=TURN)
+    out = nb.run(4, "%%acp\nnotebook cells")
+    expect(status_line(out)).to_have_text(END_TURN, timeout=TURN)
+    row = _fold(out, "notebook: cells")
+    expect(row).to_contain_text("unsaved edits included")
+    expect(row).to_contain_text(f"[... {100_001 - OUTPUT_CHARS} characters cut ...]")
+    expect(row).to_contain_text("## Cell 5: code")
     errors = [e for e in nb.console_errors if e not in NOT_OURS]  # type: ignore[attr-defined]
     assert not errors, errors
