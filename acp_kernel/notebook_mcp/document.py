@@ -14,6 +14,7 @@ the answer (subshells), so answers are handed over with ``call_soon_threadsafe``
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
 import posixpath
@@ -110,7 +111,8 @@ def _settle(future: asyncio.Future[dict], data: dict) -> None:
         if not future.done():
             future.set_result(data)
 
-    future.get_loop().call_soon_threadsafe(settle)
+    with contextlib.suppress(RuntimeError):  # the loop closed: the kernel is shutting down
+        future.get_loop().call_soon_threadsafe(settle)
 
 
 def choose(kernel_path: str | None) -> Page | None:
