@@ -80,3 +80,19 @@ def test_jupyterlab_lists_the_extension_enabled_and_ok() -> None:
 def _env() -> dict[str, str]:
     """No test run's JUPYTER_PATH or config: the environment's own extensions."""
     return {k: v for k, v in os.environ.items() if not k.startswith("JUPYTER")}
+
+
+def test_the_page_and_the_kernel_agree_on_the_comm() -> None:
+    """The TypeScript constants against docwire's: the target, the protocol, and ceilings no
+    lower than the caps the kernel asks for (the page clamps to them)."""
+    from acp_kernel.notebook_mcp import docwire
+
+    source = (ROOT / "labextension" / "src" / "index.ts").read_text()
+    assert f"const TARGET = '{docwire.DOCUMENT_TARGET}';" in source
+    assert f"const PROTOCOL = {docwire.PROTOCOL};" in source
+    block = source[source.index("const CEILINGS: Caps = {"):]
+    block = block[: block.index("};")]
+    ceilings = {k: int(v.replace("_", "")) for k, v in re.findall(r"(\w+): ([\d_]+)", block)}
+    caps = docwire.Caps().model_dump()
+    assert set(ceilings) == set(caps)
+    assert all(ceilings[k] >= caps[k] for k in caps), (ceilings, caps)

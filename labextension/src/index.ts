@@ -23,6 +23,8 @@ const TARGET = 'acp_kernel.document';
 const PROTOCOL = 1;
 /** Set on the panel's node while the comm is open (tests wait on it; it shows nothing). */
 const OPEN_ATTRIBUTE = 'data-acp-kernel-document';
+/** A path longer than this is cut (the kernel refuses longer ones). */
+const MAX_PATH = 4_000;
 
 /** The caps the kernel asks for, each clamped to these ceilings (the kernel may not ask for more). */
 const CEILINGS: Caps = {
@@ -190,7 +192,7 @@ function snapshot(panel: NotebookPanel, id: number, caps: Caps): JSONish {
   return {
     type: 'snapshot',
     id,
-    path: panel.context.path,
+    path: panel.context.path.slice(0, MAX_PATH),
     dirty: panel.context.model.dirty,
     active: active >= 0 && active < count ? active : null,
     selected,
@@ -295,7 +297,12 @@ class DocumentLink {
         this.panel.node.removeAttribute(OPEN_ATTRIBUTE);
       }
     };
-    comm.open({ type: 'hello', protocol: PROTOCOL, path: this.panel.context.path, app: this.app });
+    comm.open({
+      type: 'hello',
+      protocol: PROTOCOL,
+      path: this.panel.context.path.slice(0, MAX_PATH),
+      app: this.app.slice(0, 100)
+    });
   }
 
   private onMsg(comm: Kernel.IComm, msg: KernelMessage.ICommMsgMsg): void {
@@ -307,10 +314,10 @@ class DocumentLink {
       this.panel.node.setAttribute(OPEN_ATTRIBUTE, 'open');
       return;
     }
-    if (data.type === 'snapshot_request' && typeof data.id === 'number') {
+    if (data.type === 'snapshot_request' && Number.isInteger(data.id)) {
       let reply: JSONish;
       try {
-        reply = snapshot(this.panel, data.id, capsFrom(data.caps));
+        reply = snapshot(this.panel, data.id as number, capsFrom(data.caps));
       } catch (error) {
         reply = { type: 'error', id: data.id, error: String(error).slice(0, 1_000) };
       }
