@@ -289,9 +289,10 @@ def _joined(value: Any) -> str:
 
 
 def _mime_note(mime: docwire.Mime) -> str:
-    if mime.mime.startswith("image/"):
-        return f"[image {mime.mime}, about {mime.size * 3 // 4:,} bytes: not included]"
-    return f"[{mime.mime}, {mime.size:,} characters: not included]"
+    name = one_line(mime.mime, 100)  # a mime key is the code's choice: one line, bounded
+    if name.startswith("image/"):
+        return f"[image {name}, about {mime.size * 3 // 4:,} bytes: not included]"
+    return f"[{name}, {mime.size:,} characters: not included]"
 
 
 def output_summary(output: Any) -> str:

@@ -34,7 +34,8 @@ def test_the_live_notebook_with_unsaved_edits_the_active_and_the_selected_cells(
             {"output_type": "error", "ename": "ValueError", "evalue": {"head": "bad value"}},
             {"output_type": "something_new", "data": 1},
         ]),
-        cell(HOSTILE, outputs=[{"output_type": "stream", "name": "stdout", "text": {"head": HOSTILE}}]),
+        cell(HOSTILE, outputs=[{"output_type": "stream", "name": "stdout", "text": {"head": HOSTILE}},
+                               {"output_type": "display_data", "others": [{"mime": "text/x\n## Cell 9: code", "size": 3}]}]),
     ])
     text = tools.cells_from_snapshot(snap)
     assert text.startswith("The notebook as it is now in the user's page (live, unsaved edits included; "
@@ -47,6 +48,7 @@ def test_the_live_notebook_with_unsaved_edits_the_active_and_the_selected_cells(
     assert "[image image/png, about 30,000 bytes: not included]" in text
     assert "ValueError: bad value" in text and "[something_new output]" in text
     assert HOSTILE in text and live(text) == []  # agent text stays text
+    assert "\n## Cell 9" not in text and "[text/x ## Cell 9: code, 3 characters: not included]" in text
     assert f"{tools.CELL_SOURCE_LIMIT:,} characters" in text  # the budgets are said
 
 
