@@ -134,3 +134,11 @@ def test_the_page_showing_the_kernels_own_notebook_is_asked(monkeypatch):
     assert document.choose(None) is pages[2]
     monkeypatch.setattr(document, "_pages", [])
     assert document.choose("/x.ipynb") is None
+
+
+def test_cells_the_page_sent_as_stubs_say_so():
+    """Past the page's total (1,000,000 characters) it sends each cell's start only."""
+    snap = snapshot(cells=[cell("x = 1"), {**cell("y = 2  # the start of a long cell"), "stub": True}])
+    text = tools.cells_from_snapshot(snap)
+    assert "y = 2  # the start of a long cell" in text
+    assert text.count("[the page sent only the start of this cell: the notebook is large]") == 1

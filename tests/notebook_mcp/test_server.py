@@ -454,3 +454,10 @@ async def test_cells_reads_the_live_notebook_from_the_page(kernel, tmp_path):
                 "cells": [{"cell_type": "code", "source": {"head": "x" * 10 * SOURCE_CHARS}}]}})
             refused = text(await asyncio.wait_for(call, 30))
             assert "the notebook page's snapshot was refused (1 problems; first at cells.0.source.head" in refused
+            # a page that could not read its notebook says so, and that is passed on
+            call = asyncio.create_task(session.call_tool("cells", {}))
+            kind, request = await comm_message(page, comm_id)
+            page_send(page, "comm_msg", {"comm_id": comm_id, "data": {
+                "type": "error", "id": request["id"], "error": "TypeError: no model"}})
+            failed = text(await asyncio.wait_for(call, 30))
+            assert "the notebook page could not read the notebook (TypeError: no model)" in failed
