@@ -93,3 +93,16 @@ def test_a_python_notebook_opens_the_comm_after_load_ext_and_again_after_a_resta
     expect(row).to_contain_text("## Cell 5: code")
     errors = [e for e in nb.console_errors if e not in NOT_OURS]  # type: ignore[attr-defined]
     assert not errors, errors
+
+
+def test_a_kernel_change_opens_the_comm_with_the_new_kernel(pynb: Notebook) -> None:
+    """Switching a python3 notebook to the ACP kernel: the page asks the new kernel, which
+    offers the target from its start, and opens the comm with it."""
+    nb = pynb
+    assert nb.panel.get_attribute(OPEN) is None
+    # Not awaited here (the change's promise): the toolbar and the attribute say when.
+    nb.page.evaluate("() => { window.jupyterapp.shell.currentWidget.sessionContext.changeKernel({name: 'acp'}); }")
+    expect(nb.panel.locator(".jp-KernelName")).to_have_text("ACP Agent", timeout=START)
+    expect(nb.panel).to_have_attribute(OPEN, "open", timeout=START)
+    errors = [e for e in nb.console_errors if e not in NOT_OURS]  # type: ignore[attr-defined]
+    assert not errors, errors
