@@ -10,7 +10,9 @@ and prints one JSON object on its last stdout line:
 - per call (p50 / p95 over ``N``): a plain ``execute_request`` of ``pass`` through
   jupyter_client (the floor: any client of the kernel pays it), ``variables``, ``execute``
   of ``pass``, ``cells``;
-- ``execute`` printing 1 MB (the output bounded to 20,000 characters for the agent).
+- ``execute`` printing 1 MB (the output bounded to 20,000 characters for the agent);
+- the live ``cells`` of a 500-cell notebook, in-process (:func:`cells_500`): the page's
+  snapshot validated, then laid out within its budget.
 
 The section (``notebook_mcp(ctx)``, ``--only notebook-mcp``) runs it once.
 """
@@ -113,6 +115,29 @@ async def measure(calls: int) -> dict[str, Any]:
         await km.shutdown_kernel(now=True)
 
 
+def cells_500(repeat: int = 20) -> dict[str, Any]:
+    """The live ``cells`` on a 500-cell notebook, in this process: the page's snapshot
+    (JSON, each cell with a 30-line source and a 200-line output) validated as the kernel
+    does, then laid out within the budget. p50 over ``repeat``."""
+    from acp_kernel.notebook_mcp import docwire, tools
+
+    cells = [{"id": f"c{i}", "cell_type": "code", "execution_count": i + 1,
+              "source": {"head": f"value_{i} = compute({i})\n" + "# a comment line\n" * 30},
+              "outputs": [{"output_type": "stream", "name": "stdout", "text": {"head": f"{i}\n" * 200}}]}
+             for i in range(500)]
+    data = json.loads(json.dumps({"type": "snapshot", "id": 1, "active": 250, "cells": cells}))
+    validate, layout = [], []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        snap = docwire.Snapshot.model_validate(data)
+        t1 = time.perf_counter()
+        text = tools.cells_from_snapshot(snap)
+        layout.append(time.perf_counter() - t1)
+        validate.append(t1 - t0)
+    return {"validate_ms": statistics.median(validate) * 1000, "format_ms": statistics.median(layout) * 1000,
+            "chars": len(text), "budget": tools.CELLS_BUDGET, "json_chars": len(json.dumps(data))}
+
+
 def notebook_mcp(ctx: Any) -> Any:
     """The benchmark section for ``benchmarks/run.py`` (``--only notebook-mcp``)."""
     from benchmarks.run import Failed, Section, worker
@@ -134,6 +159,11 @@ def notebook_mcp(ctx: Any) -> Any:
     sec.notes.append(f"server start to tools listed: {r['start_ms']:.0f} ms; {r['calls']} calls per row")
     sec.notes.append(f"`execute` printing 1 MB: {r['print_1mb_ms']:.0f} ms; the agent got "
                      f"{r['print_1mb_reply_chars']:,} characters (head and tail, the cut said)")
+    live = cells_500()
+    sec.notes.append(f"live `cells` of a 500-cell notebook ({live['json_chars']:,} characters of snapshot "
+                     f"JSON, in-process, p50 of 20): validated in {live['validate_ms']:.1f} ms, laid out in "
+                     f"{live['format_ms']:.1f} ms; the answer {live['chars']:,} characters (budget "
+                     f"{live['budget']:,})")
     return sec
 
 

@@ -86,6 +86,9 @@ def load_ipython_extension(ip: Any) -> None:
         from acp_kernel.frontends.api import widget_clients  # lazy: start-up time
 
         widget_clients(kernel)
+        from acp_kernel.notebook_mcp import register_document  # lazy: start-up time
+
+        register_document()  # the notebook page's extension opens its document comm (live `cells`)
     from .runtime import kill_all_now  # lazy: start-up time
 
     atexit.register(kill_all_now)

@@ -38,7 +38,8 @@ fi
 "$CHROMIUM" --version 2>/dev/null
 
 # jupyterlab_widgets (ipywidgets' labextension) and anywidget's labextension
-# ship as prebuilt extensions inside these Python packages.
+# ship as prebuilt extensions inside these Python packages; acp-kernel's own
+# (labextension/) inside acp-kernel, installed before this runs (scripts/test.sh).
 echo "==> installing JupyterLab, Playwright, ipywidgets and anywidget into $("$PYTHON" -c 'import sys; print(sys.prefix)')"
 VENV_PYTHON="$PYTHON" venv_install jupyterlab playwright ipywidgets anywidget
 
@@ -46,7 +47,7 @@ VENV_PYTHON="$PYTHON" venv_install jupyterlab playwright ipywidgets anywidget
 listing="$("$PYTHON" -m jupyter labextension list 2>&1)"
 echo "$listing"
 missing=0
-for ext in "@jupyter-widgets/jupyterlab-manager" "anywidget"; do
+for ext in "@jupyter-widgets/jupyterlab-manager" "anywidget" "acp-kernel"; do
   if ! printf '%s\n' "$listing" | grep -E "^[[:space:]]*${ext}[[:space:]].*enabled.*OK" >/dev/null; then
     echo "ERROR: the JupyterLab extension ${ext} is not installed, enabled and OK" >&2
     missing=1

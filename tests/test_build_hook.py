@@ -12,6 +12,7 @@ import hashlib
 import http.server
 import importlib.util
 import io
+import json
 import os
 import tarfile
 import threading
@@ -199,6 +200,14 @@ def test_a_real_wheel_build_without_the_registry(tmp_path, registry):
     # The repository's magics/ ships inside the package, never as a top-level "magics".
     assert "acp_kernel/magics/__init__.py" in names and "acp_kernel/magics/runtime.py" in names
     assert not [n for n in names if n.startswith("magics/")]
+    # The prebuilt front-end extension, as shared-data: installed where JupyterLab finds it.
+    (data,) = {n.split("/")[0] for n in names if n.split("/")[0].endswith(".data")}
+    shared = data + "/data/share/jupyter/labextensions/acp-kernel/"
+    for rel in ("package.json", "install.json", "source-sha256"):
+        assert shared + rel in names, names
+    built = json.loads(zipfile.ZipFile(wheel).read(shared + "package.json"))
+    assert shared + built["jupyterlab"]["_build"]["load"] in names
+    assert not [n for n in names if n.startswith("acp_kernel/labextension/")]  # once, not twice
     # ... and the installed wheel imports it from itself, not through the checkout finder.
     target = tmp_path / "installed"
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target), str(wheel)],

@@ -33,6 +33,7 @@ from ..errors import AcpError, PassthroughError, RpcError
 from .kernel_io import KernelFrontend, KernelSink
 from .process import tune_own_process
 from .parts import PARTS
+from ..notebook_mcp import register_document
 from ..safe import Markdown, bundle, plain
 from ..client.session import __version__, resource_link, text_block
 from ..view.frontend import WidgetClients
@@ -86,6 +87,7 @@ class AcpKernel(Kernel):
         compat.register_widget_control(self.comm_manager)  # a reloaded page gets widget state via the control comm
         # After install_comms, which replaces the comm_open handler: who announced a widget manager.
         compat.watch_shell_messages(self, ("comm_open", "comm_info_request"), self.widget_clients.note)
+        register_document()  # the notebook page's extension opens its document comm (live `cells`)
         for line in compat.untested():
             self.log.warning(line)
         self._sink: KernelSink | None = None

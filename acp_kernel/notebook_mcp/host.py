@@ -21,7 +21,7 @@ from typing import Any, Iterator, Protocol, runtime_checkable
 from pydantic import ValidationError
 
 from .. import compat
-from . import tools
+from . import document, tools
 from .wire import (ARGS, COMM_TARGET, TOOLS, ExecuteArgs, Open, Ready, Refused, Reply, Request, Text,
                    VariablesArgs, error_reply)
 
@@ -74,6 +74,7 @@ def offer(bridge: NotebookBridge) -> dict | None:
         return None
     if manager.targets.get(COMM_TARGET) is not _on_open:
         manager.register_target(COMM_TARGET, _on_open)
+    document.register()  # a python3 kernel that connects through the API, without the magics
     token = secrets.token_hex(24)  # never starts with '-', which argparse would read as an option
     _bridges[token] = bridge
     return {"name": "notebook", "command": sys.executable,
@@ -191,7 +192,7 @@ async def _serve(token: str, comm: Any, bridge: NotebookBridge, request: Request
         elif isinstance(args, VariablesArgs):
             reply = variables(bridge, request.id, args)
         else:
-            reply = cells(bridge, request.id)
+            reply = await cells(bridge, request.id)
     except ValidationError as exc:
         reply = error_reply(request.id, f"bad arguments for {request.tool}: {exc.errors(include_url=False)}")
     except Exception as exc:  # noqa: BLE001 - the agent gets the reason, the kernel lives on
@@ -223,10 +224,17 @@ def _shell_hidden() -> dict:
         return {}
 
 
-def cells(bridge: NotebookBridge, rid: int) -> Reply:
+async def cells(bridge: NotebookBridge, rid: int) -> Reply:
+    """The live notebook from the page showing it (the front-end extension's document
+    comm), else the file as last saved, else the cells run here; each says which."""
     path = bridge.notebook_path()
-    text = (tools.cells_from_notebook(path) if path else
-            tools.cells_from_history(bridge.history(), "python" if bridge.namespace() is not None else ""))
+    live, why = await document.snapshot(path)
+    if live is not None:
+        text = tools.cells_from_snapshot(live)
+    elif path:
+        text = tools.cells_from_notebook(path, why)
+    else:
+        text = tools.cells_from_history(bridge.history(), "python" if bridge.namespace() is not None else "", why)
     return Reply(id=rid, content=[Text(text=text)])
 
 

@@ -27,6 +27,7 @@ from pydantic import ValidationError
 
 from .._version import VERSION
 from ..errors import AcpError
+from .docwire import CELL_OUTPUT_LIMIT, CELL_SOURCE_LIMIT, CELLS_BUDGET, SNAPSHOT_TIMEOUT
 from .wire import (ARGS, COMM_TARGET, CONNECT_TIMEOUT, EXECUTE_TIMEOUT, REQUEST_TIMEOUT, TOOLS,
                    Image, Open, Ready, Refused, Reply, Request, Text)
 
@@ -44,9 +45,18 @@ DESCRIPTIONS = {
                 "available. Outputs are bounded."),
     "variables": ("List the user's variables in the live kernel: names, types and short previews "
                   "(DataFrames: shape, dtypes, head). With name, one variable in more detail."),
-    "cells": ("The notebook's cells with their sources and text outputs, as last saved (so you can "
-              "refer to 'the plot above'); when the kernel does not know its notebook file, the "
-              "sources of the cells run in this kernel instead."),
+    "cells": ("The notebook's cells as the user sees them now, read from their JupyterLab or Notebook 7 "
+              "page: unsaved edits included, each cell's id, type, source, execution count and "
+              "outputs, and which cell is active (the user's cursor) and which are selected (so you "
+              "can refer to 'the cell I am on' or 'the plot above'). Without such a page (VS Code, "
+              "a headless run, no answer in "
+              f"{SNAPSHOT_TIMEOUT:g} s) the notebook file as last saved, saying so and how old it "
+              "is; when the kernel does not know its file, the sources of the cells run in this "
+              f"kernel. Bounded: at most {CELLS_BUDGET:,} characters; a cell's source is cut to "
+              f"{CELL_SOURCE_LIMIT:,} and its outputs' text to {CELL_OUTPUT_LIMIT:,} (head and "
+              "tail); images and HTML are named with their size, errors give their name and value; "
+              "when the cells do not fit, those nearest the active cell are shown in full, the "
+              "others as one line each or as a range left out."),
 }
 
 

@@ -13,14 +13,18 @@ import base64
 import itertools
 import json
 import linecache
+import os
 import re
 import reprlib
+import time
 import traceback
 import types
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 
+from . import docwire
 from .wire import MAX_IMAGE_BYTES, MAX_IMAGES, MAX_TEXT, Image, Text
 
 #: IPython's own names in a user namespace, never "user variables".
@@ -256,69 +260,245 @@ def _indent(text: str) -> str:
 
 
 # -- cells ----------------------------------------------------------------------------
+#
+# One formatter for the live notebook (a page's snapshot) and the saved file: both
+# become a docwire.Snapshot, cut the same way, then laid out within CELLS_BUDGET.
 
-#: Per-cell bound on output text, so one huge output does not hide the others.
-CELL_OUTPUT_LIMIT = 2_000
+CELLS_BUDGET, CELL_SOURCE_LIMIT, CELL_OUTPUT_LIMIT = (docwire.CELLS_BUDGET, docwire.CELL_SOURCE_LIMIT,
+                                                     docwire.CELL_OUTPUT_LIMIT)
+#: At most this share of the budget goes to one-line stubs of cells not shown in full.
+STUB_SHARE = 0.35
 
 
-def output_text(output: dict) -> str:
-    """The text of one saved output (images and HTML are named, not included)."""
-    kind = output.get("output_type")
-    if kind == "stream":
-        return _joined(output.get("text", ""))
-    if kind == "error":
-        tb = "\n".join(_joined(line) for line in output.get("traceback", []) or [])
-        return plain(tb) or f"{output.get('ename', '')}: {output.get('evalue', '')}"
-    if kind in ("execute_result", "display_data"):
-        data = output.get("data", {}) or {}
-        if "text/plain" in data:
-            text = _joined(data["text/plain"])
-        else:
-            text = ""
-        others = sorted(k for k in data if k != "text/plain")
-        if others:
-            text += ("\n" if text else "") + f"[also {', '.join(others)}]"
-        return text
-    return f"[{kind} output]"
+def text_cut(text: str, limit: int) -> docwire.Text:
+    """``text`` cut as the page cuts it: the head and the tail, and the count between."""
+    if len(text) <= limit:
+        return docwire.Text(head=text)
+    head = (limit + 1) // 2
+    return docwire.Text(head=text[:head], tail=text[len(text) - (limit - head):] if limit > head else "",
+                        omitted=len(text) - limit)
+
+
+def _whole(text: docwire.Text) -> str:
+    middle = f"\n[... {text.omitted} characters cut ...]\n" if text.omitted else ""
+    return text.head + middle + text.tail
 
 
 def _joined(value: Any) -> str:
     return "".join(value) if isinstance(value, list) else str(value)
 
 
-def cells_from_notebook(path: str) -> str:
-    """The notebook at ``path`` as last saved: each cell's source and text outputs."""
+def _mime_note(mime: docwire.Mime) -> str:
+    name = one_line(mime.mime, 100)  # a mime key is the code's choice: one line, bounded
+    if name.startswith("image/"):
+        return f"[image {name}, about {mime.size * 3 // 4:,} bytes: not included]"
+    return f"[{name}, {mime.size:,} characters: not included]"
+
+
+def output_summary(output: Any) -> str:
+    """One output as text: a stream's text, an error's name and value, a result's
+    text/plain, and every other part named with its size (images never included)."""
+    if isinstance(output, docwire.Stream):
+        return plain(_whole(output.text))
+    if isinstance(output, docwire.Error):
+        return plain(f"{output.ename}: {_whole(output.evalue)}")
+    if isinstance(output, docwire.Data):
+        parts = [plain(_whole(output.text))] if output.text is not None else []
+        return "\n".join(parts + [_mime_note(m) for m in output.others])
+    return f"[{one_line(str(getattr(output, 'output_type', '?')), 80)} output]"
+
+
+def saved_output(output: dict) -> Any:
+    """A saved (nbformat) output as the page would have sent it."""
+    kind = output.get("output_type")
+    limit = docwire.OUTPUT_CHARS
+    if kind == "stream":
+        return docwire.Stream(output_type="stream", name=str(output.get("name", "stdout"))[:200],
+                              text=text_cut(_joined(output.get("text", "")), limit))
+    if kind == "error":
+        return docwire.Error(output_type="error", ename=str(output.get("ename", ""))[:200],
+                             evalue=text_cut(str(output.get("evalue", "")), limit))
+    if kind in ("execute_result", "display_data"):
+        data = output.get("data") or {}
+        text = text_cut(_joined(data["text/plain"]), limit) if "text/plain" in data else None
+        others = [docwire.Mime(mime=str(k)[:200], size=len(_joined(v)) if isinstance(v, (str, list)) else len(json.dumps(v)))
+                  for k, v in sorted(data.items()) if k != "text/plain"][:50]
+        return docwire.Data(output_type=kind, text=text, others=others)
+    return docwire.OtherOutput(output_type=str(kind)[:200])
+
+
+def snapshot_of_saved(nb: Any, path: str = "") -> docwire.Snapshot:
+    """A saved notebook (nbformat's dict) as a snapshot: no active cell, nothing selected."""
+    cells = []
+    for cell in list(nb.get("cells", []))[: docwire.MAX_CELLS]:
+        outputs = list(cell.get("outputs", []) or [])
+        cells.append(docwire.Cell(
+            id=str(cell.get("id", "") or "")[:200], cell_type=str(cell.get("cell_type", "?"))[:200],
+            source=text_cut(_joined(cell.get("source", "")), docwire.SOURCE_CHARS),
+            execution_count=cell.get("execution_count") if isinstance(cell.get("execution_count"), int) else None,
+            outputs=[saved_output(o) for o in outputs[: docwire.OUTPUTS_PER_CELL] if isinstance(o, dict)],
+            outputs_omitted=max(0, len(outputs) - docwire.OUTPUTS_PER_CELL)))
+    return docwire.Snapshot(id=0, path=path, cells=cells,
+                            cells_omitted=max(0, len(nb.get("cells", [])) - docwire.MAX_CELLS))
+
+
+def _lang(kind: str) -> str:
+    return "python" if kind == "code" else ("markdown" if kind == "markdown" else "")
+
+
+def _marks(snap: docwire.Snapshot, index: int, selected: set[int]) -> str:
+    marks = (["active: the user's cursor is here"] if index == snap.active else []) + (
+        ["selected"] if index in selected else [])
+    return f" ({', '.join(marks)})" if marks else ""
+
+
+def _heading(snap: docwire.Snapshot, index: int, selected: set[int]) -> str:
+    cell = snap.cells[index]
+    count = f", execution count {cell.execution_count}" if cell.execution_count else ""
+    ident = f", id {json.dumps(cell.id)}" if cell.id else ""
+    return f"## Cell {index + 1}: {one_line(cell.cell_type, 40)}{count}{ident}{_marks(snap, index, selected)}"
+
+
+def _full(snap: docwire.Snapshot, index: int, selected: set[int]) -> str:
+    cell = snap.cells[index]
+    parts = [_heading(snap, index, selected), fence(cut(_whole(cell.source), CELL_SOURCE_LIMIT), _lang(cell.cell_type))]
+    if cell.stub:
+        parts.append("[the page sent only the start of this cell: the notebook is large]")
+    outputs = [text for text in (output_summary(o) for o in cell.outputs) if text]
+    if outputs:
+        parts.append("Outputs:\n" + fence(cut("\n".join(outputs), CELL_OUTPUT_LIMIT), "text"))
+    if cell.outputs_omitted:
+        parts.append(f"[{_count(cell.outputs_omitted, 'more output')} not sent]")
+    return "\n".join(parts)
+
+
+def _stub(snap: docwire.Snapshot, index: int, selected: set[int]) -> str:
+    source = _whole(snap.cells[index].source)
+    first = next((line for line in source.splitlines() if line.strip()), "")
+    lines = source.count("\n") + 1 if source else 0
+    return (f"{_heading(snap, index, selected)}: {_count(lines, 'line')}"
+            + (f", first: {json.dumps(one_line(first, 100))}" if first else ""))
+
+
+def _priority(snap: docwire.Snapshot, selected: set[int]) -> list[int]:
+    """Which cells matter most: the active one, the selected ones, then by distance from
+    the active cell (else from the last one: the newest work is usually at the end)."""
+    n = len(snap.cells)
+    anchor = snap.active if snap.active is not None and 0 <= snap.active < n else n - 1
+    return sorted(range(n), key=lambda i: (i != anchor, i not in selected, abs(i - anchor), i))
+
+
+def format_cells(snap: docwire.Snapshot, intro: str, budget: int = CELLS_BUDGET) -> str:
+    """The cells within ``budget`` characters: every cell in full when they fit; else the
+    cells that matter most (:func:`_priority`) in full, others as one-line stubs, and
+    the farthest named only as a range left out."""
+    selected = set(snap.selected)
+    n = len(snap.cells)
+    full = [_full(snap, i, selected) for i in range(n)]
+    room = budget - len(intro) - 400  # the notes on cells left out
+    if sum(len(f) + 2 for f in full) <= room:
+        level = [2] * n
+    else:
+        level = [0] * n
+        stubs = [_stub(snap, i, selected) for i in range(n)]
+        order = _priority(snap, selected)
+        used = 0
+        for i in order:
+            if used + len(stubs[i]) + 2 > room * STUB_SHARE:
+                break
+            level[i], used = 1, used + len(stubs[i]) + 2
+        for i in order:
+            extra = len(full[i]) - (len(stubs[i]) if level[i] else 0) + (0 if level[i] else 2)
+            if used + extra <= room:
+                level[i], used = 2, used + extra
+    parts = [intro]
+    gap: list[int] = []
+
+    def close_gap() -> None:
+        if gap:
+            span = f"Cells {gap[0] + 1}–{gap[-1] + 1}" if len(gap) > 1 else f"Cell {gap[0] + 1}"
+            parts.append(f"[{span} left out ({_count(len(gap), 'cell')}) to keep this answer within "
+                         f"{budget:,} characters]")
+            gap.clear()
+
+    for i in range(n):
+        if level[i] == 0:
+            gap.append(i)
+            continue
+        close_gap()
+        parts.append(full[i] if level[i] == 2 else _stub(snap, i, selected))
+    close_gap()
+    if snap.cells_omitted:
+        parts.append(f"[{_count(snap.cells_omitted, 'more cell')} past the first {n:,} not sent]")
+    return cut("\n\n".join(parts), budget)
+
+
+def _limits_line() -> str:
+    return (f"Each cell's source is cut to {CELL_SOURCE_LIMIT:,} characters and its outputs' text to "
+            f"{CELL_OUTPUT_LIMIT:,} (head and tail); images and HTML are named with their size, not "
+            f"included; errors show their name and value. When the cells do not fit in "
+            f"{CELLS_BUDGET:,} characters, those nearest the active cell are shown in full and the "
+            "others as one line each.")
+
+
+def cells_from_snapshot(snap: docwire.Snapshot, budget: int = CELLS_BUDGET) -> str:
+    """The live notebook as the user's page has it now (unsaved edits included)."""
+    n = len(snap.cells) + snap.cells_omitted
+    state = "it has unsaved changes" if snap.dirty else "no unsaved changes"
+    where = f"Its path (relative to the Jupyter server's root):\n{fence(snap.path, 'text')}" if snap.path else ""
+    active = (f"The user's active cell is cell {snap.active + 1}."
+              if snap.active is not None and 0 <= snap.active < len(snap.cells) else "No cell is active.")
+    chosen = [i + 1 for i in snap.selected if 0 <= i < len(snap.cells)]
+    picked = f" Selected: cells {', '.join(map(str, chosen[:50]))}." if chosen else ""
+    intro = (f"The notebook as it is now in the user's page (live, unsaved edits included; {state}): "
+             f"{_count(n, 'cell')}, numbered from 1. {active}{picked} {_limits_line()}"
+             + (f"\n{where}" if where else ""))
+    return format_cells(snap, intro, budget)
+
+
+def age(seconds: float) -> str:
+    """A duration in words a reader takes in at a glance."""
+    seconds = max(0, int(seconds))
+    if seconds < 90:
+        return f"{seconds} s"
+    if seconds < 90 * 60:
+        return f"{round(seconds / 60)} min"
+    if seconds < 48 * 3600:
+        return f"{seconds // 3600} h {seconds % 3600 // 60} min"
+    return f"{seconds // 86400} days"
+
+
+def cells_from_notebook(path: str, why: str = "", now: float | None = None) -> str:
+    """The notebook at ``path`` as last saved, saying why the live notebook is not
+    used (``why``) and how old the file is."""
     import nbformat
 
     try:
         nb = nbformat.read(path, as_version=4)
+        mtime = os.stat(path).st_mtime
     except Exception as exc:  # noqa: BLE001 - a missing, unreadable or invalid file
         return (f"The notebook could not be read ({type(exc).__name__}: {one_line(str(exc), 300)}). "
                 f"Its path:\n{fence(path, 'text')}")
-    parts = [f"The notebook as last saved (unsaved edits are not included): {_count(len(nb.cells), 'cell')}, "
-             f"numbered from 1. Its path:\n{fence(path, 'text')}"]
-    for number, cell in enumerate(nb.cells, 1):
-        kind = cell.get("cell_type", "?")
-        count = cell.get("execution_count")
-        head = f"## Cell {number}: {kind}" + (f", execution count {count}" if count else "")
-        lang = "python" if kind == "code" else ("markdown" if kind == "markdown" else "")
-        parts.append(f"{head}\n{fence(_joined(cell.get('source', '')), lang)}")
-        outputs = [output_text(o) for o in cell.get("outputs", []) or []]
-        outputs = [o for o in outputs if o]
-        if outputs:
-            parts.append("Outputs:\n" + fence(cut("\n".join(outputs), CELL_OUTPUT_LIMIT), "text"))
-    return cut("\n\n".join(parts))
+    now = time.time() if now is None else now
+    saved_at = datetime.fromtimestamp(mtime, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    snap = snapshot_of_saved(nb, path)
+    intro = ("The notebook as last saved (unsaved edits are not included"
+             + (f": {why}" if why else "") + f"). The file was saved {age(now - mtime)} ago ({saved_at}). "
+             f"{_count(len(nb.cells), 'cell')}, numbered from 1. {_limits_line()} "
+             f"Its path:\n{fence(path, 'text')}")
+    return format_cells(snap, intro)
 
 
 def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
-def cells_from_history(history: list[str], language: str = "python") -> str:
+def cells_from_history(history: list[str], language: str = "python", why: str = "") -> str:
     """The sources run in this kernel, when the notebook file is not known
     (``language`` "": the ACP kernel's cells are prompts, not code)."""
-    intro = ("This kernel does not know its notebook file, so these are the sources of the cells "
-             f"run in this kernel, oldest first ({_count(len(history), 'run')}, no outputs).")
+    intro = ("This kernel does not know its notebook file" + (f" and {why}" if why else "") + ", so "
+             f"these are the sources of the cells run in this kernel, oldest first "
+             f"({_count(len(history), 'run')}, no outputs).")
     parts = [intro] + [f"## Run {n}\n{fence(source, language)}" for n, source in enumerate(history, 1)]
     return cut("\n\n".join(parts))
 

@@ -6,11 +6,15 @@ import json
 import re
 import time
 
-from .conftest import START, Notebook, TURN, skip_unless_browser
+import pytest
+
+from .conftest import START, Notebook, TURN, _open_notebook, skip_unless_browser
 
 skip_unless_browser()
 
 from playwright.sync_api import expect
+
+from .test_live_cells import unsaved_edit_then_cells  # noqa: E402
 
 
 def test_notebook7_runs_a_turn_tool_rows_and_a_terminal(nb7: Notebook) -> None:
@@ -81,3 +85,16 @@ def test_a_saved_turn_reopens_in_notebook7_with_a_new_kernel_untrusted_and_with_
     expect(page.locator(".jp-Dialog")).to_have_count(1, timeout=START)  # "Select Kernel"
     assert not nb7.lab.api("GET", "/api/kernels")  # no kernel started for it
     page.close()
+
+
+
+@pytest.fixture
+def nb7_two_cells(notebook7, browser_context, request):
+    """A Notebook 7 page on an ACP Agent notebook with two empty cells, its kernel idle."""
+    yield from _open_notebook(notebook7, browser_context, request, "/notebooks/{name}", cells=["", ""])
+
+
+def test_notebook7_the_agent_reads_an_unsaved_edit_and_the_active_cell(nb7_two_cells: Notebook) -> None:
+    """The live ``cells`` in Notebook 7's notebook page (the same extension, the same comm)."""
+    unsaved_edit_then_cells(nb7_two_cells)
+    nb7_two_cells.screenshot("live-cells-nb7.png")

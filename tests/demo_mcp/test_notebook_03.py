@@ -69,3 +69,6 @@ def test_notebook_mcp_demo_runs_through_nbclient(kernel_env, tmp_path, monkeypat
 
     cells = by_source["%%acp\nnotebook cells"]
     assert "notebook: cells" in cells and "sales = [120, 95, 143]" in cells
+    # nbclient: no page, no file name: the cells run here, saying why not the live notebook
+    assert ("This kernel does not know its notebook file and no notebook page with acp-kernel's "
+            "JupyterLab / Notebook 7 extension is connected to this kernel") in " ".join(cells.split())

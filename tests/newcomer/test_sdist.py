@@ -33,6 +33,9 @@ LEFTOVERS = {
     "acp_kernel/view/static/vendor/xterm.mjs": b"//",
     "notebooks/.ipynb_checkpoints/01-acp-kernel-tour-checkpoint.ipynb": b"{}",
     "benchmarks/.node/node": b"",
+    "labextension/node_modules/@jupyterlab/application/package.json": b"{}",
+    "labextension/lib/index.js": b"//",
+    "labextension/tsconfig.tsbuildinfo": b"{}",
 }
 
 EXPECTED = [
@@ -41,6 +44,8 @@ EXPECTED = [
     "tests/conftest.py", "tests/agents/scripted_agent.py", "tests/browser/conftest.py",
     "notebooks/01-acp-kernel-tour.ipynb", "binder/runtime.txt", "binder/postBuild",
     "scripts/demo.sh", "scripts/test.sh", "scripts/project-venv.sh",
+    "labextension/src/index.ts", "labextension/package.json", "labextension/package-lock.json",
+    "acp_kernel/labextension/package.json", "scripts/build-labextension.sh",
 ]
 
 
@@ -63,7 +68,8 @@ def test_the_sdist_holds_the_project_and_no_leftovers(tmp_path):
         licence = tar.extractfile(f"{top}/LICENSE").read().decode()
 
     junk = (".hypothesis/", ".venv/", ".pytest_cache/", ".benchmarks/", "__pycache__/", ".pyc",
-            "/artifacts/", "/vendor/", "/.ipynb_checkpoints/", "/.node/")
+            "/artifacts/", "/vendor/", "/.ipynb_checkpoints/", "/.node/",
+            "/node_modules/", "labextension/lib/", ".tsbuildinfo")
     leaked = [n for n in names if n in LEFTOVERS or any(j in "/" + n + "/" for j in junk)]
     assert not leaked, leaked
     missing = [n for n in EXPECTED if n not in names]

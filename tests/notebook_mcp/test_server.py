@@ -9,13 +9,16 @@ import os
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
-from typing import AsyncIterator
+from typing import Any, AsyncIterator
 
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
+from acp_kernel.notebook_mcp.docwire import (CELL_SOURCE_LIMIT, CELLS_BUDGET, DOCUMENT_TARGET, SNAPSHOT_TIMEOUT, SOURCE_CHARS,
+                                              TOTAL_CHARS)
 from acp_kernel.notebook_mcp.wire import MAX_IMAGES, MAX_TEXT
 from acp_kernel.protocol import proctree
 
@@ -77,9 +80,15 @@ async def test_tools_listed_with_schemas_and_cells_from_the_file(kernel, tmp_pat
         assert list(tools) == ["execute", "variables", "cells"]
         assert tools["execute"].input_schema["required"] == ["code"]
         assert "name" in tools["variables"].input_schema["properties"]
+        assert "unsaved edits included" in tools["cells"].description  # and its budgets
+        assert all(f"{n:,}" in tools["cells"].description for n in (CELLS_BUDGET, CELL_SOURCE_LIMIT))
         assert "live" in session.instructions or "kernel" in session.instructions
         cells = await session.call_tool("cells", {})
         assert "1 cell," in text(cells) and "df = load()" in text(cells) and str(notebook) in text(cells)
+        # no page with the front-end extension here: the file, saying so and how old it is
+        assert text(cells).startswith("The notebook as last saved (unsaved edits are not included: no "
+                                      "notebook page with acp-kernel's JupyterLab / Notebook 7 extension is "
+                                      "connected to this kernel). The file was saved ")
 
 
 async def test_execute_then_variables_then_execute_again(kernel):
@@ -358,3 +367,97 @@ async def test_a_real_dataframe_and_a_matplotlib_figure(kernel):
         assert len([c for c in lots.content if c.type == "image"]) == MAX_IMAGES, text(lots)
         assert f"[{12 - MAX_IMAGES} × image past the first {MAX_IMAGES} left out]" in text(lots)
     assert (await kernel.run("import matplotlib.pyplot as plt; print(plt.get_fignums())")).strip() == "[]"
+
+
+# -- the live notebook: this test plays the notebook page (the front-end extension's side
+# of the document comm) through a second client of the same kernel
+
+@contextlib.asynccontextmanager
+async def page_client(kernel) -> AsyncIterator[Any]:
+    from jupyter_client.session import Session
+
+    # A session of its own: one id for two clients would route the kernel's replies to either.
+    page = kernel.km.client(session=Session(key=kernel.km.session.key))
+    page.start_channels()
+    try:
+        await page.wait_for_ready(timeout=60)
+        yield page
+    finally:
+        page.stop_channels()
+
+
+async def document_comms(page) -> list[dict]:
+    reply = await page.comm_info(target_name=DOCUMENT_TARGET, reply=True, timeout=30)
+    return list(reply["content"]["comms"].values())
+
+
+async def comm_message(page, comm_id: str, timeout: float = 30) -> tuple[str, dict]:
+    """The next comm_msg or comm_close the kernel sends on ``comm_id``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        msg = await page.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
+        content = msg["content"]
+        if msg["msg_type"] in ("comm_msg", "comm_close") and content.get("comm_id") == comm_id:
+            return msg["msg_type"], content.get("data") or {}
+
+
+def page_send(page, msg_type: str, content: dict) -> None:
+    page.shell_channel.send(page.session.msg(msg_type, content))
+
+
+async def open_document(page, path: str, protocol: int = 1) -> tuple[str, str, dict]:
+    comm_id = uuid.uuid4().hex
+    page_send(page, "comm_open", {"comm_id": comm_id, "target_name": DOCUMENT_TARGET,
+                                  "data": {"type": "hello", "protocol": protocol, "path": path, "app": "test"}})
+    kind, data = await comm_message(page, comm_id)
+    return comm_id, kind, data
+
+
+async def test_cells_reads_the_live_notebook_from_the_page(kernel, tmp_path):
+    import nbformat
+
+    notebook = tmp_path / "analysis.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("df = load()")]), str(notebook))
+    async with page_client(kernel) as page:
+        assert await document_comms(page) == []  # a plain python3 kernel: the page opens nothing
+        entry = await kernel.offer(notebook=str(notebook))
+        assert await document_comms(page) == [{"target_name": DOCUMENT_TARGET}]  # the anchor
+        _, kind, refused = await open_document(page, "analysis.ipynb", protocol=99)
+        assert kind == "comm_msg" and refused["type"] == "refused"
+        comm_id, kind, welcome = await open_document(page, "analysis.ipynb")
+        assert (kind, welcome) == ("comm_msg", {"type": "welcome", "protocol": 1})
+        async with mcp_session(entry) as session:
+            call = asyncio.create_task(session.call_tool("cells", {}))
+            kind, request = await comm_message(page, comm_id)
+            assert request["type"] == "snapshot_request" and request["caps"]["total_chars"] == TOTAL_CHARS
+            page_send(page, "comm_msg", {"comm_id": comm_id, "data": {
+                "type": "snapshot", "id": request["id"], "path": "analysis.ipynb", "dirty": True, "active": 1,
+                "cells": [{"id": "a1", "cell_type": "code", "source": {"head": "df = load()"}, "execution_count": 1},
+                          {"id": "b2", "cell_type": "code", "source": {"head": "df.plot()  # typed, unsaved"}}]}})
+            live = text(await asyncio.wait_for(call, 30))
+            assert live.startswith("The notebook as it is now in the user's page (live, unsaved edits included")
+            assert "df.plot()  # typed, unsaved" in live
+            assert ('## Cell 2: code, id "b2" (active: the user\'s cursor is here)' in live)
+            # a page that answers nothing: the saved file after the timeout, saying why
+            call = asyncio.create_task(session.call_tool("cells", {}))
+            kind, request = await comm_message(page, comm_id)
+            started = time.monotonic()
+            saved = text(await asyncio.wait_for(call, 30))
+            assert time.monotonic() - started < 20
+            assert saved.startswith("The notebook as last saved (unsaved edits are not included: the notebook "
+                                    f"page did not answer within {SNAPSHOT_TIMEOUT:g} s). The file was saved ")
+            # a page that sends more than the bounds: refused, and said so
+            call = asyncio.create_task(session.call_tool("cells", {}))
+            kind, request = await comm_message(page, comm_id)
+            page_send(page, "comm_msg", {"comm_id": comm_id, "data": {
+                "type": "snapshot", "id": request["id"],
+                "cells": [{"cell_type": "code", "source": {"head": "x" * 10 * SOURCE_CHARS}}]}})
+            refused = text(await asyncio.wait_for(call, 30))
+            assert "the notebook page's snapshot was refused (1 problems; first at cells.0.source.head" in refused
+            # a page that could not read its notebook says so, and that is passed on
+            call = asyncio.create_task(session.call_tool("cells", {}))
+            kind, request = await comm_message(page, comm_id)
+            page_send(page, "comm_msg", {"comm_id": comm_id, "data": {
+                "type": "error", "id": request["id"], "error": "TypeError: no model"}})
+            failed = text(await asyncio.wait_for(call, 30))
+            assert "the notebook page could not read the notebook (TypeError: no model)" in failed

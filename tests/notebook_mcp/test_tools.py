@@ -203,7 +203,8 @@ def test_cells_from_a_hostile_notebook(tmp_path):
         assert cell.source in text
     assert "## Cell 2: code, execution count 3" in text
     assert HOSTILE_HTML + "\n" in text  # the stream output, as text
-    assert "[also image/png, text/html]" in text and "ValueError: bad" in text
+    assert "[image image/png, about 3 bytes: not included]" in text and "ValueError: bad" in text
+    assert "[text/html, 28 characters: not included]" in text
     assert "\x1b" not in text
     # rendered by a trusting Markdown frontend, nothing in it is live
     assert live(text) == []

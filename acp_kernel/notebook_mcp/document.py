@@ -1,0 +1,163 @@
+"""The kernel side of the document comm: the notebook pages (the ``acp-kernel``
+front-end extension) that opened one, and asking a page for the live notebook.
+
+A page asks ``comm_info`` for :data:`~.docwire.DOCUMENT_TARGET` before it opens a
+comm, so a kernel without the target gets no ``comm_open`` (ipykernel would log an
+error for it). ``comm_info`` lists open comms, not targets: :func:`register` keeps one
+*anchor* comm under the target in the comm manager, never opened to any page, so
+that the answer names the target from the start.
+
+A comm message may be handled on another thread than the event loop that waits for
+the answer (subshells), so answers are handed over with ``call_soon_threadsafe``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import posixpath
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from .docwire import (DOCUMENT_TARGET, PROTOCOL, SNAPSHOT_TIMEOUT, Failed, Hello, Snapshot,
+                      SnapshotRequest, Welcome)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(eq=False)
+class Page:
+    """One open document comm: a notebook page showing this kernel's notebook."""
+
+    comm: Any
+    path: str  # the notebook's path as the page names it (relative to the server's root)
+    app: str
+
+
+_pages: list[Page] = []  # oldest first
+_pending: dict[int, tuple[Page, asyncio.Future[dict]]] = {}
+_ids = itertools.count(1)
+_anchor: Any = None
+
+
+def register() -> bool:
+    """Offer the document target in this kernel (again: a no-op); False outside a kernel."""
+    global _anchor
+    try:
+        import comm
+
+        manager = comm.get_comm_manager()
+    except Exception:  # noqa: BLE001 - not in a kernel
+        return False
+    if manager is None:
+        return False
+    if manager.targets.get(DOCUMENT_TARGET) is not _on_open:
+        manager.register_target(DOCUMENT_TARGET, _on_open)
+    if _anchor is None or manager.comms.get(str(getattr(_anchor, "comm_id", ""))) is not _anchor:
+        try:  # primary=False: nothing is sent; the manager only lists it for comm_info
+            _anchor = comm.create_comm(target_name=DOCUMENT_TARGET, primary=False)
+            manager.register_comm(_anchor)
+        except Exception:  # noqa: BLE001 - pages then see no target and fall back to the file
+            log.exception("acp_kernel: the document comm's anchor could not be registered")
+            return False
+    return True
+
+
+def pages() -> list[Page]:
+    """The pages with an open document comm, oldest first."""
+    return list(_pages)
+
+
+def _on_open(comm: Any, msg: dict) -> None:
+    data = (msg.get("content") or {}).get("data") or {}
+    try:
+        hello = Hello.model_validate(data)
+    except ValidationError:
+        hello = None
+    if hello is None or hello.protocol != PROTOCOL:
+        comm.send({"type": "refused", "error": f"this kernel speaks document protocol {PROTOCOL}"})
+        comm.close()
+        return
+    page = Page(comm=comm, path=hello.path, app=hello.app)
+    _pages.append(page)
+    comm.on_msg(lambda m: _on_msg(page, m))
+    comm.on_close(lambda m: _forget(page))
+    comm.send(Welcome().model_dump())
+
+
+def _forget(page: Page) -> None:
+    if page in _pages:
+        _pages.remove(page)
+    for rid, (asked, future) in list(_pending.items()):
+        if asked is page:
+            _settle(future, {"type": "error", "id": rid, "error": "the page closed its comm"})
+
+
+def _on_msg(page: Page, msg: dict) -> None:
+    data = (msg.get("content") or {}).get("data")
+    if not isinstance(data, dict) or not isinstance(data.get("id"), int):
+        return  # nothing this side asked for: a later protocol's message, ignored
+    entry = _pending.get(data["id"])
+    if entry is not None and entry[0] is page:
+        _settle(entry[1], data)
+
+
+def _settle(future: asyncio.Future[dict], data: dict) -> None:
+    def settle() -> None:
+        if not future.done():
+            future.set_result(data)
+
+    with contextlib.suppress(RuntimeError):  # the loop closed: the kernel is shutting down
+        future.get_loop().call_soon_threadsafe(settle)
+
+
+def choose(kernel_path: str | None) -> Page | None:
+    """The page to ask: the newest one showing the kernel's own notebook (Jupyter Server
+    names it to the kernel as an absolute path, the page relative to the root), else
+    the newest one (another notebook sharing this kernel: the snapshot names its path)."""
+    if not _pages:
+        return None
+    if kernel_path:
+        mine = posixpath.normpath(kernel_path.replace("\\", "/"))
+        for page in reversed(_pages):
+            theirs = posixpath.normpath(page.path) if page.path else ""
+            if theirs and (mine == theirs or mine.endswith("/" + theirs.lstrip("/"))):
+                return page
+    return _pages[-1]
+
+
+async def snapshot(kernel_path: str | None, timeout: float = SNAPSHOT_TIMEOUT) -> tuple[Snapshot | None, str]:
+    """The live notebook from a page, or None and why not (said to the agent)."""
+    page = choose(kernel_path)
+    if page is None:
+        return None, ("no notebook page with acp-kernel's JupyterLab / Notebook 7 extension is "
+                      "connected to this kernel")
+    rid = next(_ids)
+    future: asyncio.Future[dict] = asyncio.get_running_loop().create_future()
+    _pending[rid] = (page, future)
+    try:
+        page.comm.send(SnapshotRequest(id=rid).model_dump())
+        data = await asyncio.wait_for(future, timeout)
+    except asyncio.TimeoutError:
+        return None, f"the notebook page did not answer within {timeout:g} s"
+    except Exception as exc:  # noqa: BLE001 - a comm that closed under us
+        return None, f"the notebook page could not be asked ({type(exc).__name__})"
+    finally:
+        _pending.pop(rid, None)
+    if data.get("type") == "error":
+        try:
+            error = Failed.model_validate(data).error
+        except ValidationError:
+            error = "no reason given"
+        return None, f"the notebook page could not read the notebook ({error[:300]})"
+    try:
+        return Snapshot.model_validate(data), ""
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(map(str, first["loc"]))
+        return None, (f"the notebook page's snapshot was refused ({exc.error_count()} problems; "
+                      f"first at {where}: {first['msg']})")

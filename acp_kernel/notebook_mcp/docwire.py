@@ -1,0 +1,157 @@
+"""The document comm between the notebook page (the ``acp-kernel`` front-end extension)
+and the kernel: message shapes, bounds and budgets, in one place.
+
+The page opens the comm; the kernel asks it for things by ``type`` with a request
+``id`` and the page answers with the same ``id``. Slice 1 has one request, a snapshot
+of the live notebook; proposals (insert, edit, delete, run, accept, reject, undo) will
+be more ``type``\\ s on the same comm. Either side ignores a ``type`` it does not know.
+
+Everything the page sends is cut there first (the caps below travel in each request,
+so this module is their one source); the models bound it again, so a page that sends
+more is refused, not believed.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+#: The comm target the kernel registers; the page opens a comm to it.
+DOCUMENT_TARGET = "acp_kernel.document"
+#: The comm protocol's version; a page speaking another one is refused.
+PROTOCOL = 1
+
+#: How long the kernel waits for the page's snapshot, in seconds.
+SNAPSHOT_TIMEOUT = 5.0
+
+#: What the page keeps when it cuts (the head and the tail of a text, the count between).
+OUTPUT_CHARS = 1_500  # per output's text (below CELL_OUTPUT_LIMIT: one cut output shows whole)
+SOURCE_CHARS = 20_000  # per cell's source
+OUTPUTS_PER_CELL = 20  # more are counted
+TOTAL_CHARS = 1_000_000  # the whole snapshot's text; cells past it are sent as stubs
+STUB_CHARS = 200  # a stub's source head
+MAX_CELLS = 10_000
+
+#: The ``cells`` answer (formatted in tools.py): all of it, and one cell shown in full
+#: (its source, its outputs' text), in characters; the tool's description states them.
+CELLS_BUDGET = 20_000
+CELL_SOURCE_LIMIT = 4_000
+CELL_OUTPUT_LIMIT = 2_000
+
+#: Hard bounds in the models: above the caps, so only a page that ignores them trips one.
+_TEXT = OUTPUT_CHARS + 100
+_SOURCE = SOURCE_CHARS + 100
+_NAME = 300
+
+
+class _Loose(BaseModel):
+    """What the page sends: fields we do not know are ignored (a newer page)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+class Hello(_Loose):
+    """page -> kernel, the ``comm_open`` data."""
+
+    type: Literal["hello"] = "hello"
+    protocol: int
+    path: str = Field(default="", max_length=4_096)
+    app: str = Field(default="", max_length=_NAME)
+
+
+class Welcome(BaseModel):
+    """kernel -> page, the first message on an accepted comm."""
+
+    type: Literal["welcome"] = "welcome"
+    protocol: int = PROTOCOL
+
+
+class Caps(BaseModel):
+    """The caps the page cuts to (sent with each snapshot request)."""
+
+    output_chars: int = OUTPUT_CHARS
+    source_chars: int = SOURCE_CHARS
+    outputs_per_cell: int = OUTPUTS_PER_CELL
+    total_chars: int = TOTAL_CHARS
+    stub_chars: int = STUB_CHARS
+    max_cells: int = MAX_CELLS
+
+
+class SnapshotRequest(BaseModel):
+    """kernel -> page: send the notebook as it is now."""
+
+    type: Literal["snapshot_request"] = "snapshot_request"
+    id: int
+    caps: Caps = Field(default_factory=Caps)
+
+
+class Text(_Loose):
+    """A text cut by the page: ``head``, then ``omitted`` characters left out, then ``tail``."""
+
+    head: str = Field(default="", max_length=_SOURCE)
+    tail: str = Field(default="", max_length=_SOURCE)
+    omitted: int = Field(default=0, ge=0)
+
+
+class Mime(_Loose):
+    """A non-text output part, named with its size (images are never sent)."""
+
+    mime: str = Field(max_length=_NAME)
+    size: int = Field(default=0, ge=0)
+
+
+class Stream(_Loose):
+    output_type: Literal["stream"]
+    name: str = Field(default="stdout", max_length=_NAME)
+    text: Text = Field(default_factory=Text)
+
+
+class Error(_Loose):
+    output_type: Literal["error"]
+    ename: str = Field(default="", max_length=_TEXT)
+    evalue: Text = Field(default_factory=Text)
+
+
+class Data(_Loose):
+    output_type: Literal["execute_result", "display_data"]
+    text: Text | None = None  # its text/plain
+    others: list[Mime] = Field(default_factory=list, max_length=50)
+
+
+class OtherOutput(_Loose):
+    output_type: str = Field(max_length=_NAME)
+
+
+Output = Annotated[Union[Stream, Error, Data], Field(discriminator="output_type")]
+
+
+class Cell(_Loose):
+    id: str = Field(default="", max_length=_NAME)
+    cell_type: str = Field(max_length=_NAME)
+    source: Text = Field(default_factory=Text)
+    execution_count: int | None = None
+    outputs: list[Union[Output, OtherOutput]] = Field(default_factory=list, max_length=OUTPUTS_PER_CELL)
+    outputs_omitted: int = Field(default=0, ge=0)
+    stub: bool = False  # past the page's total budget: source head only, no outputs
+
+
+class Snapshot(_Loose):
+    """page -> kernel: the answer to :class:`SnapshotRequest` ``id``."""
+
+    type: Literal["snapshot"] = "snapshot"
+    id: int
+    path: str = Field(default="", max_length=4_096)
+    dirty: bool = False
+    active: int | None = None  # the active cell's index
+    selected: list[int] = Field(default_factory=list, max_length=MAX_CELLS)
+    cells: list[Cell] = Field(default_factory=list, max_length=MAX_CELLS)
+    cells_omitted: int = Field(default=0, ge=0)
+
+
+class Failed(_Loose):
+    """page -> kernel: request ``id`` could not be answered."""
+
+    type: Literal["error"] = "error"
+    id: int
+    error: str = Field(default="", max_length=_TEXT)

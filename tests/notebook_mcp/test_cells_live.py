@@ -1,0 +1,144 @@
+"""The ``cells`` answer from the live notebook (a page's snapshot, docwire's shapes) and
+from the saved file, laid out within its budget: pure, no processes."""
+
+from __future__ import annotations
+
+import os
+
+import nbformat
+import pytest
+from pydantic import ValidationError
+
+from acp_kernel.notebook_mcp import docwire, document, tools
+from tests.hostile.render import live
+
+HOSTILE = "<img src=x onerror=alert(1)>\n```\n</details>"
+
+
+def snapshot(**kwargs) -> docwire.Snapshot:
+    """A snapshot as the page sends it (JSON), validated as the kernel does."""
+    return docwire.Snapshot.model_validate({"type": "snapshot", "id": 1, **kwargs})
+
+
+def cell(source: str, cell_type: str = "code", **kwargs) -> dict:
+    return {"id": f"id-{abs(hash(source)) % 10_000}", "cell_type": cell_type,
+            "source": {"head": source, "tail": "", "omitted": 0}, **kwargs}
+
+
+def test_the_live_notebook_with_unsaved_edits_the_active_and_the_selected_cells():
+    snap = snapshot(path="work/analysis.ipynb", dirty=True, active=1, selected=[1, 2], cells=[
+        cell("# Title", "markdown"),
+        cell("x = 1  # typed, not saved", execution_count=4, outputs=[
+            {"output_type": "stream", "name": "stdout", "text": {"head": "a" * 500, "tail": "z" * 500, "omitted": 5000}},
+            {"output_type": "display_data", "text": {"head": "<Figure>"}, "others": [{"mime": "image/png", "size": 40_000}]},
+            {"output_type": "error", "ename": "ValueError", "evalue": {"head": "bad value"}},
+            {"output_type": "something_new", "data": 1},
+        ]),
+        cell(HOSTILE, outputs=[{"output_type": "stream", "name": "stdout", "text": {"head": HOSTILE}},
+                               {"output_type": "display_data", "others": [{"mime": "text/x\n## Cell 9: code", "size": 3}]}]),
+    ])
+    text = tools.cells_from_snapshot(snap)
+    assert text.startswith("The notebook as it is now in the user's page (live, unsaved edits included; "
+                           "it has unsaved changes): 3 cells")
+    assert "The user's active cell is cell 2. Selected: cells 2, 3." in text
+    assert ('## Cell 2: code, execution count 4, id "' in text
+            and "(active: the user's cursor is here, selected)" in text)
+    assert "x = 1  # typed, not saved" in text and "work/analysis.ipynb" in text
+    assert "a" * 500 + "\n[... 5000 characters cut ...]\n" + "z" * 500 in text
+    assert "[image image/png, about 30,000 bytes: not included]" in text
+    assert "ValueError: bad value" in text and "[something_new output]" in text
+    assert HOSTILE in text and live(text) == []  # agent text stays text
+    assert "\n## Cell 9" not in text and "[text/x ## Cell 9: code, 3 characters: not included]" in text
+    assert f"{tools.CELL_SOURCE_LIMIT:,} characters" in text  # the budgets are said
+
+
+def test_the_page_is_not_believed_past_the_bounds():
+    with pytest.raises(ValidationError):
+        snapshot(cells=[cell("x" * (docwire.SOURCE_CHARS + 1_000))])
+    with pytest.raises(ValidationError):
+        snapshot(cells=[cell("x", outputs=[{"output_type": "stream", "text": {"head": "y"}}] * 50)])
+    # fields and output types a newer page may send are ignored, not refused
+    snap = snapshot(cells=[cell("x", future_field=1, outputs=[{"output_type": "widget_view", "model": "m"}])],
+                    proposals=[])
+    assert "[widget_view output]" in tools.cells_from_snapshot(snap)
+
+
+def big(n: int = 500, active: int | None = 250) -> docwire.Snapshot:
+    cells = [cell(f"value_{i} = compute({i})\n" + "# a comment line\n" * 30, execution_count=i + 1,
+                  outputs=[{"output_type": "stream", "name": "stdout", "text": {"head": f"{i}\n" * 200}}])
+             for i in range(n)]
+    return snapshot(active=active, cells=cells)
+
+
+def test_a_500_cell_notebook_stays_within_the_budget_nearest_the_active_cell_first():
+    text = tools.cells_from_snapshot(big())
+    assert len(text) <= tools.CELLS_BUDGET
+    assert "[... " not in text[-200:]  # laid out to fit, not cut at the end
+    assert "value_250 = compute(250)" in text and "(active: the user's cursor is here)" in text
+    assert "## Cell 251: code, execution count 251" in text
+    full = text.count("Outputs:")
+    stubs = text.count(" lines, first: ")
+    assert full >= 3 and stubs > full  # the nearest in full, more as one line each
+    assert "## Cell 250:" in text and "## Cell 252:" in text
+    assert "left out (" in text and "Cells 1–" in text and "–500 left out" in text
+
+
+def test_without_an_active_cell_the_last_cells_come_first():
+    text = tools.cells_from_snapshot(big(active=None))
+    assert "No cell is active." in text and "## Cell 500:" in text and "Cells 1–" in text
+
+
+def test_a_small_notebook_is_shown_whole():
+    snap = snapshot(cells=[cell(f"print({i})") for i in range(5)], active=0)
+    text = tools.cells_from_snapshot(snap)
+    assert "left out" not in text and " lines, first: " not in text
+    assert all(f"print({i})" in text for i in range(5))
+
+
+def test_the_saved_file_says_why_and_how_old_it_is(tmp_path):
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("y = 2", execution_count=1)])
+    nb.cells[0].outputs = [nbformat.v4.new_output("error", ename="KeyError", evalue="'k'", traceback=["tb"])]
+    path = tmp_path / "saved.ipynb"
+    nbformat.write(nb, str(path))
+    os.utime(path, (1_000_000, 1_000_000))
+    text = tools.cells_from_notebook(str(path), "no notebook page is connected", now=1_000_000 + 3 * 3600 + 120)
+    assert text.startswith("The notebook as last saved (unsaved edits are not included: no notebook page "
+                           "is connected). The file was saved 3 h 2 min ago (1970-01-12 13:46:40 UTC).")
+    assert "y = 2" in text and "KeyError: 'k'" in text
+
+
+def test_a_large_saved_notebook_is_laid_out_like_a_live_one(tmp_path):
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(f"v{i} = {i}\n" + "#\n" * 40)
+                                         for i in range(500)])
+    path = tmp_path / "large.ipynb"
+    nbformat.write(nb, str(path))
+    text = tools.cells_from_notebook(str(path))
+    assert len(text) <= tools.CELLS_BUDGET and "## Cell 500:" in text and "left out" in text
+
+
+@pytest.mark.parametrize("seconds, words", [(5, "5 s"), (600, "10 min"), (7_300, "2 h 1 min"), (3 * 86_400, "3 days")])
+def test_ages(seconds, words):
+    assert tools.age(seconds) == words
+
+
+class Page:
+    """Stands for a page's comm in :func:`document.choose` (only its path is read)."""
+
+
+def test_the_page_showing_the_kernels_own_notebook_is_asked(monkeypatch):
+    pages = [document.Page(comm=Page(), path=p, app="lab") for p in ("a/one.ipynb", "two.ipynb", "three.ipynb")]
+    monkeypatch.setattr(document, "_pages", pages)
+    assert document.choose("/srv/root/a/one.ipynb") is pages[0]
+    assert document.choose("/srv/root/two.ipynb") is pages[1]
+    assert document.choose("/srv/root/other.ipynb") is pages[2]  # else the newest
+    assert document.choose(None) is pages[2]
+    monkeypatch.setattr(document, "_pages", [])
+    assert document.choose("/x.ipynb") is None
+
+
+def test_cells_the_page_sent_as_stubs_say_so():
+    """Past the page's total (1,000,000 characters) it sends each cell's start only."""
+    snap = snapshot(cells=[cell("x = 1"), {**cell("y = 2  # the start of a long cell"), "stub": True}])
+    text = tools.cells_from_snapshot(snap)
+    assert "y = 2  # the start of a long cell" in text
+    assert text.count("[the page sent only the start of this cell: the notebook is large]") == 1
