@@ -20,16 +20,18 @@ export ACP_REQUIRE_BROWSER=1
 # before the suite starts; `bash scripts/lint.sh` runs them alone.
 step "running the gates (scripts/lint.sh: ruff, lazy imports, import layers, mypy)"
 PYTHON="$VENV_PYTHON" bash scripts/lint.sh
-# Three workers on a 2-core machine: tests wait on processes (kernels, agents, PTYs, a
-# browser) between bursts of CPU, and three keep both cores busy. Tests that share servers
+# Four workers on a 2-core machine: tests wait on processes (kernels, agents, PTYs, a
+# browser) between bursts of CPU; with bytecode cached (below) the run uses about 650
+# CPU-seconds, and on a quiet machine `.ci/run` took 463 s from a fresh clone with four
+# workers where CI's last run with three took 545 s. Tests that share servers
 # (JupyterLab, Chromium, the real CLIs) run in groups, one worker each (tests/conftest.py
 # groups them and stops the run if pytest-xdist loses a group); `-n 0` runs everything in
 # this process.
-step "running the tests (the whole suite on three workers)"
+step "running the tests (the whole suite on four workers)"
 # The suite starts hundreds of Python processes (kernels, agents, servers, pytest's own
 # workers): with PYTHONDONTWRITEBYTECODE set (as on this project's CI machines), each one
 # compiles every module it imports anew, a JupyterLab server 1-2 CPU-s more, and pytest
 # rewrites every test module in every worker. Cached bytecode is safe (Python checks each
 # source's mtime), so the test run writes it.
 unset PYTHONDONTWRITEBYTECODE
-exec python -m pytest -n 3 --dist loadgroup -o console_output_style=count "$@"
+exec python -m pytest -n 4 --dist loadgroup -o console_output_style=count "$@"
