@@ -106,6 +106,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         after = os.times()
         spent = sum(after[:4]) - sum(before[:4])
         worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        Path(out).mkdir(parents=True, exist_ok=True)
         with open(Path(out) / f"cpu-{worker}.txt", "a", encoding="utf-8") as f:
             f.write(f"{spent:.2f} {item.nodeid}\n")
 
