@@ -116,6 +116,46 @@ def test_the_loader_and_the_module_parse_as_javascript_modules(tmp_path):
     _node_check(turnwidget.module_assets()["esm"], tmp_path)
 
 
+#: Runs the synced loader in node with a stand-in page and models (``model.send`` recorded,
+#: timers recorded, never run): which views ask the kernel for the module, and when.
+LOADER_PAGE = r"""
+const sent = [], timers = [];
+const node = () => ({ append() {}, appendChild(c) { return c; }, replaceChildren() {}, remove() {} });
+globalThis.document = { createElement: node, head: node() };
+globalThis.requestAnimationFrame = () => 1;
+globalThis.cancelAnimationFrame = () => {};
+globalThis.setTimeout = (fn, ms) => { timers.push(ms); return 0; };
+const model = (name) => ({ get: () => 0, on() {}, off() {}, send: (m) => sent.push([name, m.type]) });
+const { default: loader } = await import(process.argv[2]);
+const view = (name) => loader.render({ model: model(name), el: node() });
+const closeA = view("a");
+const asked = [sent.length, timers.length];
+view("b");  // while a waits for its answer: b waits its turn
+const waited = [sent.length, timers.length];
+closeA();  // a's turn ended, its model closed, before the answer came
+view("c");
+console.log(JSON.stringify({ asked, waited, sent, timers }));
+"""
+
+
+def test_a_view_asks_for_the_module_at_once_when_the_view_that_asked_is_gone(tmp_path):
+    """A turn that ends before its module answer came (a quick first cell) must not make
+    the page's next turn wait the loader's 2 s retry before it can draw (issue 25: a
+    question was clickable 1.9 s after the key press, 1.1 s of it this wait)."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    (tmp_path / "loader.mjs").write_text(turnwidget.loader_source()[0], encoding="utf-8")
+    (tmp_path / "page.mjs").write_text(LOADER_PAGE, encoding="utf-8")
+    proc = subprocess.run([node, str(tmp_path / "page.mjs"), str(tmp_path / "loader.mjs")],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["asked"] == [1, 0]  # the first view asks at once
+    assert got["waited"] == [1, 1] and 0 < got["timers"][0] <= 2000  # a second one, while it waits, later
+    assert got["sent"] == [["a", "module"], ["c", "module"]]  # the next, once the asker is gone: at once
+
+
 # -- a notebook saved with its widget state -------------------------------------------------
 
 from tests.headless.conftest import headless_env, use_scripted_agent  # noqa: E402,F401 - fixtures

@@ -11,7 +11,7 @@
 // Comment lines and indentation are removed before this is synced (turnwidget.loader_source).
 
 const V = "__VERSION__";
-const S = ((globalThis.__acpKernelTurn ||= {})[V] ||= { views: new Set(), asked: 0 });
+const S = ((globalThis.__acpKernelTurn ||= {})[V] ||= { views: new Set() });
 const LEAD = { thought: "Thinking: ", user: "You: " };
 
 function arrived(msg) {
@@ -27,12 +27,16 @@ function arrived(msg) {
   }, () => { S.loading = false; }).finally(() => URL.revokeObjectURL(url));
 }
 
-// One request at a time per page: the next view asks 2 s later if none came.
+// One request at a time per page: the next view asks 2 s later if none came, or at
+// once when the view that asked is gone (a turn that ended before the answer came:
+// its answer went to a closed model, and a page's next turn must not wait for it).
+// S.by: whether the view that asked last still waits.
 function ask(model, alive) {
-  const wait = S.asked + 2000 - Date.now();
   if (S.mod || !alive()) return;
+  const wait = S.by?.() ? S.asked + 2000 - Date.now() : 0;
   if (wait > 0) return void setTimeout(() => ask(model, alive), wait);
   S.asked = Date.now();
+  S.by = alive;
   model.send({ type: "module", version: V });
 }
 
