@@ -565,9 +565,12 @@ class TurnOutput(TurnBase):
     def _show_question(self, block: Block) -> None:
         """A question's block shows at once, with the turn's text so far, and follows its answer."""
         self._prompt_fallback(block)
+        # The fallback first (the text so far and the question, for a front-end without
+        # widgets and a notebook saved during the wait): its update makes JupyterLab draw
+        # the output again, so before the question's state, which is then drawn once.
+        self._update_fallback(final=True)
         self._touch(block)
         self._ticker.flush_now()  # a question shows at once
-        self._update_fallback(final=True)  # the text so far, before the wait
         self._watch(block.prompt, partial(self._settled, block))
 
     def _prompt_fallback(self, block: Block, outcome: Any = None, answered: bool = False) -> None:

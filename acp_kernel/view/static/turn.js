@@ -400,7 +400,24 @@ function render({ model, el }) {
   el.appendChild(root);
   const shown = new Map(); // index -> {root, paint, kind}
   const listeners = [];
-  const listen = (name, fn) => { model.on(name, fn); listeners.push([name, fn]); };
+  // JupyterLab draws an updated output (the fallback the kernel rebuilds every few
+  // seconds) in a new view, emptying its node without removing the old view: one that
+  // lost its place stops listening, or each update would leave a view drawing unseen.
+  let placed = false;
+  const orphaned = () => {
+    if (el.parentNode) placed = true;
+    else if (placed) stop();
+    return placed && !el.parentNode;
+  };
+  const listen = (name, fn) => {
+    const heard = (...args) => { if (!orphaned()) fn(...args); };
+    model.on(name, heard);
+    listeners.push([name, heard]);
+  };
+  function stop() {
+    for (const [name, fn] of listeners.splice(0)) model.off(name, fn);
+    el.closest(".jp-Cell")?.classList.remove("acp-asking");
+  }
 
   const key = (i) => `b:${i}`;
   const count = () => model.get("count") || 0;
@@ -457,6 +474,7 @@ function render({ model, el }) {
       if (unplaced++ < 300) requestAnimationFrame(noteQuestions);
       return;
     }
+    placed = true;
     const waiting = [...shown.keys()].filter(asking).sort((a, b) => a - b);
     waitingNote.hidden = waiting.length === 0;
     waitingNote.textContent = waiting.length === 1 ? "A question is waiting for you below \u2193"
@@ -532,10 +550,7 @@ function render({ model, el }) {
       .some((st) => st.type === "tool" && (st.terminals || []).some((t) => t.live));
   if (running) model.send({ type: "hello" });
 
-  return () => {
-    for (const [name, fn] of listeners) model.off(name, fn);
-    el.closest(".jp-Cell")?.classList.remove("acp-asking");
-  };
+  return stop;
 }
 
 export default { render };
