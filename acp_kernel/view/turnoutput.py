@@ -211,7 +211,7 @@ class TurnOutput(TurnBase):
     # -- plumbing -----------------------------------------------------------
 
     def _make_widget(self) -> Any:
-        w = turn_widget_class()(layout=shared_layout())
+        w = turn_widget_class()(layout=shared_layout(), turn=self.display_id)
         # MathJax skips the whole view, the reopened notebook's loader too (its
         # element carries the classes): agent text is never typeset as math.
         w.add_class("tex2jax_ignore")
@@ -566,8 +566,9 @@ class TurnOutput(TurnBase):
         """A question's block shows at once, with the turn's text so far, and follows its answer."""
         self._prompt_fallback(block)
         # The fallback first (the text so far and the question, for a front-end without
-        # widgets and a notebook saved during the wait): its update makes JupyterLab draw
-        # the output again, so before the question's state, which is then drawn once.
+        # widgets and a notebook saved during the wait): JupyterLab draws the updated output
+        # in a new view (which takes over the drawing, static/turn.js), so its update goes
+        # before the question's state, not into the frames that draw the question.
         self._update_fallback(final=True)
         self._touch(block)
         self._ticker.flush_now()  # a question shows at once

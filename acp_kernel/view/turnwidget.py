@@ -95,6 +95,8 @@ def _define() -> Any:
         expanded = t.Dict().tag(sync=True)
         #: how many of the last blocks the page shows (the reader's "show earlier" raises it)
         shown = t.Int(DEFAULT_SHOWN).tag(sync=True)
+        #: the turn's id: a view drawn again takes over its predecessor's drawing (static/turn.js)
+        turn = t.Unicode("").tag(sync=True)
 
         def __init__(self, **kwargs: Any) -> None:
             self._blocks: dict[str, dict[str, Any]] = {}  # before super(): opening the comm reads it

@@ -73,6 +73,9 @@ def _run_long_turn(nb: Notebook, shot: str) -> None:
     expect(question.locator(".acp-q-title")).to_have_text(f"Write result {IMG}")
     expect(out.locator(".jp-TrimmedOutputs")).to_have_count(0)
     _one_output(out)
+    # Each question comes with an update of the output's fallback, which JupyterLab draws in
+    # a new widget view: the new view takes over these elements rather than drawing anew.
+    out.locator(".acp-turn").evaluate("e => { e.dataset.seen = 'at the first question'; }")
     # It came into view by itself (the cell was on screen), and the turn's top and the
     # cell's prompt say a question waits.
     expect(question).to_be_in_viewport(timeout=TURN)
@@ -93,6 +96,7 @@ def _run_long_turn(nb: Notebook, shot: str) -> None:
     expect(question.locator(".acp-q-outcome")).to_have_text("→ chose Allow once — the agent's words: “Allow”")
     hold = out.locator(".acp-permission").filter(has_text="Hold")
     expect(hold).to_be_visible(timeout=TURN)
+    expect(out.locator(".acp-turn")).to_have_attribute("data-seen", "at the first question")
     # The image is a placeholder naming its host; nothing loaded it.
     expect(out.locator(".acp-img")).to_contain_text("image from 127.0.0.1: click to load")
     # The DOM is bounded: the last 120 blocks, and a way to the earlier ones.

@@ -386,7 +386,27 @@ let uidCounter = 0;
 // Half-filled forms by question id: a new view of the widget keeps what was typed.
 const DRAFTS = new Map();
 
+// The views drawing each turn (by the model's `turn` id). JupyterLab draws an updated
+// output (the fallback the kernel rebuilds every few seconds, and as a question comes)
+// in a new view, emptying its node without removing the old view. The new view takes the
+// old one's drawing: nothing is built again, nothing flickers, a question stays where it
+// was. A view that lost its place draws nothing while it waits to be taken.
+const TURNS = new Map(); // turn id -> Set of views ({orphan, adopt, release, stop})
+
 function render({ model, el }) {
+  const id = model.get("turn");
+  const views = id ? TURNS.get(id) || TURNS.set(id, new Set()).get(id) : null;
+  const orphans = views ? [...views].filter((v) => v.orphan()) : [];
+  const heir = orphans.pop();
+  for (const v of orphans) v.stop();
+  if (heir) {
+    heir.adopt(el);
+    return heir.release();
+  }
+  return draw(model, el, views);
+}
+
+function draw(model, el, views) {
   const ctx = { model, live: new Map(), drafts: DRAFTS, uid: `acp${++uidCounter}` };
   const root = h("div", "acp-turn tex2jax_ignore mathjax_ignore"); // MathJax never typesets agent text
   const more = h("button", "acp-more");
@@ -397,27 +417,56 @@ function render({ model, el }) {
   waitingNote.hidden = true;
   const list = h("div", "acp-blocks");
   root.append(waitingNote, more, list);
-  el.appendChild(root);
+  let host = el; // the element drawn in: the view's, or the one of the view that took it over
+  host.appendChild(root);
   const shown = new Map(); // index -> {root, paint, kind}
   const listeners = [];
-  // JupyterLab draws an updated output (the fallback the kernel rebuilds every few
-  // seconds) in a new view, emptying its node without removing the old view: one that
-  // lost its place stops listening, or each update would leave a view drawing unseen.
+  // Placed: once in the page; paused: out of it after that (see TURNS), until taken.
   let placed = false;
-  const orphaned = () => {
-    if (el.parentNode) placed = true;
-    else if (placed) stop();
-    return placed && !el.parentNode;
+  let paused = false;
+  const away = () => {
+    if (!host.parentNode) {
+      if (placed) paused = true;
+      return paused;
+    }
+    placed = true;
+    if (paused) catchUp();
+    return false;
   };
-  const listen = (name, fn) => {
-    const heard = (...args) => { if (!orphaned()) fn(...args); };
+  function catchUp() {
+    paused = false;
+    for (const i of [...shown.keys()]) repaint(i);
+    grow();
+  }
+  const listen = (name, fn, always = false) => {
+    const heard = (...args) => { if (always || !away()) fn(...args); };
     model.on(name, heard);
     listeners.push([name, heard]);
   };
   function stop() {
     for (const [name, fn] of listeners.splice(0)) model.off(name, fn);
-    el.closest(".jp-Cell")?.classList.remove("acp-asking");
+    views?.delete(me);
+    host.closest(".jp-Cell")?.classList.remove("acp-asking");
   }
+  let owner = 0;
+  const me = {
+    orphan: () => listeners.length > 0 && placed && !host.parentNode,
+    adopt(next) {
+      host = next;
+      next.appendChild(root);
+      placed = false;
+      unplaced = 0;
+      if (paused) catchUp();
+      else noteQuestions();
+    },
+    // The view's cleanup: only the view that holds the drawing now stops it.
+    release() {
+      const mine = ++owner;
+      return () => { if (owner === mine) stop(); };
+    },
+    stop,
+  };
+  views?.add(me);
 
   const key = (i) => `b:${i}`;
   const count = () => model.get("count") || 0;
@@ -480,7 +529,7 @@ function render({ model, el }) {
     waitingNote.textContent = waiting.length === 1 ? "A question is waiting for you below \u2193"
       : `${waiting.length} questions are waiting for you below \u2193`;
     root.classList.toggle("acp-asking", waiting.length > 0);
-    const cell = el.closest(".jp-Cell");
+    const cell = host.closest(".jp-Cell");
     if (cell) cell.classList.toggle("acp-asking", waiting.length > 0);
     for (const i of waiting) {
       if (seen.has(i)) continue;
@@ -532,7 +581,7 @@ function render({ model, el }) {
     const b = shown.get(Number(msg.block.slice(2)));
     if (msg.type === "term") {
       const { text, trimmed } = feedLive(ctx.live, slot, msg.data);
-      if (b && b.appendOutput) b.appendOutput(msg.id, msg.data, text, trimmed);
+      if (b && b.appendOutput && !paused) b.appendOutput(msg.id, msg.data, text, trimmed);
     } else if (msg.type === "reset") {
       ctx.live.set(slot, msg.data || "");
       if (b) b.paint();
@@ -542,7 +591,7 @@ function render({ model, el }) {
   listen("change:count", grow);
   listen("change:shown", layout);
   listen("change:expanded", () => { for (const b of shown.values()) if (b.refreshOpen) b.refreshOpen(); });
-  listen("msg:custom", onMsg);
+  listen("msg:custom", onMsg, true); // terminal output is kept while paused, drawn when taken
   grow();
   // A view opened mid-run (reload, second view) asks for the terminal output kept so far.
   const running = [...shown.values()].some((b) => b.kind === "tool") &&
@@ -550,7 +599,7 @@ function render({ model, el }) {
       .some((st) => st.type === "tool" && (st.terminals || []).some((t) => t.live));
   if (running) model.send({ type: "hello" });
 
-  return stop;
+  return me.release();
 }
 
 export default { render };
