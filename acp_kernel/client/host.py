@@ -8,6 +8,7 @@ client; tests plug in a small fake right here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -86,6 +87,9 @@ class ClientSettings:
     url_elicitation: bool = False
     #: What an agent can make the client hold or wait for.
     limits: Limits = field(default_factory=Limits)
+    #: The notebooks open in this client's front-end (absolute paths): an agent's
+    #: ``fs/write_text_file`` to one is refused (the editor holds the document).
+    open_notebooks: Callable[[], list[str]] = field(default=list)
 
 
 class SessionContext(Protocol):

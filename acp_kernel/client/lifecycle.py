@@ -16,7 +16,7 @@ from typing import Any, Callable
 from . import store
 from ..errors import AcpError, AuthRequired, ConnectionClosed, RpcError
 from .frontend import Frontend
-from .notebook import SessionBridge
+from .notebook import SessionBridge, known_notebook
 from .output import Output
 from .parts import Parts
 from .registry import AgentSpec, Config, adhoc_agent
@@ -86,6 +86,7 @@ class Lifecycle:
         self.settings = config.client_settings(permissions)
         self.settings.terminal_auth = terminal_auth
         self.settings.url_elicitation = True  # the turn widget shows pages to open (client_capabilities)
+        self.settings.open_notebooks = self._open_notebooks
         self.cwd = cwd
         self.key = key
         self.label = label  # the magics' alias; the kernel shows the agent's title
@@ -98,6 +99,12 @@ class Lifecycle:
         self._notebook_tools: frozenset[str] = frozenset()
         #: What the notebook MCP server's interrupt stops (the controller's running turn).
         self.on_interrupt: Callable[[], None] = lambda: None
+
+    def _open_notebooks(self) -> list[str]:
+        """The notebook this kernel runs for (its front-end has it open), if it names one."""
+        side = self.frontend.notebook_side()
+        path = known_notebook(side.namespace() if side is not None else None)
+        return [path] if path else []
 
     @property
     def name(self) -> Markdown:

@@ -503,6 +503,21 @@ def _reject_nul(method: str, path: str) -> None:
         raise RpcError(INVALID_PARAMS, f"{method}: path contains a NUL byte: {path!r}")
 
 
+def is_open_notebook(path: str, open_paths: list[str]) -> bool:
+    """Whether ``path`` is (a link to) one of the notebooks open in the front-end."""
+    real = _real_or_none(path)
+    return bool(real) and any(real == _real_or_none(p) for p in open_paths)
+
+
+def open_notebook_message(path: str) -> str:
+    """The refusal of a write to an open notebook, with what the agent can do instead."""
+    return (f"fs/write_text_file: refusing to write {path}: this notebook is open in the user's notebook "
+            f"editor, which holds its cells: a write to the file behind it would be overwritten by the "
+            f"editor's next save, or would overwrite the user's unsaved edits. Read the live notebook with the "
+            f"`cells` tool of the `notebook` MCP server; to change it, tell the user what to change, or write "
+            f"a new notebook file.")
+
+
 def _real_or_none(path: str) -> str:
     """``os.path.realpath``, or "" when a component changes under it (a race)."""
     try:
@@ -662,6 +677,8 @@ class FileService:
         _reject_nul("fs/write_text_file", req.path)
         ctx = self.host.session_context(req.session_id)
         if req.path.lower().endswith(".ipynb") or _real_or_none(req.path).lower().endswith(".ipynb"):
+            if is_open_notebook(req.path, ctx.settings.open_notebooks()):
+                raise self._refuse(ctx, open_notebook_message(req.path))
             problem = await asyncio.to_thread(notebook_problem, req.content)
             if problem:
                 raise RpcError(
