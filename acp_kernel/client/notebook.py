@@ -18,7 +18,9 @@ from typing import Any, Callable
 
 #: The title of the tool call an ``execute`` shows in the turn (ours, not the agent's).
 EXECUTE_TITLE = "Run Python in this notebook's kernel"
-ALL_TOOLS = frozenset({"execute", "variables", "cells"})
+ALL_TOOLS = frozenset({"execute", "variables", "cells", "insert_cell", "edit_cell", "delete_cell"})
+#: The tools a front-end without a Python namespace serves (the ACP kernel).
+DOCUMENT_TOOLS = frozenset({"cells", "insert_cell", "edit_cell", "delete_cell"})
 _ids = itertools.count(1)
 
 
@@ -125,6 +127,9 @@ class SessionBridge:
 
     def notebook_path(self) -> str | None:
         return known_notebook(self.namespace())
+
+    def policy(self) -> str:
+        return str(self.controller.settings.permissions)
 
     def history(self) -> list[str]:
         return [str(s) for s in self.side.history() if str(s).strip()]

@@ -50,8 +50,11 @@ The first word of a prompt selects a behaviour (case-insensitive; a leading
   the arguments, content the tool's text and images); a tool error (e.g.
   refused by the user) fails the tool call. ``notebook ask ...`` first asks
   ``session/request_permission`` for its own tool call (rawInput the
-  arguments), as real agents do for MCP tools. No ``notebook`` server
-  offered: the reply says so.
+  arguments), as real agents do for MCP tools. ``notebook insert [after
+  CELL_ID]`` + a fenced block proposes a new cell (``insert_cell``),
+  ``notebook edit CELL_ID`` + a fenced block its new source (``edit_cell``),
+  ``notebook delete CELL_ID`` its deletion (``delete_cell``). No ``notebook``
+  server offered: the reply says so.
 
 Anything else gets an echo that says this is a script and lists the words.
 Embedded resources and resource links in a prompt are acknowledged by name.
@@ -971,12 +974,15 @@ NOTEBOOK_SERVER = "notebook"
 NOTEBOOK_USAGE = (
     "Use `notebook` alone (cells and variables), `notebook vars [NAME]`, `notebook cells`, "
     "or `notebook run CODE` (or a fenced python block after `notebook run`); "
+    "`notebook insert [after CELL_ID]`, `notebook edit CELL_ID` (each with a fenced block) and "
+    "`notebook delete CELL_ID` propose changes to the notebook; "
     "`notebook ask ...` asks permission for its tool call first, as real agents do.\n"
 )
 #: ACP tool kind per notebook tool (variables with a name is a read)
-NOTEBOOK_KINDS = {"execute": "execute", "variables": "search", "cells": "read"}
+NOTEBOOK_KINDS = {"execute": "execute", "variables": "search", "cells": "read", "insert_cell": "edit",
+                  "edit_cell": "edit", "delete_cell": "delete"}
 #: seconds per call: execute may wait for the user to answer a permission prompt
-NOTEBOOK_TIMEOUTS = {"execute": 600.0}
+NOTEBOOK_TIMEOUTS = {"execute": 600.0, "insert_cell": 960.0, "edit_cell": 960.0, "delete_cell": 960.0}
 NOTEBOOK_TIMEOUT = 60.0
 # A fence of three or more backticks, closed by the same run on a line of its own
 # (CommonMark's rule), so code holding ``` can travel in a longer fence.
@@ -998,6 +1004,14 @@ def notebook_request(rest: str) -> tuple[str, dict[str, Any]] | None:
     if sub in ("run", "execute", "exec") or rest.lstrip().startswith("```"):
         code = fenced.group(2) if fenced else tail
         return ("execute", {"code": code}) if code.strip() else None
+    words = tail.split()
+    if sub == "insert" and fenced:
+        after = words[1] if len(words) > 1 and words[0].lower() == "after" else None
+        return "insert_cell", {"source": fenced.group(2), **({"after": after} if after else {})}
+    if sub == "edit" and fenced and words and not words[0].startswith("`"):
+        return "edit_cell", {"cell_id": words[0], "source": fenced.group(2)}
+    if sub == "delete" and words:
+        return "delete_cell", {"cell_id": words[0]}
     return None
 
 

@@ -14,7 +14,7 @@ from .. import compat
 from ..client.commands import KERNEL
 from ..safe import check_data
 from ..view.frontend import Frontend
-from ..client.notebook import NotebookSide
+from ..client.notebook import DOCUMENT_TOOLS, NotebookSide
 from .ask import StdinQuestions
 
 
@@ -72,7 +72,7 @@ class KernelFrontend:
     def notebook_side(self) -> Any:
         """For the ``notebook`` MCP server: no Python namespace here, so
         ``cells`` only (the notebook file, else the cells this kernel ran)."""
-        return NotebookSide(frozenset({"cells"}), history=lambda: list(self.kernel.cell_history))
+        return NotebookSide(DOCUMENT_TOOLS, history=lambda: list(self.kernel.cell_history))
 
     def asker(self) -> Any:
         """A console's questions go through ``input_request`` (widgets answer in a notebook)."""

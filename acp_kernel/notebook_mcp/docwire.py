@@ -6,6 +6,10 @@ The page opens the comm; the kernel asks it for things by ``type`` with a reques
 of the live notebook; proposals (insert, edit, delete, run, accept, reject, undo) will
 be more ``type``\\ s on the same comm. Either side ignores a ``type`` it does not know.
 
+Proposals: the kernel sends :class:`Propose` (an insert, an edit or a delete the agent
+asked for), the page shows it where it applies and answers :class:`Decided` once the
+user accepted or rejected it (or at once: applied under ``allow-all``, or not applicable).
+
 Everything the page sends is cut there first (the caps below travel in each request,
 so this module is their one source); the models bound it again, so a page that sends
 more is refused, not believed.
@@ -24,6 +28,10 @@ PROTOCOL = 1
 
 #: How long the kernel waits for the page's snapshot, in seconds.
 SNAPSHOT_TIMEOUT = 5.0
+#: How long a proposal waits for the user in the page (which then withdraws it), in seconds.
+PROPOSAL_SECONDS = 15 * 60
+#: The longest source a proposal carries.
+PROPOSAL_SOURCE = 20_000
 
 #: What the page keeps when it cuts (the head and the tail of a text, the count between).
 OUTPUT_CHARS = 1_500  # per output's text (below CELL_OUTPUT_LIMIT: one cut output shows whole)
@@ -155,3 +163,33 @@ class Failed(_Loose):
     type: Literal["error"] = "error"
     id: int
     error: str = Field(default="", max_length=_TEXT)
+
+
+class Propose(BaseModel):
+    """kernel -> page: show the agent's change to the notebook; answer with :class:`Decided`."""
+
+    type: Literal["propose"] = "propose"
+    id: int
+    kind: Literal["insert", "edit", "delete"]
+    #: edit, delete: the cell; insert: the cell to insert below ("" = below the active cell)
+    cell_id: str = ""
+    cell_type: Literal["code", "markdown"] = "code"
+    source: str | None = Field(default=None, max_length=PROPOSAL_SOURCE)  # insert; edit: the whole new source
+    old: str | None = Field(default=None, max_length=PROPOSAL_SOURCE)  # edit: the snippet replaced...
+    new: str | None = Field(default=None, max_length=PROPOSAL_SOURCE)  # ...by this
+    #: Applied at once (the ``allow-all`` policy), still shown; else only once the user accepts.
+    apply: bool = False
+    #: The page withdraws an unanswered proposal after this many seconds.
+    seconds: float = PROPOSAL_SECONDS
+
+
+class Decided(_Loose):
+    """page -> kernel: what became of :class:`Propose` ``id``."""
+
+    type: Literal["decided"] = "decided"
+    id: int
+    #: applied (accepted, or at once under allow-all); rejected; conflict (the user changed the
+    #: cell while the proposal waited); invalid (no such cell, a snippet not found once); expired.
+    outcome: Literal["applied", "rejected", "conflict", "invalid", "expired"]
+    cell_id: str = Field(default="", max_length=_NAME)  # the cell inserted or changed
+    detail: str = Field(default="", max_length=_TEXT)  # why (invalid, conflict), or the user's words

@@ -22,8 +22,8 @@ from pydantic import ValidationError
 
 from .. import compat
 from . import document, tools
-from .wire import (ARGS, COMM_TARGET, TOOLS, ExecuteArgs, Open, Ready, Refused, Reply, Request, Text,
-                   VariablesArgs, error_reply)
+from .wire import (ARGS, COMM_TARGET, PROPOSAL_TIMEOUT, TOOLS, DeleteCellArgs, EditCellArgs, ExecuteArgs,
+                   InsertCellArgs, Open, Ready, Refused, Reply, Request, Text, VariablesArgs, error_reply)
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +49,7 @@ class NotebookBridge(Protocol):
     async def authorize(self, code: str) -> tuple[bool, str]: ...
     def started(self, code: str) -> RunView: ...
     def interrupted(self) -> None: ...
+    def policy(self) -> str: ...  # the permission policy: ask, allow-reads, allow-all, deny
 
 
 _bridges: dict[str, NotebookBridge] = {}
@@ -118,7 +119,8 @@ def note_for(tools_offered: list[str]) -> str:
     """The server's instructions: what this kernel offers, and why not more."""
     if "execute" not in tools_offered:
         return ("This kernel runs no Python code for the agent (an ACP agent kernel has no Python "
-                "namespace), so only " + ", ".join(tools_offered or ["no tools"]) + " is offered.")
+                "namespace), so only " + ", ".join(tools_offered or ["no tools"])
+                + (" are" if len(tools_offered) > 1 else " is") + " offered.")
     return ("execute runs Python in the user's live kernel after the user allows it; the code and "
             "its output appear in the notebook.")
 
@@ -191,6 +193,8 @@ async def _serve(token: str, comm: Any, bridge: NotebookBridge, request: Request
             reply = await execute(bridge, request.id, args.code)
         elif isinstance(args, VariablesArgs):
             reply = variables(bridge, request.id, args)
+        elif isinstance(args, (InsertCellArgs, EditCellArgs, DeleteCellArgs)):
+            reply = await propose(bridge, request.id, args)
         else:
             reply = await cells(bridge, request.id)
     except ValidationError as exc:
@@ -236,6 +240,23 @@ async def cells(bridge: NotebookBridge, rid: int) -> Reply:
     else:
         text = tools.cells_from_history(bridge.history(), "python" if bridge.namespace() is not None else "", why)
     return Reply(id=rid, content=[Text(text=text)])
+
+
+async def propose(bridge: NotebookBridge, rid: int, args: InsertCellArgs | EditCellArgs | DeleteCellArgs) -> Reply:
+    """The agent's change to the notebook, as a proposal in the page (applied at once
+    under ``allow-all``, refused under ``deny``); what became of it."""
+    proposal = tools.proposal_of(args)
+    if isinstance(proposal, str):
+        return error_reply(rid, proposal)
+    policy = bridge.policy()
+    if policy == "deny":
+        return error_reply(rid, "refused by the permission policy (deny): the notebook was not changed")
+    proposal["apply"] = policy == "allow-all"
+    decided, why = await document.propose(bridge.notebook_path(), proposal, PROPOSAL_TIMEOUT)
+    if decided is None:
+        return error_reply(rid, f"not proposed: {why}; the notebook was not changed")
+    return Reply(id=rid, isError=decided.outcome != "applied",
+                 content=[Text(text=tools.decided_text(proposal["kind"], decided, proposal.get("cell_id", "")))])
 
 
 INTERRUPTED = ("interrupted by the user: the code stopped (names it assigned before the interrupt "

@@ -28,7 +28,8 @@ from pydantic import ValidationError
 from .._version import VERSION
 from ..errors import AcpError
 from .docwire import CELL_OUTPUT_LIMIT, CELL_SOURCE_LIMIT, CELLS_BUDGET, SNAPSHOT_TIMEOUT
-from .wire import (ARGS, COMM_TARGET, CONNECT_TIMEOUT, EXECUTE_TIMEOUT, REQUEST_TIMEOUT, TOOLS,
+from .wire import (ARGS, COMM_TARGET, CONNECT_TIMEOUT, EDIT_TOOLS, EXECUTE_TIMEOUT, MAX_SOURCE, PROPOSAL_TIMEOUT,
+                   REQUEST_TIMEOUT, TOOLS,
                    Image, Open, Ready, Refused, Reply, Request, Text)
 
 log = logging.getLogger("acp_kernel.notebook_mcp")
@@ -58,6 +59,20 @@ DESCRIPTIONS = {
               "when the cells do not fit, those nearest the active cell are shown in full, the "
               "others as one line each or as a range left out."),
 }
+_PROPOSAL = ("The user sees it in their JupyterLab or Notebook 7 page as a proposal and accepts or rejects "
+             "it (under the allow-all policy it applies at once, marked); the answer says which: applied "
+             "(with the cell's id), rejected, or a conflict (the user changed that cell meanwhile: read it "
+             "again with cells). Nothing is written behind the open notebook's back: without such a page "
+             f"(VS Code, a headless run) the tool says so and nothing changes. Sources up to {MAX_SOURCE:,} "
+             "characters; cell ids come from the cells tool.")
+DESCRIPTIONS.update({
+    "insert_cell": "Propose a new cell in the user's open notebook, below a cell (by id) or below the "
+                   "user's active cell. " + _PROPOSAL,
+    "edit_cell": "Propose a change to one cell of the user's open notebook (by id): its whole new source, or "
+                 "one snippet (old, occurring exactly once) replaced by new. The user sees the old and new "
+                 "lines. " + _PROPOSAL,
+    "delete_cell": "Propose deleting one cell of the user's open notebook (by id). " + _PROPOSAL,
+})
 
 
 class KernelGone(AcpError):
@@ -212,7 +227,8 @@ class KernelLink:
         rid = next(self.ids)
         future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
         self.pending[rid] = future
-        timeout = EXECUTE_TIMEOUT if tool == "execute" else REQUEST_TIMEOUT
+        timeout = (EXECUTE_TIMEOUT if tool == "execute" else PROPOSAL_TIMEOUT + REQUEST_TIMEOUT if tool in EDIT_TOOLS
+                   else REQUEST_TIMEOUT)
         try:
             self._send("comm_msg", {"comm_id": self.comm_id,
                                     "data": Request.model_validate({"id": rid, "tool": tool, "args": args}).model_dump()})

@@ -25,7 +25,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 from . import docwire
-from .wire import MAX_IMAGE_BYTES, MAX_IMAGES, MAX_TEXT, Image, Text
+from .wire import (MAX_IMAGE_BYTES, MAX_IMAGES, MAX_TEXT, DeleteCellArgs, EditCellArgs, Image, InsertCellArgs,
+                   Text)
 
 #: IPython's own names in a user namespace, never "user variables".
 HIDDEN = frozenset({"In", "Out", "exit", "quit", "get_ipython"})
@@ -593,3 +594,47 @@ def execute_content(outcome: Outcome, captured: Captured) -> list[Text | Image]:
     if not sections:
         sections.append("(no output)")
     return [Text(text=cut("\n\n".join(sections))), *captured.images]
+
+
+# -- proposals (insert_cell, edit_cell, delete_cell) -------------------------------------
+
+
+def proposal_of(args: Any) -> dict[str, Any] | str:
+    """The :class:`~.docwire.Propose` fields (but ``id`` and ``apply``) for one edit tool's
+    arguments, or what is wrong with them (said to the agent)."""
+    if isinstance(args, InsertCellArgs):
+        return {"kind": "insert", "cell_id": args.after or "", "cell_type": args.cell_type, "source": args.source}
+    if isinstance(args, DeleteCellArgs):
+        return {"kind": "delete", "cell_id": args.cell_id}
+    assert isinstance(args, EditCellArgs)
+    whole, snippet = args.source is not None, args.old is not None or args.new is not None
+    if whole == snippet:
+        return "edit_cell takes either source (the whole new source) or old and new (one snippet replaced)"
+    if snippet and (args.old is None or args.new is None):
+        return "edit_cell: give both old (the snippet, found exactly once) and new (what replaces it)"
+    if whole:
+        return {"kind": "edit", "cell_id": args.cell_id, "source": args.source}
+    return {"kind": "edit", "cell_id": args.cell_id, "old": args.old, "new": args.new}
+
+
+_WHAT = {"insert": "the new cell", "edit": "the change to cell {cell}", "delete": "deleting cell {cell}"}
+_CONFLICT = {"insert": "the cell to insert below changed or went", "edit": "the user changed cell {cell}",
+             "delete": "the user changed cell {cell}"}
+
+
+def decided_text(kind: str, decided: docwire.Decided, cell_id: str = "") -> str:
+    """What the agent is told became of its proposal (``cell_id``: the cell it named)."""
+    cell = json.dumps(decided.cell_id or cell_id) if decided.cell_id or cell_id else "(unknown)"
+    what = _WHAT[kind].format(cell=cell)
+    words = f" The user's words: {one_line(decided.detail, 2_000)}" if decided.detail and decided.outcome == "rejected" else ""
+    if decided.outcome == "applied":
+        done = {"insert": f"inserted as cell {cell}", "edit": f"cell {cell} changed", "delete": f"cell {cell} deleted"}
+        return f"Applied: {done[kind]} in the user's notebook (unsaved until the user saves)."
+    if decided.outcome == "rejected":
+        return f"Rejected: the user did not accept {what}; the notebook was not changed.{words}"
+    if decided.outcome == "conflict":
+        why = one_line(decided.detail, 300) or _CONFLICT[kind].format(cell=cell)
+        return f"Conflict: {why} while {what} waited, so it was not applied; read the cells again with cells."
+    if decided.outcome == "expired":
+        return f"Expired: nobody answered {what} in time; the notebook was not changed."
+    return f"Not applicable: {one_line(decided.detail, 2_000) or 'no reason given'}; the notebook was not changed."

@@ -14,15 +14,24 @@ from pydantic import BaseModel, ConfigDict, Field
 #: The comm target the kernel side registers; the server opens a comm to it.
 COMM_TARGET = "acp_kernel.notebook"
 #: Every tool, in listing order; a bridge offers a subset.
-TOOLS = ("execute", "variables", "cells")
+TOOLS = ("execute", "variables", "cells", "insert_cell", "edit_cell", "delete_cell")
+#: The tools that change the notebook: proposals the user accepts or rejects in the page.
+EDIT_TOOLS = ("insert_cell", "edit_cell", "delete_cell")
 
 #: Bounds on one reply (text is cut with a note saying how much).
 MAX_TEXT = 20_000
 MAX_IMAGES = 4
 MAX_IMAGE_BYTES = 1_000_000
 
+#: The longest source an edit may carry (the page's snapshot cuts sources here too).
+MAX_SOURCE = 20_000
+#: A cell id as nbformat 4.5 makes them (and as the ``cells`` tool shows them).
+CELL_ID = r"^[A-Za-z0-9_-]{1,64}$"
+
 #: Server-side waits, in seconds.
 EXECUTE_TIMEOUT = 30 * 60
+#: How long a proposal waits for the user's answer in the page (the server waits a little longer).
+PROPOSAL_TIMEOUT = 15 * 60
 REQUEST_TIMEOUT = 30
 CONNECT_TIMEOUT = 30
 
@@ -65,14 +74,37 @@ class CellsArgs(_Strict):
     pass
 
 
-ARGS: dict[str, type[BaseModel]] = {"execute": ExecuteArgs, "variables": VariablesArgs, "cells": CellsArgs}
+class InsertCellArgs(_Strict):
+    source: str = Field(max_length=MAX_SOURCE, description="The new cell's source.")
+    cell_type: Literal["code", "markdown"] = Field(default="code", description="code (default) or markdown.")
+    after: str | None = Field(default=None, pattern=CELL_ID, description=(
+        "The id of the cell to insert below (ids come from the cells tool); omit to insert below the "
+        "user's active cell."))
+
+
+class EditCellArgs(_Strict):
+    cell_id: str = Field(pattern=CELL_ID, description="The id of the cell to change (from the cells tool).")
+    source: str | None = Field(default=None, max_length=MAX_SOURCE, description=(
+        "The cell's whole new source; or give old and new instead to replace one snippet."))
+    old: str | None = Field(default=None, min_length=1, max_length=MAX_SOURCE, description=(
+        "A snippet of the cell's source that occurs exactly once, to replace with new."))
+    new: str | None = Field(default=None, max_length=MAX_SOURCE, description="What replaces old.")
+
+
+class DeleteCellArgs(_Strict):
+    cell_id: str = Field(pattern=CELL_ID, description="The id of the cell to delete (from the cells tool).")
+
+
+ARGS: dict[str, type[BaseModel]] = {"execute": ExecuteArgs, "variables": VariablesArgs, "cells": CellsArgs,
+                                    "insert_cell": InsertCellArgs, "edit_cell": EditCellArgs,
+                                    "delete_cell": DeleteCellArgs}
 
 
 class Request(_Strict):
     """server -> kernel: one tool call."""
 
     id: int
-    tool: Literal["execute", "variables", "cells"]
+    tool: Literal["execute", "variables", "cells", "insert_cell", "edit_cell", "delete_cell"]
     args: dict = Field(default_factory=dict)
 
 

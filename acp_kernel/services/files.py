@@ -513,9 +513,9 @@ def open_notebook_message(path: str) -> str:
     """The refusal of a write to an open notebook, with what the agent can do instead."""
     return (f"fs/write_text_file: refusing to write {path}: this notebook is open in the user's notebook "
             f"editor, which holds its cells: a write to the file behind it would be overwritten by the "
-            f"editor's next save, or would overwrite the user's unsaved edits. Read the live notebook with the "
-            f"`cells` tool of the `notebook` MCP server; to change it, tell the user what to change, or write "
-            f"a new notebook file.")
+            f"editor's next save, or would overwrite the user's unsaved edits. Use the `notebook` MCP server's "
+            f"tools instead: `cells` reads the live notebook, `insert_cell`, `edit_cell` and `delete_cell` "
+            f"propose changes the user accepts in the page.")
 
 
 def _real_or_none(path: str) -> str:

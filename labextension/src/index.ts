@@ -8,14 +8,21 @@
  * agent's `cells` tool sees what the user sees. The message shapes are
  * acp_kernel/notebook_mcp/docwire.py's; anything else is ignored.
  *
- * This extension reads the notebook model and sends JSON. It draws nothing in the
- * page from what the kernel sends (cell text may be an agent's).
+ * And proposals: the agent's insert, edit or delete (the `insert_cell`, `edit_cell`,
+ * `delete_cell` tools) shown on the cell it concerns, with Accept and Reject (applied at
+ * once and marked under the allow-all policy, with Undo); the answer says what became of
+ * it: applied, rejected (with the user's words), conflict (the user changed that cell
+ * meanwhile: never applied over their text), invalid, or expired.
+ *
+ * What the kernel sends (cell text may be an agent's) is only ever set as text
+ * (`textContent`), never parsed as HTML.
  */
 
 import {
   JupyterFrontEnd,
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
+import type { ICellModel } from '@jupyterlab/cells';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { Kernel, KernelMessage } from '@jupyterlab/services';
 
@@ -321,16 +328,282 @@ class DocumentLink {
       } catch (error) {
         reply = { type: 'error', id: data.id, error: String(error).slice(0, 1_000) };
       }
-      if (!comm.isDisposed && this.kernel && this.kernel.status !== 'dead') {
-        try {
-          comm.send(reply as KernelMessage.ICommMsgMsg['content']['data']).done.catch(() => undefined);
-        } catch {
-          // the kernel went away meanwhile: the kernel side times out and falls back
-        }
+      this.send(comm, reply);
+    } else if (data.type === 'propose' && Number.isInteger(data.id)) {
+      const reply = (answer: JSONish) => this.send(comm, { type: 'decided', id: data.id, ...answer });
+      try {
+        showProposal(this.panel, data, reply);
+      } catch (error) {
+        reply({ outcome: 'invalid', detail: `the page could not show it: ${String(error).slice(0, 500)}` });
       }
     }
     // any other type: a later protocol's message, ignored
   }
+
+  private send(comm: Kernel.IComm, reply: JSONish): void {
+    if (!comm.isDisposed && this.kernel && this.kernel.status !== 'dead') {
+      try {
+        comm.send(reply as KernelMessage.ICommMsgMsg['content']['data']).done.catch(() => undefined);
+      } catch {
+        // the kernel went away meanwhile: the kernel side times out
+      }
+    }
+  }
+}
+
+// -- proposals ----------------------------------------------------------------------
+
+/** Set on a proposal's box: its kind and state (tests and styles read them). */
+const PROPOSAL_CLASS = 'acp-proposal';
+
+function text(tag: string, content: string, className = ''): HTMLElement {
+  const node = document.createElement(tag);
+  node.textContent = content; // agent text: never HTML
+  if (className) {
+    node.className = className;
+  }
+  return node;
+}
+
+function button(label: string, className: string, onClick: () => void): HTMLButtonElement {
+  const node = document.createElement('button');
+  node.type = 'button';
+  node.textContent = label;
+  node.className = `jp-Button ${className}`;
+  node.addEventListener('click', onClick);
+  return node;
+}
+
+function findCell(panel: NotebookPanel, id: string): { index: number; cell: ICellModel } | null {
+  const cells = panel.content.model?.cells;
+  if (!cells || !id) {
+    return null;
+  }
+  for (let i = 0; i < cells.length; i++) {
+    const cell = cells.get(i);
+    if (cell.id === id) {
+      return { index: i, cell };
+    }
+  }
+  return null;
+}
+
+/** `before` -> `after` as lines: the common head and tail as context, the rest removed and added. */
+function diffLines(before: string, after: string): [string, string][] {
+  const a = before.split('\n');
+  const b = after.split('\n');
+  let head = 0;
+  while (head < a.length && head < b.length && a[head] === b[head]) {
+    head++;
+  }
+  let tail = 0;
+  while (tail < a.length - head && tail < b.length - head && a[a.length - 1 - tail] === b[b.length - 1 - tail]) {
+    tail++;
+  }
+  const out: [string, string][] = [];
+  for (const line of a.slice(0, head)) out.push([' ', line]);
+  for (const line of a.slice(head, a.length - tail)) out.push(['-', line]);
+  for (const line of b.slice(head, b.length - tail)) out.push(['+', line]);
+  for (const line of a.slice(a.length - tail)) out.push([' ', line]);
+  return out;
+}
+
+function occurrences(haystack: string, needle: string): number {
+  let count = 0;
+  for (let at = haystack.indexOf(needle); at >= 0 && count < 2; at = haystack.indexOf(needle, at + 1)) {
+    count++;
+  }
+  return count;
+}
+
+/** Show one proposal on the cell it concerns; `reply` once with what became of it. */
+function showProposal(panel: NotebookPanel, data: JSONish, reply: (answer: JSONish) => void): void {
+  const notebook = panel.content;
+  const model = notebook.model;
+  const kind = data.kind;
+  const str = (v: unknown) => (typeof v === 'string' ? v : null);
+  if (!model || (kind !== 'insert' && kind !== 'edit' && kind !== 'delete')) {
+    reply({ outcome: 'invalid', detail: 'the page has no notebook, or the proposal is of an unknown kind' });
+    return;
+  }
+  const cellType = data.cell_type === 'markdown' ? 'markdown' : 'code';
+  const anchorId = str(data.cell_id) || (kind === 'insert' ? notebook.activeCell?.model.id ?? '' : '');
+  const target = findCell(panel, anchorId);
+  if (!target && !(kind === 'insert' && !anchorId)) {
+    reply({ outcome: 'invalid', detail: `no cell with id ${JSON.stringify(anchorId.slice(0, 100))} in the notebook` });
+    return;
+  }
+  const base = target ? target.cell.sharedModel.getSource() : '';
+  let after = '';
+  if (kind === 'edit') {
+    const whole = str(data.source);
+    const old = str(data.old);
+    const replacement = str(data.new);
+    if (whole !== null) {
+      after = whole;
+    } else if (old !== null && replacement !== null) {
+      const found = occurrences(base, old);
+      if (found !== 1) {
+        reply({ outcome: 'invalid', detail: found === 0 ? 'the snippet old is not in the cell' : 'the snippet old occurs more than once in the cell' });
+        return;
+      }
+      after = base.replace(old, () => replacement);
+    } else {
+      reply({ outcome: 'invalid', detail: 'an edit needs source, or old and new' });
+      return;
+    }
+  }
+  const source = kind === 'insert' ? str(data.source) ?? '' : after;
+
+  // The box, on the cell it concerns (an insert: on the cell it goes below).
+  const box = document.createElement('div');
+  box.className = `${PROPOSAL_CLASS} ${PROPOSAL_CLASS}-${kind}`;
+  box.dataset.state = 'waiting';
+  box.style.cssText = 'margin:4px 0 4px 64px;padding:6px 8px;border:1px dashed var(--jp-brand-color1);' +
+    'border-radius:4px;background:var(--jp-layout-color2);font-size:var(--jp-ui-font-size1)';
+  const title =
+    kind === 'insert' ? `The agent proposes a new ${cellType} cell below` :
+    kind === 'edit' ? 'The agent proposes a change to this cell' : 'The agent proposes deleting this cell';
+  const head = text('div', title, `${PROPOSAL_CLASS}-title`);
+  head.style.fontWeight = 'bold';
+  box.append(head);
+  if (kind !== 'delete') {
+    const pre = document.createElement('pre');
+    pre.className = `${PROPOSAL_CLASS}-source`;
+    pre.style.cssText = 'margin:4px 0;max-height:24em;overflow:auto;white-space:pre-wrap';
+    if (kind === 'insert') {
+      pre.textContent = source;
+    } else {
+      for (const [mark, line] of diffLines(base, after)) {
+        const row = text('div', `${mark} ${line}`, mark === '-' ? 'acp-del' : mark === '+' ? 'acp-add' : '');
+        if (mark !== ' ') {
+          row.style.background = mark === '-' ? 'var(--jp-error-color3)' : 'var(--jp-success-color3)';
+        }
+        pre.append(row);
+      }
+    }
+    box.append(pre);
+  }
+  const status = text('div', '', `${PROPOSAL_CLASS}-status`);
+  const bar = document.createElement('div');
+  bar.className = `${PROPOSAL_CLASS}-buttons`;
+  box.append(status, bar);
+  const host = target ? notebook.widgets.find(w => w.model.id === target.cell.id)?.node : null;
+  (host ?? notebook.node).appendChild(box);
+
+  let settled = false;
+  let timer = 0;
+  const watched = target?.cell;
+  const onChange = () => {
+    if (!settled && kind !== 'insert' && watched && watched.sharedModel.getSource() !== base) {
+      finish('conflict', { detail: "the user changed the cell" },
+        'You changed this cell while the proposal waited: it was not applied.');
+    }
+  };
+  const onCells = () => {
+    if (!settled && kind !== 'insert' && watched && !findCell(panel, watched.id)) {
+      finish('conflict', { detail: "the cell was deleted" }, 'The cell is gone: not applied.');
+    }
+  };
+  watched?.contentChanged.connect(onChange);
+  model.cells.changed.connect(onCells);
+
+  function finish(outcome: string, answer: JSONish, said: string, undo?: () => void): void {
+    settled = true;
+    window.clearTimeout(timer);
+    watched?.contentChanged.disconnect(onChange);
+    model?.cells.changed.disconnect(onCells);
+    box.dataset.state = outcome;
+    status.textContent = said;
+    bar.replaceChildren();
+    if (undo) {
+      bar.append(button('Undo', `${PROPOSAL_CLASS}-undo`, () => {
+        undo();
+        box.dataset.state = 'undone';
+        status.textContent = 'Undone.';
+        bar.replaceChildren(button('Dismiss', `${PROPOSAL_CLASS}-dismiss`, () => box.remove()));
+      }));
+    }
+    bar.append(button('Dismiss', `${PROPOSAL_CLASS}-dismiss`, () => box.remove()));
+    reply({ outcome, ...answer });
+  }
+
+  /** Apply it now; what undoes it (while the cell is as it left it). */
+  function apply(): { cellId: string; undo: () => void } | string {
+    const cells = model!.cells;
+    if (kind === 'insert') {
+      const index = target ? findCell(panel, target.cell.id)?.index : cells.length - 1;
+      if (index === undefined) {
+        return 'the cell to insert below is gone';
+      }
+      const inserted = model!.sharedModel.insertCell(index + 1, { cell_type: cellType, source });
+      const id = inserted.getId();
+      return { cellId: id, undo: () => {
+        const now = findCell(panel, id);
+        if (now) model!.sharedModel.deleteCell(now.index);
+      } };
+    }
+    const now = findCell(panel, target!.cell.id);
+    if (!now || now.cell.sharedModel.getSource() !== base) {
+      return 'the cell changed';
+    }
+    if (kind === 'edit') {
+      now.cell.sharedModel.setSource(after);
+      return { cellId: now.cell.id, undo: () => {
+        const cell = findCell(panel, now.cell.id);
+        if (cell && cell.cell.sharedModel.getSource() === after) cell.cell.sharedModel.setSource(base);
+      } };
+    }
+    const json = now.cell.toJSON();
+    const id = now.cell.id;
+    model!.sharedModel.deleteCell(now.index); // (the cell's model is disposed with it)
+    // The box went with the cell: it stays (with Undo) on the cell above, or atop the notebook.
+    const above = notebook.widgets[now.index - 1];
+    if (above) {
+      above.node.appendChild(box);
+    } else {
+      notebook.node.prepend(box);
+    }
+    return { cellId: id, undo: () => {
+      model!.sharedModel.insertCell(Math.min(now.index, model!.cells.length), json as any);
+    } };
+  }
+
+  function accept(by: string): void {
+    watched?.contentChanged.disconnect(onChange); // our own change is not the user's
+    model?.cells.changed.disconnect(onCells);
+    let done: ReturnType<typeof apply>;
+    try {
+      done = apply();
+    } catch (error) {
+      finish('invalid', { detail: `the page could not apply it: ${String(error).slice(0, 500)}` }, 'Could not apply it.');
+      return;
+    }
+    if (typeof done === 'string') {
+      finish('conflict', { detail: done }, `Not applied: ${done}.`);
+      return;
+    }
+    finish('applied', { cell_id: done.cellId.slice(0, 200) }, by, done.undo);
+  }
+
+  if (data.apply === true) {
+    accept('Applied by the agent (permissions: allow-all).');
+    return;
+  }
+  const words = document.createElement('input');
+  words.type = 'text';
+  words.placeholder = 'why not (optional, for the agent)';
+  words.className = `${PROPOSAL_CLASS}-words`;
+  words.style.cssText = 'margin-left:8px;width:18em';
+  bar.append(
+    button('Accept', `${PROPOSAL_CLASS}-accept jp-mod-accept`, () => accept('Accepted.')),
+    button('Reject', `${PROPOSAL_CLASS}-reject jp-mod-reject`, () =>
+      finish('rejected', { detail: words.value.slice(0, 2_000) }, 'Rejected.')),
+    words
+  );
+  const seconds = typeof data.seconds === 'number' && data.seconds > 0 ? Math.min(data.seconds, 86_400) : 900;
+  timer = window.setTimeout(() => finish('expired', {}, 'Nobody answered in time: withdrawn.'), seconds * 1000);
+  box.scrollIntoView({ block: 'nearest' });
 }
 
 const plugin: JupyterFrontEndPlugin<void> = {

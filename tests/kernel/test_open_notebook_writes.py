@@ -49,7 +49,7 @@ async def test_a_write_to_the_open_notebook_is_refused_and_others_are_written(ke
     errors = [json.loads(line.split("ERROR ", 1)[1]) for line in said.splitlines() if line.startswith("ERROR {")]
     assert len(errors) == 2, said  # the notebook, and a link to it
     for error in errors:
-        assert "open in the user's notebook editor" in error["message"] and "`cells` tool" in error["message"]
+        assert "open in the user's notebook editor" in error["message"] and "`edit_cell`" in error["message"]
     assert said.count("RESULT {}") == 1, said  # the other notebook was written
     assert mine.read_text(encoding="utf-8") == before
     assert nbformat.read(other, as_version=4).cells[0].source == "x = 2  # the agent's"

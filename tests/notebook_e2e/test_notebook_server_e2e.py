@@ -113,7 +113,7 @@ async def test_no_mcp_means_no_server_offered(magics):
     assert not servers(magics)
 
 
-async def test_acp_kernel_offers_cells_only(acp_kernel):
+async def test_acp_kernel_offers_the_document_tools_only(acp_kernel):
     acp_kernel_h = acp_kernel
     await acp_kernel_h.execute("hello <b>bold</b> `code\nspan` /tmp/a\nb.txt", timeout=60)
     res = await acp_kernel_h.execute("notebook cells", timeout=60)
@@ -121,8 +121,9 @@ async def test_acp_kernel_offers_cells_only(acp_kernel):
     assert "hello <b>bold</b>" in shown or "hello \\u003cb\\u003ebold" in shown or "hello &lt;b&gt;" in shown, shown[-3000:]
     assert "sources of the cells run in this kernel" in shown
     res = await acp_kernel_h.execute("notebook run x = 1", timeout=60)
-    assert "does not offer `execute` here; it offers `cells`" in res.text(), res.text()[-2000:]
-    assert "only cells is offered" in res.text()
+    assert ("does not offer `execute` here; it offers `cells`, `insert_cell`, `edit_cell`, `delete_cell`"
+            in res.text()), res.text()[-2000:]
+    assert "only cells, insert_cell, edit_cell, delete_cell are offered" in res.text()
     # The session ends with the agent (a restart): its server goes with it.
     started = {p for p in proctree.tree(acp_kernel_h.km.provisioner.pid) if SERVER in cmdline(p)}
     assert started, "the agent did not start the notebook server"

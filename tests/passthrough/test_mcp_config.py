@@ -138,7 +138,7 @@ async def test_bridge_policies():
     policy = ["allow-all"]
     bridge = notebook.PassthroughBridge("cli", lambda: policy[0],
                                         side=NotebookSide(ALL_TOOLS, namespace=lambda: {"x": 1}))
-    assert bridge.tools == {"execute", "variables", "cells"}
+    assert bridge.tools == {"execute", "variables", "cells", "insert_cell", "edit_cell", "delete_cell"}
     assert await bridge.authorize("x = 2") == (True, "")
     policy[0] = "deny"
     bridge.cell = notebook.Cell(sink, interactive=True, widgets=True, live=True)
@@ -215,7 +215,7 @@ async def test_standin_reaches_the_server_from_the_generated_file(ipython, tmp_p
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     server = json.loads(open(path).read())["mcpServers"]["notebook"]
     assert server["args"][:2] == ["-m", "acp_kernel.notebook_mcp"] and "--token" in server["args"]
-    assert ready["tools"] == ["cells", "execute", "variables"]
+    assert ready["tools"] == ["cells", "delete_cell", "edit_cell", "execute", "insert_cell", "variables"]
     servers = set(ready["pids"])
     assert servers and all(proctree.alive(p) for p in servers)
 
@@ -359,7 +359,7 @@ async def test_interrupt_stops_the_code_and_the_cli_turn(ipython, tmp_path):  # 
 
 
 @pytest.mark.slow
-async def test_acp_kernel_offers_cells_only_to_the_cli(kernel_env, tmp_path):
+async def test_acp_kernel_offers_the_document_tools_only_to_the_cli(kernel_env, tmp_path):
     from tests.kernel.conftest import KernelHarness, running_kernel
 
     log = tmp_path / "standin.jsonl"
@@ -372,7 +372,7 @@ async def test_acp_kernel_offers_cells_only_to_the_cli(kernel_env, tmp_path):
         assert res.reply["content"]["status"] == "ok", res.text()
         await wait_until(lambda: any(e["event"] == "mcp-ready" for e in events(log)), timeout=60)
         ready = next(e for e in events(log) if e["event"] == "mcp-ready")
-        assert ready["tools"] == ["cells"]
+        assert ready["tools"] == ["cells", "delete_cell", "edit_cell", "insert_cell"]  # no execute, no variables
         await harness.execute(f"first prompt {HTML}")
         await harness.execute("mcp cells")
         lines = _results(log)[-1]["lines"]

@@ -1,0 +1,129 @@
+"""The agent changes the live notebook only through proposals the user answers in the page
+(issue 26): the demo agent calls the ``notebook`` server's ``insert_cell``, ``edit_cell``
+and ``delete_cell``; acp-kernel's front-end extension shows each on the cell it concerns
+(the new source, or the old and new lines) with Accept and Reject, and the agent's tool
+result says what became of it. A user's edit to a cell whose proposal waits is a conflict,
+never applied over their text; an applied change has Undo; under allow-all a change applies
+at once and is still shown. JupyterLab, the ACP kernel, nothing mocked."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from .conftest import START, TURN, Notebook, _open_notebook, skip_unless_browser
+from .test_live_cells import OPEN, ours
+from .test_notebook_mcp_ui import _fold
+from .test_notebook_ui import END_TURN, status_line
+
+skip_unless_browser()
+
+from playwright.sync_api import expect  # noqa: E402
+
+#: Raw HTML, a code span across a line break, math delimiters and a path with a newline.
+HOSTILE = "print('<img src=x onerror=alert(1)> `a\\nb` $x$ \\\\(y\\\\) /tmp/a\\nb.py')"
+
+
+@pytest.fixture
+def nb3(lab, lab_page, request):
+    """An ACP Agent notebook: a cell for prompts, and two cells of the user's."""
+    yield from _open_notebook(lab, lab_page, request, cells=["", "x = 1", "y = 2"])
+
+
+def _ids(nb: Notebook) -> list[str]:
+    return nb.page.evaluate(
+        "() => { const m = window.jupyterapp.shell.currentWidget.content.model;"
+        " return Array.from({length: m.cells.length}, (_, i) => m.cells.get(i).id); }")
+
+
+def _sources(nb: Notebook) -> list[str]:
+    return nb.page.evaluate(
+        "() => { const m = window.jupyterapp.shell.currentWidget.content.model;"
+        " return Array.from({length: m.cells.length}, (_, i) => m.cells.get(i).sharedModel.getSource()); }")
+
+
+def _ask(nb: Notebook, prompt: str):
+    """Run ``prompt`` in cell 0 (the agent's turn); its output area."""
+    return nb.run(0, prompt)
+
+
+def test_insert_edit_delete_are_proposals_the_user_answers(nb3: Notebook) -> None:
+    nb = nb3
+    expect(nb.panel).to_have_attribute(OPEN, "open", timeout=START)
+    _, x_id, y_id = _ids(nb)
+
+    # Insert below x: shown on x's cell as text; accepted, a real cell with that source.
+    out = _ask(nb, f"notebook insert after {x_id}\n```\n{HOSTILE}\n```")
+    box = nb.cell(1).locator(".acp-proposal-insert")
+    expect(box).to_be_visible(timeout=TURN)
+    expect(box.locator(".acp-proposal-source")).to_have_text(HOSTILE)
+    assert box.locator("img").count() == 0
+    nb.screenshot("proposal-insert.png")
+    box.get_by_role("button", name="Accept").click()
+    expect(status_line(out)).to_have_text(END_TURN, timeout=TURN)
+    expect(_fold(out, "notebook: insert_cell")).to_contain_text("Applied: inserted as cell")
+    assert _sources(nb)[1:] == ["x = 1", HOSTILE, "y = 2"]
+    expect(box).to_have_attribute("data-state", "applied")
+
+    # Edit x: the old and new lines; rejected with the user's words, which reach the agent.
+    out = _ask(nb, f"notebook edit {x_id}\n```\nx = 10\n```")
+    box = nb.cell(1).locator(".acp-proposal-edit")
+    expect(box).to_be_visible(timeout=TURN)
+    expect(box.locator(".acp-del")).to_have_text("- x = 1")
+    expect(box.locator(".acp-add")).to_have_text("+ x = 10")
+    nb.screenshot("proposal-diff.png")
+    box.locator(".acp-proposal-words").fill("keep x small")
+    box.get_by_role("button", name="Reject").click()
+    expect(status_line(out)).to_have_text(re.compile(r"\S"), timeout=TURN)
+    row = _fold(out, "notebook: edit_cell")
+    expect(row).to_contain_text("Rejected", timeout=TURN)
+    expect(row).to_contain_text("keep x small")
+    assert _sources(nb)[1] == "x = 1"
+
+    # Edit y while the user edits it too: a conflict, never applied over the user's text.
+    out = _ask(nb, f"notebook edit {y_id}\n```\ny = 20\n```")
+    y_cell = nb.cell(3)  # below the inserted cell
+    box = y_cell.locator(".acp-proposal-edit")
+    expect(box).to_be_visible(timeout=TURN)
+    y_cell.locator(".cm-content").click()
+    nb.page.keyboard.press("End")
+    nb.page.keyboard.insert_text("  # mine")
+    expect(box).to_have_attribute("data-state", "conflict", timeout=TURN)
+    nb.screenshot("proposal-conflict.png")
+    expect(_fold(out, "notebook: edit_cell")).to_contain_text("Conflict", timeout=TURN)
+    assert _sources(nb)[-1] == "y = 2  # mine"
+
+    # Delete the inserted cell: accepted, gone; Undo brings it back.
+    inserted = _ids(nb)[2]
+    out = _ask(nb, f"notebook delete {inserted}")
+    box = nb.panel.locator(".acp-proposal-delete")
+    expect(box).to_be_visible(timeout=TURN)
+    box.get_by_role("button", name="Accept").click()
+    expect(_fold(out, "notebook: delete_cell")).to_contain_text("Applied", timeout=TURN)
+    assert HOSTILE not in _sources(nb)
+    expect(box).to_have_attribute("data-state", "applied")  # kept on the cell above, with Undo
+    box.get_by_role("button", name="Undo").click()
+    expect(box).to_have_attribute("data-state", "undone")
+    assert _sources(nb)[1:] == ["x = 1", HOSTILE, "y = 2  # mine"]
+    nb.screenshot("proposal-undone.png")
+    errors = ours(nb.console_errors)  # type: ignore[attr-defined]
+    assert not errors, errors
+
+
+def test_under_allow_all_a_change_applies_at_once_and_can_be_undone(nb3: Notebook) -> None:
+    nb = nb3
+    expect(nb.panel).to_have_attribute(OPEN, "open", timeout=START)
+    _, x_id, _ = _ids(nb)
+    expect(nb.run(0, "%permissions allow-all")).to_contain_text("allow-all", timeout=TURN)
+    out = _ask(nb, f"notebook edit {x_id}\n```\nx = 3\n```")
+    expect(status_line(out)).to_have_text(END_TURN, timeout=TURN)
+    expect(_fold(out, "notebook: edit_cell")).to_contain_text("Applied")
+    assert _sources(nb)[1] == "x = 3"
+    box = nb.cell(1).locator(".acp-proposal-edit")
+    expect(box).to_have_attribute("data-state", "applied")
+    expect(box.locator(".acp-proposal-status")).to_have_text(re.compile("allow-all"))
+    nb.screenshot("proposal-applied.png")
+    box.get_by_role("button", name="Undo").click()
+    expect(box).to_have_attribute("data-state", "undone")
+    assert _sources(nb)[1] == "x = 1"
