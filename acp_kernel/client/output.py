@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ..safe import Markdown, block, bundle, code, text
 from .frontend import Frontend, Shows
+from .notebook import NOTEBOOK_TOOLS
 from .parts import Parts
 from .session import absolute_roots
 
@@ -84,7 +85,7 @@ def status_lines(life: Lifecycle, name: Markdown, pty_target: str | None) -> lis
     lines.append(M("- permissions: {}").format(text(life.settings.permissions)))
     offered = life.notebook_tools()
     if offered is not None:
-        tools = [t for t in ("execute", "variables", "cells") if t in offered]
+        tools = [t for t in NOTEBOOK_TOOLS if t in offered]
         line = M("- notebook MCP server: {}").format(text(", ".join(tools) or "no tools"))
         if life.notebook_started():
             line += M(" (the agent started it)")

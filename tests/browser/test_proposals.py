@@ -127,3 +127,43 @@ def test_under_allow_all_a_change_applies_at_once_and_can_be_undone(nb3: Noteboo
     box.get_by_role("button", name="Undo").click()
     expect(box).to_have_attribute("data-state", "undone")
     assert _sources(nb)[1] == "x = 1"
+
+
+@pytest.fixture
+def nb7_2(notebook7, browser_context, request):
+    """The same in Notebook 7's notebook page: a cell for prompts and one of the user's."""
+    yield from _open_notebook(notebook7, browser_context, request, "/notebooks/{name}", cells=["", "x = 1"])
+
+
+def test_an_edit_is_accepted_in_notebook7(nb7_2: Notebook) -> None:
+    """The cell's id as the agent learns it, from the cells tool (Notebook 7 has no jupyterapp)."""
+    nb = nb7_2
+    expect(nb.panel).to_have_attribute(OPEN, "open", timeout=START)
+    listed = _ask(nb, "notebook cells")
+    expect(status_line(listed)).to_have_text(END_TURN, timeout=TURN)
+    result = _fold(listed, "notebook: cells").text_content() or ""  # folded: its text, not what shows
+    found = re.search(r'## Cell 2: code, id "([A-Za-z0-9_-]+)"', result)
+    assert found, result
+    out = _ask(nb, f"notebook edit {found.group(1)}\n```\n{HOSTILE}\n```")
+    box = nb.cell(1).locator(".acp-proposal-edit")
+    expect(box).to_be_visible(timeout=TURN)
+    expect(box.locator(".acp-add")).to_have_text(f"+ {HOSTILE}")
+    assert box.locator("img").count() == 0
+    box.get_by_role("button", name="Accept").click()
+    expect(_fold(out, "notebook: edit_cell")).to_contain_text("Applied", timeout=TURN)
+    expect(nb.cell(1).locator(".cm-content")).to_have_text(HOSTILE.replace("\n", ""), use_inner_text=False)
+    nb.screenshot("proposal-notebook7.png")
+
+
+def test_a_proposal_through_the_magics_in_a_python_notebook(pynb: Notebook) -> None:
+    nb = pynb
+    nb.run(0, "%load_ext acp_kernel")
+    expect(nb.run(1, "%acp connect demo --permissions ask")).to_contain_text("Connected", timeout=TURN)
+    expect(nb.panel).to_have_attribute(OPEN, "open", timeout=START)
+    anchor = _ids(nb)[1]
+    out = nb.run(2, f"%%acp\nnotebook insert after {anchor}\n```\nz = 3\n```")
+    box = nb.cell(1).locator(".acp-proposal-insert")
+    expect(box).to_be_visible(timeout=TURN)
+    box.get_by_role("button", name="Accept").click()
+    expect(_fold(nb.output(3), "notebook: insert_cell")).to_contain_text("Applied", timeout=TURN)  # below the new cell
+    assert _sources(nb)[2] == "z = 3"

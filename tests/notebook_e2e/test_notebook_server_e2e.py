@@ -172,3 +172,16 @@ async def test_one_question_when_the_agent_asks_for_its_own_execute(magics):
     await magics.ok("%%acp\nnotebook run w = 8", on_output=on_output, timeout=60)
     assert clicked.done()
     assert await magics.value("'w' in globals()") == "False"
+
+
+async def test_proposals_without_a_page_say_so_and_deny_refuses(acp_kernel):
+    """No front-end extension page here (jupyter_client): the agent is told, and nothing changes.
+    Under deny the tools refuse before asking any page."""
+    hostile = "print('<img src=x onerror=alert(1)> `a\\nb` $x$ /tmp/a\\nb.py')"
+    res = await acp_kernel.execute(f"notebook insert\n```\n{hostile}\n```", timeout=60)
+    shown = tool_text(res)
+    assert "not proposed: no notebook page with acp-kernel's JupyterLab / Notebook 7 extension" in shown, shown[-2000:]
+    assert "the notebook was not changed" in shown
+    assert (await acp_kernel.execute("%permissions deny")).status == "ok"
+    res = await acp_kernel.execute("notebook delete c1", timeout=60)
+    assert "refused by the permission policy (deny): the notebook was not changed" in tool_text(res)

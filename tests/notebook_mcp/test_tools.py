@@ -247,3 +247,47 @@ def test_offered_tokens_never_look_like_options(monkeypatch):
             host.withdraw(token)
     assert all(t and t[0].isalnum() for t in tokens)
     assert len(set(tokens)) == len(tokens)
+
+
+# -- proposals --------------------------------------------------------------------------
+
+
+def test_the_client_layer_lists_the_servers_tools_in_its_order():
+    from acp_kernel.client.notebook import NOTEBOOK_TOOLS
+    from acp_kernel.notebook_mcp.wire import TOOLS
+
+    assert NOTEBOOK_TOOLS == TOOLS
+
+
+def test_edit_arguments_are_a_whole_source_or_one_snippet():
+    from acp_kernel.notebook_mcp.tools import proposal_of
+    from acp_kernel.notebook_mcp.wire import DeleteCellArgs, EditCellArgs, InsertCellArgs
+
+    assert proposal_of(InsertCellArgs(source="x = 1")) == {"kind": "insert", "cell_id": "", "cell_type": "code",
+                                                          "source": "x = 1"}
+    assert proposal_of(EditCellArgs(cell_id="c1", source="y")) == {"kind": "edit", "cell_id": "c1", "source": "y"}
+    assert proposal_of(EditCellArgs(cell_id="c1", old="a", new="")) == {"kind": "edit", "cell_id": "c1", "old": "a",
+                                                                        "new": ""}
+    assert "either source" in proposal_of(EditCellArgs(cell_id="c1"))
+    assert "either source" in proposal_of(EditCellArgs(cell_id="c1", source="y", old="a", new="b"))
+    assert "both old" in proposal_of(EditCellArgs(cell_id="c1", old="a"))
+    assert proposal_of(DeleteCellArgs(cell_id="c1")) == {"kind": "delete", "cell_id": "c1"}
+    with pytest.raises(ValueError):
+        DeleteCellArgs(cell_id="../x\n")  # ids are nbformat's
+    with pytest.raises(ValueError):
+        InsertCellArgs(source="x" * 20_001)
+
+
+def test_the_agent_is_told_what_became_of_its_proposal():
+    from acp_kernel.notebook_mcp.docwire import Decided
+    from acp_kernel.notebook_mcp.tools import decided_text
+
+    said = decided_text("insert", Decided(id=1, outcome="applied", cell_id="new1"))
+    assert said.startswith("Applied: inserted as cell \"new1\"")
+    said = decided_text("edit", Decided(id=1, outcome="rejected", detail="keep it\nshort"), "c1")
+    assert said.startswith("Rejected") and "change to cell \"c1\"" in said and "keep it short" in said
+    said = decided_text("edit", Decided(id=1, outcome="conflict", detail="the user changed the cell"), "c1")
+    assert said.startswith("Conflict: the user changed the cell") and "read the cells again" in said
+    assert decided_text("delete", Decided(id=1, outcome="expired"), "c1").startswith("Expired")
+    assert "not in the cell" in decided_text("edit", Decided(id=1, outcome="invalid",
+                                                             detail="the snippet old is not in the cell"), "c1")
