@@ -966,6 +966,7 @@ BENCHMARKS: dict[str, Callable[[Ctx], Section]] = {
     "widget-state": lambda ctx: __import__("benchmarks.widget_state", fromlist=["_"]).widget_state(ctx),
     "longturn-browser": lambda ctx: __import__("benchmarks.long_turn_browser", fromlist=["_"]).long_turn_browser(ctx),
     "notebook-mcp": lambda ctx: __import__("benchmarks.notebook_mcp", fromlist=["_"]).notebook_mcp(ctx),
+    "proposals-browser": lambda ctx: __import__("benchmarks.proposals_browser", fromlist=["_"]).proposals_browser(ctx),
 }
 
 
