@@ -161,7 +161,7 @@ def test_a_proposal_through_the_magics_in_a_python_notebook(pynb: Notebook) -> N
     expect(nb.run(1, "%acp connect demo --permissions ask")).to_contain_text("Connected", timeout=TURN)
     expect(nb.panel).to_have_attribute(OPEN, "open", timeout=START)
     anchor = _ids(nb)[1]
-    out = nb.run(2, f"%%acp\nnotebook insert after {anchor}\n```\nz = 3\n```")
+    nb.run(2, f"%%acp\nnotebook insert after {anchor}\n```\nz = 3\n```")
     box = nb.cell(1).locator(".acp-proposal-insert")
     expect(box).to_be_visible(timeout=TURN)
     box.get_by_role("button", name="Accept").click()
