@@ -11,6 +11,8 @@ from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .docwire import PROPOSAL_SECONDS, PROPOSAL_SOURCE
+
 #: The comm target the kernel side registers; the server opens a comm to it.
 COMM_TARGET = "acp_kernel.notebook"
 #: Every tool, in listing order; a bridge offers a subset.
@@ -24,14 +26,14 @@ MAX_IMAGES = 4
 MAX_IMAGE_BYTES = 1_000_000
 
 #: The longest source an edit may carry (the page's snapshot cuts sources here too).
-MAX_SOURCE = 20_000
+MAX_SOURCE = PROPOSAL_SOURCE
 #: A cell id as nbformat 4.5 makes them (and as the ``cells`` tool shows them).
 CELL_ID = r"^[A-Za-z0-9_-]{1,64}$"
 
 #: Server-side waits, in seconds.
 EXECUTE_TIMEOUT = 30 * 60
-#: How long a proposal waits for the user's answer in the page (the server waits a little longer).
-PROPOSAL_TIMEOUT = 15 * 60
+#: How long the kernel waits for a proposal's answer: the page withdraws it first (``expired``).
+PROPOSAL_TIMEOUT = PROPOSAL_SECONDS + 30
 REQUEST_TIMEOUT = 30
 CONNECT_TIMEOUT = 30
 
