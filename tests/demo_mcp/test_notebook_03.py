@@ -72,3 +72,9 @@ def test_notebook_mcp_demo_runs_through_nbclient(kernel_env, tmp_path, monkeypat
     # nbclient: no page, no file name: the cells run here, saying why not the live notebook
     assert ("This kernel does not know its notebook file and no notebook page with acp-kernel's "
             "JupyterLab / Notebook 7 extension is connected to this kernel") in " ".join(cells.split())
+
+    # nbclient: no notebook page to show the proposal in, so the agent is told and nothing changes.
+    insert = next(out for src, out in by_source.items() if src.startswith("%%acp\nnotebook insert"))
+    assert "notebook: insert&#95;cell" in insert  # (markdown: the underscore as a reference)
+    assert "not proposed: no notebook page with acp-kernel's JupyterLab / Notebook 7 extension" in " ".join(insert.split())
+    assert len(saved.cells) == len(nb.cells)
