@@ -3,7 +3,9 @@ server and Chromium settings) and rounds of one measurement, each in a page of i
 
 from __future__ import annotations
 
+import json
 import os
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -46,3 +48,15 @@ def end_sessions(lab: Any, timeout: float = 60) -> None:
     """Shut every notebook session's kernel down (a round's, or the run's)."""
     for sess in lab.api("GET", "/api/sessions"):
         lab.api("DELETE", f"/api/sessions/{sess['id']}", timeout=timeout)
+
+
+def run_and_print(what: str, measure: Callable[[], dict[str, Any]]) -> int:
+    """A browser worker's end: the figures as one JSON line on stdout, or the failure as the
+    last line of stderr (the runner shows it)."""
+    try:
+        result = measure()
+    except Exception as exc:  # noqa: BLE001 - the runner shows stderr's last line: make it the reason
+        print(f"\n{what} failed: {(str(exc).strip().splitlines() or [type(exc).__name__])[0]}", file=sys.stderr)
+        return 1
+    sys.stdout.write(json.dumps(result) + "\n")
+    return 0

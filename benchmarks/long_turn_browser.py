@@ -327,14 +327,9 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.mode == "agent":
         return agent(args)
-    try:
-        result = browser(args)
-    except Exception as exc:  # noqa: BLE001 - the runner shows stderr's last line: make it the reason
-        print(f"\nlong turn in the browser failed: {(str(exc).strip().splitlines() or [type(exc).__name__])[0]}",
-              file=sys.stderr)
-        return 1
-    sys.stdout.write(json.dumps(result) + "\n")
-    return 0
+    from benchmarks.browser import run_and_print
+
+    return run_and_print("long turn in the browser", lambda: browser(args))
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ As a section: ``python -m benchmarks --only proposals-browser``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import statistics
@@ -107,14 +106,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("mode", choices=["browser"])
     p.add_argument("--proposals", type=int, default=10)
     args = p.parse_args(argv)
-    try:
-        result = browser(args)
-    except Exception as exc:  # noqa: BLE001 - the runner shows stderr's last line: make it the reason
-        print(f"\nproposals in the browser failed: {(str(exc).strip().splitlines() or [type(exc).__name__])[0]}",
-              file=sys.stderr)
-        return 1
-    sys.stdout.write(json.dumps(result) + "\n")
-    return 0
+    from benchmarks.browser import run_and_print
+
+    return run_and_print("proposals in the browser", lambda: browser(args))
 
 
 if __name__ == "__main__":

@@ -19,9 +19,9 @@ import itertools
 import logging
 import posixpath
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from .docwire import (DOCUMENT_TARGET, PROTOCOL, SNAPSHOT_TIMEOUT, Decided, Failed, Hello, Propose, Snapshot,
                       SnapshotRequest, Welcome)
@@ -134,12 +134,21 @@ NO_PAGE = ("no notebook page with acp-kernel's JupyterLab / Notebook 7 extension
            "kernel")
 
 
-async def _ask(page: Page, rid: int, message: dict, timeout: float) -> tuple[dict | None, str]:
-    """Send ``message`` (request ``rid``) to ``page``; its answer, or None and why not."""
+Answer = TypeVar("Answer", Snapshot, Decided)
+
+
+async def _request(kernel_path: str | None, make: Callable[[int], BaseModel], answer: type[Answer], doing: str,
+                   what: str, timeout: float) -> tuple[Answer | None, str]:
+    """Send ``make(id)`` to the page showing the notebook; its answer as ``answer``, or None
+    and why not (said to the agent: ``doing`` is what the page could not do, ``what`` its answer)."""
+    page = choose(kernel_path)
+    if page is None:
+        return None, NO_PAGE
+    rid = next(_ids)
     future: asyncio.Future[dict] = asyncio.get_running_loop().create_future()
     _pending[rid] = (page, future)
     try:
-        page.comm.send(message)
+        page.comm.send(make(rid).model_dump())
         data = await asyncio.wait_for(future, timeout)
     except asyncio.TimeoutError:
         return None, f"the notebook page did not answer within {timeout:g} s"
@@ -152,43 +161,24 @@ async def _ask(page: Page, rid: int, message: dict, timeout: float) -> tuple[dic
             error = Failed.model_validate(data).error
         except ValidationError:
             error = "no reason given"
-        return None, error[:300] or "no reason given"
-    return data, ""
-
-
-def _refused(exc: ValidationError, what: str) -> str:
-    first = exc.errors(include_url=False)[0]
-    where = ".".join(map(str, first["loc"]))
-    return f"the notebook page's {what} was refused ({exc.error_count()} problems; first at {where}: {first['msg']})"
+        return None, f"the notebook page could not {doing} ({error[:300]})"
+    try:
+        return answer.model_validate(data), ""
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(map(str, first["loc"]))
+        return None, (f"the notebook page's {what} was refused ({exc.error_count()} problems; "
+                      f"first at {where}: {first['msg']})")
 
 
 async def snapshot(kernel_path: str | None, timeout: float = SNAPSHOT_TIMEOUT) -> tuple[Snapshot | None, str]:
     """The live notebook from a page, or None and why not (said to the agent)."""
-    page = choose(kernel_path)
-    if page is None:
-        return None, NO_PAGE
-    rid = next(_ids)
-    data, why = await _ask(page, rid, SnapshotRequest(id=rid).model_dump(), timeout)
-    if data is None:
-        return None, why if why.startswith("the notebook page") else f"the notebook page could not read the notebook ({why})"
-    try:
-        return Snapshot.model_validate(data), ""
-    except ValidationError as exc:
-        return None, _refused(exc, "snapshot")
+    return await _request(kernel_path, lambda rid: SnapshotRequest(id=rid), Snapshot, "read the notebook", "snapshot",
+                          timeout)
 
 
 async def propose(kernel_path: str | None, proposal: dict, timeout: float) -> tuple[Decided | None, str]:
     """Show a change to the notebook in its page (``proposal``: :class:`Propose`'s fields
     but ``id``); what the user (or the page) decided, or None and why not."""
-    page = choose(kernel_path)
-    if page is None:
-        return None, NO_PAGE
-    rid = next(_ids)
-    message = Propose(id=rid, **proposal).model_dump()
-    data, why = await _ask(page, rid, message, timeout)
-    if data is None:
-        return None, why if why.startswith("the notebook page") else f"the notebook page failed ({why})"
-    try:
-        return Decided.model_validate(data), ""
-    except ValidationError as exc:
-        return None, _refused(exc, "answer")
+    return await _request(kernel_path, lambda rid: Propose(id=rid, **proposal), Decided, "show the proposal", "answer",
+                          timeout)
