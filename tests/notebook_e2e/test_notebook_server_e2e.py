@@ -35,10 +35,11 @@ async def test_execute_sets_a_variable_the_next_cell_sees_and_the_run_shows_in_t
     await magics.ok("%acp connect demo --permissions allow-all")
     status = (await magics.ok("%acp status")).text()
     # The demo agent starts the server when a prompt first needs it: offered, not started.
-    assert "notebook MCP server: execute, variables, cells offered; the agent has not started it" in status, status
+    offered = "execute, variables, cells, insert&#95;cell, edit&#95;cell, delete&#95;cell"  # (markdown: _ as references)
+    assert f"notebook MCP server: {offered} offered; the agent has not started it" in status, status
     res = await magics.ok("%%acp\nnotebook run x = 41 + 1\nprint('<img src=x onerror=alert(1)>')", timeout=60)
     status = (await magics.ok("%acp status")).text()
-    assert "notebook MCP server: execute, variables, cells (the agent started it)" in status, status
+    assert f"notebook MCP server: {offered} (the agent started it)" in status, status
     shown = tool_text(res)
     assert "Run Python in this notebook" in shown, shown[-3000:]
     assert await magics.value("x") == "42"
