@@ -508,7 +508,7 @@ function showProposal(panel: NotebookPanel, data: JSONish, reply: (answer: JSONi
   watched?.contentChanged.connect(onChange);
   model.cells.changed.connect(onCells);
 
-  function finish(outcome: string, answer: JSONish, said: string, undo?: () => void): void {
+  function finish(outcome: string, answer: JSONish, said: string, undo?: () => boolean): void {
     settled = true;
     window.clearTimeout(timer);
     watched?.contentChanged.disconnect(onChange);
@@ -518,9 +518,10 @@ function showProposal(panel: NotebookPanel, data: JSONish, reply: (answer: JSONi
     bar.replaceChildren();
     if (undo) {
       bar.append(button('Undo', `${PROPOSAL_CLASS}-undo`, () => {
-        undo();
-        box.dataset.state = 'undone';
-        status.textContent = 'Undone.';
+        // Only over the change as it left the cell: never over the user's later edits.
+        const undone = undo();
+        box.dataset.state = undone ? 'undone' : 'kept';
+        status.textContent = undone ? 'Undone.' : 'Not undone: the cell changed since.';
         bar.replaceChildren(button('Dismiss', `${PROPOSAL_CLASS}-dismiss`, () => box.remove()));
       }));
     }
@@ -528,8 +529,8 @@ function showProposal(panel: NotebookPanel, data: JSONish, reply: (answer: JSONi
     reply({ outcome, ...answer });
   }
 
-  /** Apply it now; what undoes it (while the cell is as it left it). */
-  function apply(): { cellId: string; undo: () => void } | string {
+  /** Apply it now; what undoes it (false, and nothing done, when the cell changed since). */
+  function apply(): { cellId: string; undo: () => boolean } | string {
     const cells = model!.cells;
     if (kind === 'insert') {
       const index = target ? findCell(panel, target.cell.id)?.index : cells.length - 1;
@@ -540,7 +541,11 @@ function showProposal(panel: NotebookPanel, data: JSONish, reply: (answer: JSONi
       const id = inserted.getId();
       return { cellId: id, undo: () => {
         const now = findCell(panel, id);
-        if (now) model!.sharedModel.deleteCell(now.index);
+        if (!now || now.cell.sharedModel.getSource() !== source) {
+          return false;
+        }
+        model!.sharedModel.deleteCell(now.index);
+        return true;
       } };
     }
     const now = findCell(panel, target!.cell.id);
@@ -549,9 +554,14 @@ function showProposal(panel: NotebookPanel, data: JSONish, reply: (answer: JSONi
     }
     if (kind === 'edit') {
       now.cell.sharedModel.setSource(after);
-      return { cellId: now.cell.id, undo: () => {
-        const cell = findCell(panel, now.cell.id);
-        if (cell && cell.cell.sharedModel.getSource() === after) cell.cell.sharedModel.setSource(base);
+      const id = now.cell.id;
+      return { cellId: id, undo: () => {
+        const cell = findCell(panel, id);
+        if (!cell || cell.cell.sharedModel.getSource() !== after) {
+          return false;
+        }
+        cell.cell.sharedModel.setSource(base);
+        return true;
       } };
     }
     const json = now.cell.toJSON();
@@ -566,6 +576,7 @@ function showProposal(panel: NotebookPanel, data: JSONish, reply: (answer: JSONi
     }
     return { cellId: id, undo: () => {
       model!.sharedModel.insertCell(Math.min(now.index, model!.cells.length), json as any);
+      return true;
     } };
   }
 

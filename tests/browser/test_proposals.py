@@ -107,6 +107,16 @@ def test_insert_edit_delete_are_proposals_the_user_answers(nb3: Notebook) -> Non
     expect(box).to_have_attribute("data-state", "undone")
     assert _sources(nb)[1:] == ["x = 1", HOSTILE, "y = 2  # mine"]
     nb.screenshot("proposal-undone.png")
+    # The insert's Undo, after the user edited the inserted cell: never over their edit.
+    inserted_cell = nb.cell(2)
+    inserted_cell.locator(".cm-content").click()
+    nb.page.keyboard.press("End")
+    nb.page.keyboard.insert_text("  # kept")
+    first = nb.cell(1).locator(".acp-proposal-insert")
+    first.get_by_role("button", name="Undo").click()
+    expect(first).to_have_attribute("data-state", "kept")
+    expect(first.locator(".acp-proposal-status")).to_have_text("Not undone: the cell changed since.")
+    assert _sources(nb)[2] == HOSTILE + "  # kept"
     errors = ours(nb.console_errors)  # type: ignore[attr-defined]
     assert not errors, errors
 
