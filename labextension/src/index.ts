@@ -494,6 +494,8 @@ function showProposal(panel: NotebookPanel, data: JSONish, reply: (answer: JSONi
   let settled = false;
   let timer = 0;
   const watched = target?.cell;
+  // Cells are found again by this id: a cell's model is disposed once the cell is deleted.
+  const targetId = target ? anchorId : '';
   const onChange = () => {
     if (!settled && kind !== 'insert' && watched && watched.sharedModel.getSource() !== base) {
       finish('conflict', { detail: "the user changed the cell" },
@@ -501,7 +503,7 @@ function showProposal(panel: NotebookPanel, data: JSONish, reply: (answer: JSONi
     }
   };
   const onCells = () => {
-    if (!settled && kind !== 'insert' && watched && !findCell(panel, watched.id)) {
+    if (!settled && kind !== 'insert' && targetId && !findCell(panel, targetId)) {
       finish('conflict', { detail: "the cell was deleted" }, 'The cell is gone: not applied.');
     }
   };
@@ -533,7 +535,7 @@ function showProposal(panel: NotebookPanel, data: JSONish, reply: (answer: JSONi
   function apply(): { cellId: string; undo: () => boolean } | string {
     const cells = model!.cells;
     if (kind === 'insert') {
-      const index = target ? findCell(panel, target.cell.id)?.index : cells.length - 1;
+      const index = targetId ? findCell(panel, targetId)?.index : cells.length - 1;
       if (index === undefined) {
         return 'the cell to insert below is gone';
       }
@@ -548,7 +550,7 @@ function showProposal(panel: NotebookPanel, data: JSONish, reply: (answer: JSONi
         return true;
       } };
     }
-    const now = findCell(panel, target!.cell.id);
+    const now = findCell(panel, targetId);
     if (!now || now.cell.sharedModel.getSource() !== base) {
       return 'the cell changed';
     }
