@@ -70,8 +70,9 @@ class KernelFrontend:
         return self.frontend().widgets
 
     def notebook_side(self) -> Any:
-        """For the ``notebook`` MCP server: no Python namespace here, so
-        ``cells`` only (the notebook file, else the cells this kernel ran)."""
+        """For the ``notebook`` MCP server: no Python namespace here, so the document's
+        tools only: ``cells`` (the page, the notebook file, else the cells this kernel
+        ran) and the proposals (``insert_cell``, ``edit_cell``, ``delete_cell``)."""
         return NotebookSide(DOCUMENT_TOOLS, history=lambda: list(self.kernel.cell_history))
 
     def asker(self) -> Any:

@@ -2,9 +2,8 @@
 and the kernel: message shapes, bounds and budgets, in one place.
 
 The page opens the comm; the kernel asks it for things by ``type`` with a request
-``id`` and the page answers with the same ``id``. Slice 1 has one request, a snapshot
-of the live notebook; proposals (insert, edit, delete, run, accept, reject, undo) will
-be more ``type``\\ s on the same comm. Either side ignores a ``type`` it does not know.
+``id`` and the page answers with the same ``id``: a snapshot of the live notebook, or a
+proposal. Either side ignores a ``type`` it does not know.
 
 Proposals: the kernel sends :class:`Propose` (an insert, an edit or a delete the agent
 asked for), the page shows it where it applies and answers :class:`Decided` once the
@@ -32,6 +31,8 @@ SNAPSHOT_TIMEOUT = 5.0
 PROPOSAL_SECONDS = 15 * 60
 #: The longest source a proposal carries.
 PROPOSAL_SOURCE = 20_000
+#: Proposals that may wait for the user at once (more are refused: each is a box in the page).
+PROPOSALS_WAITING = 8
 
 #: What the page keeps when it cuts (the head and the tail of a text, the count between).
 OUTPUT_CHARS = 1_500  # per output's text (below CELL_OUTPUT_LIMIT: one cut output shows whole)

@@ -403,10 +403,10 @@ function render({ model, el }) {
     heir.adopt(el);
     return heir.release();
   }
-  return draw(model, el, views);
+  return draw(model, el, id, views);
 }
 
-function draw(model, el, views) {
+function draw(model, el, id, views) {
   const ctx = { model, live: new Map(), drafts: DRAFTS, uid: `acp${++uidCounter}` };
   const root = h("div", "acp-turn tex2jax_ignore mathjax_ignore"); // MathJax never typesets agent text
   const more = h("button", "acp-more");
@@ -446,6 +446,7 @@ function draw(model, el, views) {
   function stop() {
     for (const [name, fn] of listeners.splice(0)) model.off(name, fn);
     views?.delete(me);
+    if (views?.size === 0) TURNS.delete(id); // a page shows many turns: none is kept once its views are gone
     host.closest(".jp-Cell")?.classList.remove("acp-asking");
   }
   let owner = 0;
