@@ -23,8 +23,8 @@ from typing import Any, Callable, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from .docwire import (DOCUMENT_TARGET, PROTOCOL, SNAPSHOT_TIMEOUT, Decided, Failed, Hello, Propose, Snapshot,
-                      SnapshotRequest, Welcome)
+from .docwire import (DOCUMENT_TARGET, PROPOSALS_WAITING, PROTOCOL, SNAPSHOT_TIMEOUT, Decided, Failed, Hello,
+                      Propose, Snapshot, SnapshotRequest, Welcome)
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +41,7 @@ class Page:
 _pages: list[Page] = []  # oldest first
 _pending: dict[int, tuple[Page, asyncio.Future[dict]]] = {}
 _ids = itertools.count(1)
+_waiting = 0  # proposals sent to a page and not answered yet
 _anchor: Any = None
 
 
@@ -179,6 +180,15 @@ async def snapshot(kernel_path: str | None, timeout: float = SNAPSHOT_TIMEOUT) -
 
 async def propose(kernel_path: str | None, proposal: dict, timeout: float) -> tuple[Decided | None, str]:
     """Show a change to the notebook in its page (``proposal``: :class:`Propose`'s fields
-    but ``id``); what the user (or the page) decided, or None and why not."""
-    return await _request(kernel_path, lambda rid: Propose(id=rid, **proposal), Decided, "show the proposal", "answer",
-                          timeout)
+    but ``id``); what the user (or the page) decided, or None and why not. At most
+    :data:`PROPOSALS_WAITING` wait at once."""
+    global _waiting
+    if _waiting >= PROPOSALS_WAITING:
+        return None, (f"{PROPOSALS_WAITING} proposals already wait for the user's answer "
+                      f"(the limit); propose more once they are answered")
+    _waiting += 1
+    try:
+        return await _request(kernel_path, lambda rid: Propose(id=rid, **proposal), Decided, "show the proposal",
+                              "answer", timeout)
+    finally:
+        _waiting -= 1

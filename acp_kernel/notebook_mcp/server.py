@@ -27,7 +27,7 @@ from pydantic import ValidationError
 
 from .._version import VERSION
 from ..errors import AcpError
-from .docwire import CELL_OUTPUT_LIMIT, CELL_SOURCE_LIMIT, CELLS_BUDGET, SNAPSHOT_TIMEOUT
+from .docwire import CELL_OUTPUT_LIMIT, CELL_SOURCE_LIMIT, CELLS_BUDGET, PROPOSALS_WAITING, SNAPSHOT_TIMEOUT
 from .wire import (ARGS, COMM_TARGET, CONNECT_TIMEOUT, EDIT_TOOLS, EXECUTE_TIMEOUT, MAX_SOURCE, PROPOSAL_TIMEOUT,
                    REQUEST_TIMEOUT, TOOLS,
                    Image, Open, Ready, Refused, Reply, Request, Text)
@@ -64,7 +64,8 @@ _PROPOSAL = ("The user sees it in their JupyterLab or Notebook 7 page as a propo
              "(with the cell's id), rejected, or a conflict (the user changed that cell meanwhile: read it "
              "again with cells). Nothing is written behind the open notebook's back: without such a page "
              f"(VS Code, a headless run) the tool says so and nothing changes. Sources up to {MAX_SOURCE:,} "
-             "characters; cell ids come from the cells tool.")
+             f"characters; at most {PROPOSALS_WAITING} proposals wait for the user at once; cell ids come "
+             "from the cells tool.")
 DESCRIPTIONS.update({
     "insert_cell": "Propose a new cell in the user's open notebook, below a cell (by id) or below the "
                    "user's active cell. " + _PROPOSAL,

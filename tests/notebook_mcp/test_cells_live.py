@@ -142,3 +142,34 @@ def test_cells_the_page_sent_as_stubs_say_so():
     text = tools.cells_from_snapshot(snap)
     assert "y = 2  # the start of a long cell" in text
     assert text.count("[the page sent only the start of this cell: the notebook is large]") == 1
+
+
+async def test_at_most_proposals_waiting_wait_and_an_answer_frees_a_place(monkeypatch):
+    """Each proposal is a box in the user's page: the agent may keep only so many waiting."""
+    import asyncio
+
+    sent: list[dict] = []
+
+    class Comm:
+        def send(self, data):
+            sent.append(data)
+
+    page = document.Page(comm=Comm(), path="a.ipynb", app="lab")
+    monkeypatch.setattr(document, "_pages", [page])
+    proposal = {"kind": "delete", "cell_id": "c1"}
+    waiting = [asyncio.create_task(document.propose(None, proposal, 30)) for _ in range(docwire.PROPOSALS_WAITING)]
+    while len(sent) < docwire.PROPOSALS_WAITING:
+        await asyncio.sleep(0)
+    decided, why = await document.propose(None, proposal, 30)
+    assert decided is None and f"{docwire.PROPOSALS_WAITING} proposals already wait" in why
+    assert len(sent) == docwire.PROPOSALS_WAITING  # the one refused never reached the page
+    document._on_msg(page, {"content": {"data": {"type": "decided", "id": sent[0]["id"], "outcome": "rejected"}}})
+    first, _ = await waiting[0]
+    assert first is not None and first.outcome == "rejected"
+    extra = asyncio.create_task(document.propose(None, proposal, 30))
+    while len(sent) < docwire.PROPOSALS_WAITING + 1:
+        await asyncio.sleep(0)
+    for task in [*waiting[1:], extra]:
+        task.cancel()
+    await asyncio.gather(*waiting[1:], extra, return_exceptions=True)
+    assert document._waiting == 0
