@@ -240,6 +240,7 @@ class Controller:
         session.links = session.interactive and shows.ask == "widgets" and shows.widgets and shows.updates
         self._between_turns(session)
         turn = session.begin(blocks)  # ContentRefused: before a turn exists, for the front-end to show
+        turn.origin = self.frontend.origin()
         # The view hands each question (with its tool call) to the asker when
         # the frontend answers through stdin.
         asker = self.frontend.asker()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
-from .notebook import NotebookSide
+from .notebook import NotebookSide, Origin
 
 
 class Sink(Protocol):
@@ -68,6 +68,10 @@ class Frontend(Protocol):
 
     def notebook_side(self) -> NotebookSide | None:
         """What the ``notebook`` MCP server may reach here; None: no server."""
+        ...
+
+    def origin(self) -> Origin:
+        """The notebook request running this cell (empty where there is none)."""
         ...
 
     def asker(self) -> Asker | None:

@@ -26,6 +26,30 @@ DOCUMENT_TOOLS = frozenset({"cells", "insert_cell", "edit_cell", "delete_cell"})
 _ids = itertools.count(1)
 
 
+@dataclass(frozen=True)
+class Origin:
+    """The notebook request a turn runs for: the ``execute_request``'s message id and
+    the cell id the front-end sent in its metadata (JupyterLab and Notebook 7 send
+    ``cellId``). The page groups a turn's proposals under that cell; either may be ""."""
+
+    request: str = ""
+    cell: str = ""
+
+    @classmethod
+    def of(cls, parent: dict[str, Any] | None) -> "Origin":
+        """From a kernel's parent message (``Kernel.get_parent("shell")``)."""
+        parent = parent if isinstance(parent, dict) else {}
+        header, metadata = parent.get("header"), parent.get("metadata")
+        header = header if isinstance(header, dict) else {}
+        metadata = metadata if isinstance(metadata, dict) else {}
+        if header.get("msg_type") != "execute_request":
+            return cls()
+        return cls(str(header.get("msg_id") or "")[:200], str(metadata.get("cellId") or "")[:200])
+
+
+NO_ORIGIN = Origin()
+
+
 def _no_namespace() -> dict[str, Any] | None:
     return None
 
@@ -139,6 +163,11 @@ class SessionBridge:
     def _turn_session(self) -> Any:
         session = self.controller.session
         return session if session is not None and session._active is not None else None
+
+    def origin(self) -> Origin:
+        """The notebook request of the turn running now (its proposals are grouped there)."""
+        session = self._turn_session()
+        return session._active.origin if session is not None else NO_ORIGIN
 
     async def authorize(self, code: str) -> tuple[bool, str]:
         """The same broker, policy and question UI as the agent's tool calls."""

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ..services.events import SERVICE_EVENTS, Notice  # a turn event the services emit too; its home is there
+from .notebook import NO_ORIGIN, Origin
 from .record import Provenance, turn_record
 
 # sessionUpdate kind -> name of the SDK model (resolved lazily: the schema
@@ -441,6 +442,8 @@ class Turn:
     tool_output_limit: int = TOOL_OUTPUT_CHARS
     #: Who answers, in which session, under what policy (:class:`.record.Provenance`; the session sets it).
     provenance: Optional[Provenance] = None
+    #: The notebook request (and cell) this turn runs for: the page groups its proposals there.
+    origin: Origin = NO_ORIGIN
     _record: Optional[dict[str, Any]] = field(default=None, repr=False)
     #: Roles (agent, thought, user) whose text changed other than at its end
     #: (:class:`MessageEdit`): a renderer shows their text from the model.

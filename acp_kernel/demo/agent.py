@@ -53,8 +53,11 @@ The first word of a prompt selects a behaviour (case-insensitive; a leading
   arguments), as real agents do for MCP tools. ``notebook insert [after
   CELL_ID]`` + a fenced block proposes a new cell (``insert_cell``),
   ``notebook edit CELL_ID`` + a fenced block its new source (``edit_cell``),
-  ``notebook delete CELL_ID`` its deletion (``delete_cell``). No ``notebook``
-  server offered: the reply says so.
+  ``notebook delete CELL_ID`` its deletion (``delete_cell``). ``notebook all``
+  then one such command per line (``insert``, ``edit``, ``delete``, ``run``,
+  ``cells``, ``vars``, each with its own fenced block) makes the calls at once,
+  as real agents make parallel tool calls. No ``notebook`` server offered: the
+  reply says so.
 
 Anything else gets an echo that says this is a script and lists the words.
 Embedded resources and resource links in a prompt are acknowledged by name.
@@ -975,7 +978,8 @@ NOTEBOOK_USAGE = (
     "Use `notebook` alone (cells and variables), `notebook vars [NAME]`, `notebook cells`, "
     "or `notebook run CODE` (or a fenced python block after `notebook run`); "
     "`notebook insert [after CELL_ID]`, `notebook edit CELL_ID` (each with a fenced block) and "
-    "`notebook delete CELL_ID` propose changes to the notebook; "
+    "`notebook delete CELL_ID` propose changes to the notebook; `notebook all` then one of "
+    "these per line makes the calls at once; "
     "`notebook ask ...` asks permission for its tool call first, as real agents do.\n"
 )
 #: ACP tool kind per notebook tool (variables with a name is a read)
@@ -1013,6 +1017,28 @@ def notebook_request(rest: str) -> tuple[str, dict[str, Any]] | None:
     if sub == "delete" and words:
         return "delete_cell", {"cell_id": words[0]}
     return None
+
+
+_SUBCOMMANDS = ("insert", "edit", "delete", "run", "execute", "exec", "cells", "vars", "variables")
+_FENCE_LINE = re.compile(r"^(`{3,})")
+
+
+def notebook_requests(rest: str) -> list[str]:
+    """``notebook all`` arguments: one command per line, each with the fenced block under it
+    (a command word inside a fence is code, not a command)."""
+    commands: list[list[str]] = []
+    fence = ""
+    for line in rest.splitlines():
+        if fence:
+            if line.strip().startswith(fence) and set(line.strip()) == {"`"}:
+                fence = ""
+        elif (m := _FENCE_LINE.match(line.strip())) is not None:
+            fence = m.group(1)
+        elif line.split(None, 1)[:1] and line.split(None, 1)[0].lower() in _SUBCOMMANDS:
+            commands.append([])
+        if commands:
+            commands[-1].append(line)
+    return ["\n".join(c) for c in commands]
 
 
 def _fence(text: str) -> str:
@@ -1102,7 +1128,32 @@ async def _ask_for_tool(t: Turn, tool: str, args: dict[str, Any]) -> bool:
     return allowed
 
 
+async def _notebook_all(t: Turn, rest: str) -> None:
+    """Several calls at once (parallel tool calls); a summary of what each answered."""
+    requests = [notebook_request(c) for c in notebook_requests(rest)]
+    if not requests or any(r is None or not r[0] for r in requests):
+        t.say_now("I did not understand that: after `notebook all`, put one command per line "
+                  "(insert, edit, delete, run, cells, vars), each with its fenced block. " + NOTEBOOK_USAGE)
+        return
+    client = await _notebook_client(t)
+    if client is None:
+        return
+    calls = [r for r in requests if r is not None]
+    missing = sorted({tool for tool, _ in calls if tool not in client.tools})
+    if missing:
+        t.say_now(f"The `notebook` server does not offer {', '.join(f'`{m}`' for m in missing)} here.\n")
+        return
+    results = await asyncio.gather(*(_notebook_call(t, client, tool, args) for tool, args in calls))
+    lines = [f"- `{tool}`: " + ("did not complete" if r is None else
+                                 ("refused or failed" if r.is_error else "done") + f", {_counts(r)}")
+             for (tool, _), r in zip(calls, results)]
+    t.say_now(f"I made {len(calls)} notebook calls at once:\n\n" + "\n".join(lines) + "\n")
+
+
 async def do_notebook(t: Turn, rest: str) -> None:
+    if rest.split(None, 1)[:1] == ["all"]:
+        await _notebook_all(t, rest.split(None, 1)[1] if len(rest.split(None, 1)) > 1 else "")
+        return
     ask_first = rest.split(None, 1)[:1] == ["ask"]
     if ask_first:
         rest = rest.split(None, 1)[1] if len(rest.split(None, 1)) > 1 else ""

@@ -34,7 +34,7 @@ from ..client.turn import Turn
 from ..client.verbs import with_info
 from ..view.frontend import TERMINAL, Frontend, WidgetClients, frontend_for
 from ..view.sink import IPythonSink
-from ..client.notebook import ipython_side
+from ..client.notebook import NO_ORIGIN, Origin, ipython_side
 from .ask import StdinQuestions
 from ..protocol import watchdog
 from ..client.commands import POLICIES
@@ -131,6 +131,10 @@ class IPythonFrontend:
         if ip is None or getattr(ip, "kernel", None) is None:
             return None
         return ipython_side(ip)
+
+    def origin(self) -> Origin:
+        kernel = getattr(_ipython(), "kernel", None)
+        return Origin.of(_parent(kernel)) if kernel is not None else NO_ORIGIN
 
     def interactive(self) -> bool:
         """Someone can answer: buttons in a notebook, a typed line in a console

@@ -14,7 +14,7 @@ from .. import compat
 from ..client.commands import KERNEL
 from ..safe import check_data
 from ..view.frontend import Frontend
-from ..client.notebook import DOCUMENT_TOOLS, NotebookSide
+from ..client.notebook import DOCUMENT_TOOLS, NotebookSide, Origin
 from .ask import StdinQuestions
 
 
@@ -74,6 +74,9 @@ class KernelFrontend:
         tools only: ``cells`` (the page, the notebook file, else the cells this kernel
         ran) and the proposals (``insert_cell``, ``edit_cell``, ``delete_cell``)."""
         return NotebookSide(DOCUMENT_TOOLS, history=lambda: list(self.kernel.cell_history))
+
+    def origin(self) -> Origin:
+        return Origin.of(self.kernel.get_parent("shell"))
 
     def asker(self) -> Any:
         """A console's questions go through ``input_request`` (widgets answer in a notebook)."""

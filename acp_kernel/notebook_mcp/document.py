@@ -18,13 +18,13 @@ import contextlib
 import itertools
 import logging
 import posixpath
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from .docwire import (DOCUMENT_TARGET, PROPOSALS_WAITING, PROTOCOL, SNAPSHOT_TIMEOUT, Decided, Failed, Hello,
-                      Propose, Snapshot, SnapshotRequest, Welcome)
+from .docwire import (DOCUMENT_TARGET, PAGE_GRACE, PROPOSALS_WAITING, PROTOCOL, SNAPSHOT_TIMEOUT, Decided, Failed,
+                      Hello, Propose, Snapshot, SnapshotRequest, Welcome, Withdrawn)
 
 log = logging.getLogger(__name__)
 
@@ -38,8 +38,22 @@ class Page:
     app: str
 
 
+@dataclass(eq=False)
+class _Asked:
+    """One request waiting for a page's answer."""
+
+    future: asyncio.Future[dict]
+    pages: list[Page]  # the pages it was sent to; an answer from any of them settles it
+    #: A proposal (kept to show again in a page of the same notebook that opens meanwhile:
+    #: a reload), with when the user's time runs out (the loop's clock); None: a snapshot.
+    message: dict | None = None
+    deadline: float = 0.0
+    grace: asyncio.TimerHandle | None = None  # running while no page shows the proposal
+    gone: list[Page] = field(default_factory=list)  # pages it was shown in that closed
+
+
 _pages: list[Page] = []  # oldest first
-_pending: dict[int, tuple[Page, asyncio.Future[dict]]] = {}
+_pending: dict[int, _Asked] = {}
 _ids = itertools.count(1)
 _waiting = 0  # proposals sent to a page and not answered yet
 _anchor: Any = None
@@ -88,23 +102,73 @@ def _on_open(comm: Any, msg: dict) -> None:
     comm.on_msg(lambda m: _on_msg(page, m))
     comm.on_close(lambda m: _forget(page))
     comm.send(Welcome().model_dump())
+    _show_again(page)
+
+
+def _show_again(page: Page) -> None:
+    """A page of a notebook that was shown proposals opened (the user reloaded it, or
+    closed and opened it again): the unanswered ones are shown there too, with the time left."""
+    for asked in list(_pending.values()):
+        if asked.message is None or not any(p.path == page.path for p in asked.pages + asked.gone):
+            continue
+        left = asked.deadline - asked.future.get_loop().time()
+        if left <= 1 or asked.future.done():
+            continue
+        asked.pages.append(page)
+        _loop_call(asked.future, _stop_grace, asked)
+        with contextlib.suppress(Exception):
+            page.comm.send({**asked.message, "seconds": round(left, 1)})
 
 
 def _forget(page: Page) -> None:
+    """The page closed its comm (the notebook's tab closed, the kernel changed). A snapshot
+    it owed fails now; a proposal waits :data:`PAGE_GRACE` seconds for the page to come back."""
     if page in _pages:
         _pages.remove(page)
-    for rid, (asked, future) in list(_pending.items()):
-        if asked is page:
-            _settle(future, {"type": "error", "id": rid, "error": "the page closed its comm"})
+    for rid, asked in list(_pending.items()):
+        if page not in asked.pages:
+            continue
+        asked.pages.remove(page)
+        asked.gone.append(page)
+        if asked.pages:
+            continue
+        if asked.message is None:
+            _settle(asked.future, {"type": "error", "id": rid, "error": "the page closed its comm"})
+        else:
+            _loop_call(asked.future, _start_grace, rid, asked)
+
+
+def _start_grace(rid: int, asked: _Asked) -> None:
+    if asked.grace is None and not asked.pages and not asked.future.done():
+        asked.grace = asked.future.get_loop().call_later(PAGE_GRACE, _settle, asked.future, {
+            "type": "error", "id": rid,
+            "error": f"the page was closed and no page of the notebook opened within {PAGE_GRACE:g} s"})
+
+
+def _stop_grace(asked: _Asked) -> None:
+    if asked.grace is not None:
+        asked.grace.cancel()
+        asked.grace = None
 
 
 def _on_msg(page: Page, msg: dict) -> None:
     data = (msg.get("content") or {}).get("data")
     if not isinstance(data, dict) or not isinstance(data.get("id"), int):
         return  # nothing this side asked for: a later protocol's message, ignored
-    entry = _pending.get(data["id"])
-    if entry is not None and entry[0] is page:
-        _settle(entry[1], data)
+    asked = _pending.get(data["id"])
+    if asked is None or page not in asked.pages:
+        return
+    for other in asked.pages:  # the same proposal in another page (a reload): answered here
+        if other is not page:
+            with contextlib.suppress(Exception):
+                other.comm.send(Withdrawn(id=data["id"], why="answered in another page").model_dump())
+    _settle(asked.future, data)
+
+
+def _loop_call(future: asyncio.Future[Any], fn: Callable[..., Any], *args: Any) -> None:
+    """``fn(*args)`` on the loop that waits for ``future`` (comm handlers may run on another thread)."""
+    with contextlib.suppress(RuntimeError):  # the loop closed: the kernel is shutting down
+        future.get_loop().call_soon_threadsafe(fn, *args)
 
 
 def _settle(future: asyncio.Future[dict], data: dict) -> None:
@@ -112,8 +176,7 @@ def _settle(future: asyncio.Future[dict], data: dict) -> None:
         if not future.done():
             future.set_result(data)
 
-    with contextlib.suppress(RuntimeError):  # the loop closed: the kernel is shutting down
-        future.get_loop().call_soon_threadsafe(settle)
+    _loop_call(future, settle)
 
 
 def choose(kernel_path: str | None) -> Page | None:
@@ -146,17 +209,27 @@ async def _request(kernel_path: str | None, make: Callable[[int], BaseModel], an
     if page is None:
         return None, NO_PAGE
     rid = next(_ids)
-    future: asyncio.Future[dict] = asyncio.get_running_loop().create_future()
-    _pending[rid] = (page, future)
+    loop = asyncio.get_running_loop()
+    message = make(rid).model_dump()
+    asked = _Asked(loop.create_future(), [page])
+    if message.get("type") == "propose":
+        asked.message, asked.deadline = message, loop.time() + float(message.get("seconds") or timeout)
+    _pending[rid] = asked
     try:
-        page.comm.send(make(rid).model_dump())
-        data = await asyncio.wait_for(future, timeout)
+        page.comm.send(message)
+        data = await asyncio.wait_for(asked.future, timeout)
     except asyncio.TimeoutError:
         return None, f"the notebook page did not answer within {timeout:g} s"
     except Exception as exc:  # noqa: BLE001 - a comm that closed under us
         return None, f"the notebook page could not be asked ({type(exc).__name__})"
     finally:
         _pending.pop(rid, None)
+        _stop_grace(asked)
+        answered = asked.future.done() and not asked.future.cancelled()
+        if asked.message is not None and not answered:  # given up (a timeout, a cancel)
+            for shown in asked.pages:
+                with contextlib.suppress(Exception):
+                    shown.comm.send(Withdrawn(id=rid, why="the agent stopped waiting").model_dump())
     if data.get("type") == "error":
         try:
             error = Failed.model_validate(data).error

@@ -33,6 +33,9 @@ PROPOSAL_SECONDS = 15 * 60
 PROPOSAL_SOURCE = 20_000
 #: Proposals that may wait for the user at once (more are refused: each is a box in the page).
 PROPOSALS_WAITING = 8
+#: How long an unanswered proposal waits for a page of its notebook once the last one
+#: showing it closed (a reload opens the next within seconds), in seconds.
+PAGE_GRACE = 60.0
 
 #: What the page keeps when it cuts (the head and the tail of a text, the count between).
 OUTPUT_CHARS = 1_500  # per output's text (below CELL_OUTPUT_LIMIT: one cut output shows whole)
@@ -182,6 +185,20 @@ class Propose(BaseModel):
     apply: bool = False
     #: The page withdraws an unanswered proposal after this many seconds.
     seconds: float = PROPOSAL_SECONDS
+    #: The turn that made it: its ``execute_request``'s message id (the page withdraws the turn's
+    #: unanswered proposals once that request is done) and its cell's id (where the page shows
+    #: the turn's Accept all, Reject all and Undo). "" for none (a passthrough terminal).
+    turn: str = Field(default="", max_length=_NAME)
+    turn_cell: str = Field(default="", max_length=_NAME)
+
+
+class Withdrawn(BaseModel):
+    """kernel -> page: proposal ``id`` is no longer waiting (answered in another page showing
+    the same notebook, or the agent stopped waiting); the page takes its buttons away."""
+
+    type: Literal["withdrawn"] = "withdrawn"
+    id: int
+    why: str = ""
 
 
 class Decided(_Loose):
@@ -190,7 +207,8 @@ class Decided(_Loose):
     type: Literal["decided"] = "decided"
     id: int
     #: applied (accepted, or at once under allow-all); rejected; conflict (the user changed the
-    #: cell while the proposal waited); invalid (no such cell, a snippet not found once); expired.
-    outcome: Literal["applied", "rejected", "conflict", "invalid", "expired"]
+    #: cell while the proposal waited); invalid (no such cell, a snippet not found once); expired;
+    #: withdrawn (its turn ended first: an interrupt, or the agent went on).
+    outcome: Literal["applied", "rejected", "conflict", "invalid", "expired", "withdrawn"]
     cell_id: str = Field(default="", max_length=_NAME)  # the cell inserted or changed
     detail: str = Field(default="", max_length=_TEXT)  # why (invalid, conflict), or the user's words

@@ -21,6 +21,7 @@ from typing import Any, Iterator, Protocol, runtime_checkable
 from pydantic import ValidationError
 
 from .. import compat
+from ..client.notebook import Origin
 from . import document, tools
 from .wire import (ARGS, COMM_TARGET, PROPOSAL_TIMEOUT, TOOLS, DeleteCellArgs, EditCellArgs, ExecuteArgs,
                    InsertCellArgs, Open, Ready, Refused, Reply, Request, Text, VariablesArgs, error_reply)
@@ -50,6 +51,7 @@ class NotebookBridge(Protocol):
     def started(self, code: str) -> RunView: ...
     def interrupted(self) -> None: ...
     def policy(self) -> str: ...  # the permission policy: ask, allow-reads, allow-all, deny
+    def origin(self) -> Origin: ...  # the notebook request of the running turn (the page groups proposals by it)
 
 
 _bridges: dict[str, NotebookBridge] = {}
@@ -252,6 +254,8 @@ async def propose(bridge: NotebookBridge, rid: int, args: InsertCellArgs | EditC
     if policy == "deny":
         return error_reply(rid, "refused by the permission policy (deny): the notebook was not changed")
     proposal["apply"] = policy == "allow-all"
+    origin = bridge.origin()
+    proposal["turn"], proposal["turn_cell"] = origin.request, origin.cell
     decided, why = await document.propose(bridge.notebook_path(), proposal, PROPOSAL_TIMEOUT)
     if decided is None:
         return error_reply(rid, f"not proposed: {why}; the notebook was not changed")

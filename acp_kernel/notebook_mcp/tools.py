@@ -637,4 +637,7 @@ def decided_text(kind: str, decided: docwire.Decided, cell_id: str = "") -> str:
         return f"Conflict: {why} while {what} waited, so it was not applied; read the cells again with cells."
     if decided.outcome == "expired":
         return f"Expired: nobody answered {what} in time; the notebook was not changed."
+    if decided.outcome == "withdrawn":
+        why = one_line(decided.detail, 300) or "its turn ended"
+        return f"Withdrawn: {why} before the user answered {what}; the notebook was not changed."
     return f"Not applicable: {one_line(decided.detail, 2_000) or 'no reason given'}; the notebook was not changed."

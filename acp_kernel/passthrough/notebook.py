@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..safe import Markdown, block, bundle, code, text
-from ..client.notebook import ALL_TOOLS, NotebookSide, known_notebook
+from ..client.notebook import ALL_TOOLS, NO_ORIGIN, NotebookSide, Origin, known_notebook
 from ..client.registry import Passthrough
 from ..services.events import PermissionPrompt
 from ..view.prompts import PermissionForm
@@ -121,6 +121,11 @@ class PassthroughBridge:
     def notebook_path(self) -> str | None:
         """The notebook this kernel runs, as the ACP sessions' bridge finds it."""
         return known_notebook(self.namespace())
+
+    def origin(self) -> Origin:
+        """None: a terminal's work outlives the cell that typed into it, so its proposals
+        are not a turn's (each is answered on its own)."""
+        return NO_ORIGIN
 
     def history(self) -> list[str]:
         """The front-end's cells as typed; else the prompts typed here."""

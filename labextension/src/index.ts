@@ -12,7 +12,9 @@
  * `delete_cell` tools) shown on the cell it concerns, with Accept and Reject (applied at
  * once and marked under the allow-all policy, with Undo); the answer says what became of
  * it: applied, rejected (with the user's words), conflict (the user changed that cell
- * meanwhile: never applied over their text), invalid, or expired.
+ * meanwhile: never applied over their text), invalid, expired, or withdrawn (its turn
+ * ended first). A turn's proposals share a bar on the turn's cell: Accept all, Reject all,
+ * and "Undo this turn's edits" in one step.
  *
  * What the kernel sends (cell text may be an agent's) is only ever set as text
  * (`textContent`), never parsed as HTML.
@@ -30,6 +32,8 @@ const TARGET = 'acp_kernel.document';
 const PROTOCOL = 1;
 /** Set on the panel's node while the comm is open (tests wait on it; it shows nothing). */
 const OPEN_ATTRIBUTE = 'data-acp-kernel-document';
+/** How long a probe waits for comm_info before it opens the comm anyway (a busy kernel), in ms. */
+const PROBE_WAIT = 3_000;
 /** A path longer than this is cut (the kernel refuses longer ones). */
 const MAX_PATH = 4_000;
 
@@ -212,6 +216,7 @@ function snapshot(panel: NotebookPanel, id: number, caps: Caps): JSONish {
 class DocumentLink {
   private comm: Kernel.IComm | null = null;
   private kernel: Kernel.IKernelConnection | null = null;
+  private proposals: Proposals;
   private probing = false;
   private wanted = true; // probe when the kernel is next idle
 
@@ -219,6 +224,7 @@ class DocumentLink {
     private panel: NotebookPanel,
     private app: string
   ) {
+    this.proposals = new Proposals(panel);
     const context = panel.sessionContext;
     context.kernelChanged.connect(() => this.reset(true), this);
     context.statusChanged.connect((_, status) => this.onStatus(status), this);
@@ -226,8 +232,10 @@ class DocumentLink {
     panel.disposed.connect(() => this.close(true), this);
   }
 
-  /** A cell ran: `%load_ext acp_kernel` may have registered the target. */
-  executed(): void {
+  /** The request `msgId` is done: `%load_ext acp_kernel` may have registered the target, and
+   * proposals of a turn that request ran can no longer be answered. */
+  executed(msgId: string): void {
+    this.proposals.turnEnded(msgId);
     if (!this.comm) {
       this.wanted = true;
       this.probe();
@@ -253,6 +261,7 @@ class DocumentLink {
     this.comm = null;
     this.kernel = null;
     this.panel.node.removeAttribute(OPEN_ATTRIBUTE);
+    this.proposals.kernelGone();
     if (!comm || comm.isDisposed) {
       return;
     }
@@ -267,7 +276,14 @@ class DocumentLink {
     }
   }
 
-  /** Ask the kernel whether it offers the target (comm_info); open the comm if so. */
+  /**
+   * Ask the kernel whether it offers the target (comm_info); open the comm if so.
+   *
+   * A kernel running a cell answers comm_info only once the cell is done (ipykernel lets
+   * only comm messages past a running cell), and that cell may be a turn waiting for this
+   * page (a proposal shown before a reload): without an answer in `PROBE_WAIT` ms the
+   * comm is opened anyway. A kernel without the target closes it again (and logs it).
+   */
   private async probe(): Promise<void> {
     const kernel = this.panel.sessionContext.session?.kernel;
     if (!kernel || this.comm || this.probing || kernel.status === 'dead') {
@@ -276,10 +292,15 @@ class DocumentLink {
     this.probing = true;
     this.wanted = false;
     try {
-      const reply = await kernel.requestCommInfo({ target_name: TARGET });
-      const content = reply.content as unknown as JSONish;
+      let timer = 0;
+      const late = new Promise<null>(resolve => {
+        timer = window.setTimeout(() => resolve(null), PROBE_WAIT);
+      });
+      const reply = await Promise.race([kernel.requestCommInfo({ target_name: TARGET }), late]);
+      window.clearTimeout(timer);
+      const content = (reply?.content ?? {}) as unknown as JSONish;
       const comms = isObject(content.comms) ? content.comms : {};
-      const offered = Object.values(comms).some(
+      const offered = reply === null || Object.values(comms).some(
         info => isObject(info) && info.target_name === TARGET
       );
       if (offered && kernel === this.panel.sessionContext.session?.kernel && !this.comm) {
@@ -302,6 +323,8 @@ class DocumentLink {
         this.comm = null;
         this.kernel = null;
         this.panel.node.removeAttribute(OPEN_ATTRIBUTE);
+        this.proposals.kernelGone();
+        this.wanted = true; // refused (no target yet): the next idle asks again
       }
     };
     comm.open({
@@ -332,10 +355,12 @@ class DocumentLink {
     } else if (data.type === 'propose' && Number.isInteger(data.id)) {
       const reply = (answer: JSONish) => this.send(comm, { type: 'decided', id: data.id, ...answer });
       try {
-        showProposal(this.panel, data, reply);
+        this.proposals.show(data, reply);
       } catch (error) {
         reply({ outcome: 'invalid', detail: `the page could not show it: ${String(error).slice(0, 500)}` });
       }
+    } else if (data.type === 'withdrawn' && Number.isInteger(data.id)) {
+      this.proposals.withdrawn(data.id as number, typeof data.why === 'string' ? data.why : '');
     }
     // any other type: a later protocol's message, ignored
   }
@@ -355,6 +380,8 @@ class DocumentLink {
 
 /** Set on a proposal's box: its kind and state (tests and styles read them). */
 const PROPOSAL_CLASS = 'acp-proposal';
+/** Set on a turn's bar (Accept all, Reject all, Undo this turn's edits). */
+const TURN_CLASS = 'acp-proposals-turn';
 
 function text(tag: string, content: string, className = ''): HTMLElement {
   const node = document.createElement(tag);
@@ -374,6 +401,15 @@ function button(label: string, className: string, onClick: () => void): HTMLButt
   return node;
 }
 
+function wordsInput(className: string): HTMLInputElement {
+  const words = document.createElement('input');
+  words.type = 'text';
+  words.placeholder = 'why not (optional, for the agent)';
+  words.className = className;
+  words.style.cssText = 'margin-left:8px;width:18em';
+  return words;
+}
+
 function findCell(panel: NotebookPanel, id: string): { index: number; cell: ICellModel } | null {
   const cells = panel.content.model?.cells;
   if (!cells || !id) {
@@ -386,6 +422,11 @@ function findCell(panel: NotebookPanel, id: string): { index: number; cell: ICel
     }
   }
   return null;
+}
+
+/** The node of the cell with this id, if it is in the notebook. */
+function cellNode(panel: NotebookPanel, id: string): HTMLElement | null {
+  return id ? panel.content.widgets.find(w => w.model.id === id)?.node ?? null : null;
 }
 
 /** `before` -> `after` as lines: the common head and tail as context, the rest removed and added. */
@@ -416,137 +457,197 @@ function occurrences(haystack: string, needle: string): number {
   return count;
 }
 
-/** Show one proposal on the cell it concerns; `reply` once with what became of it. */
-function showProposal(panel: NotebookPanel, data: JSONish, reply: (answer: JSONish) => void): void {
-  const notebook = panel.content;
-  const model = notebook.model;
-  const kind = data.kind;
-  const str = (v: unknown) => (typeof v === 'string' ? v : null);
-  if (!model || (kind !== 'insert' && kind !== 'edit' && kind !== 'delete')) {
-    reply({ outcome: 'invalid', detail: 'the page has no notebook, or the proposal is of an unknown kind' });
-    return;
+type Kind = 'insert' | 'edit' | 'delete';
+type Answer = (answer: JSONish) => void;
+
+/** A proposal's states: waiting, then what became of it (the answer's outcome), then maybe undone or kept. */
+type State = 'waiting' | 'applied' | 'rejected' | 'conflict' | 'invalid' | 'expired' | 'withdrawn' | 'undone' | 'kept';
+
+/** Counts each application, so a turn's edits are undone newest first. */
+let applications = 0;
+
+/**
+ * One proposal, shown on the cell it concerns; it answers the kernel once with what
+ * became of it. The notebook changes only in `accept`, and only if the cell is still
+ * as the proposal was shown.
+ */
+class Proposal {
+  readonly box = document.createElement('div');
+  state: State = 'waiting';
+  /** When it was applied (for Undo this turn's edits: newest first); 0: not applied. */
+  applied = 0;
+  private status = text('div', '', `${PROPOSAL_CLASS}-status`);
+  private bar = document.createElement('div');
+  private timer = 0;
+  private undoing: (() => boolean) | null = null;
+  private readonly watched: ICellModel | null;
+  private readonly onChange = () => this.check();
+  private readonly onCells = () => this.check();
+
+  constructor(
+    private panel: NotebookPanel,
+    readonly kind: Kind,
+    private cellType: 'code' | 'markdown',
+    /** The cell it concerns (an insert: the one it goes below; "": below the last cell). */
+    private targetId: string,
+    /** The cell's source as shown, and what it becomes (an insert: its source). */
+    private base: string,
+    private after: string,
+    private answer: Answer,
+    readonly turn: string,
+    private changed: () => void
+  ) {
+    this.watched = findCell(panel, targetId)?.cell ?? null;
+    this.draw();
+    this.watched?.contentChanged.connect(this.onChange);
+    panel.content.model?.cells.changed.connect(this.onCells);
   }
-  const cellType = data.cell_type === 'markdown' ? 'markdown' : 'code';
-  const anchorId = str(data.cell_id) || (kind === 'insert' ? notebook.activeCell?.model.id ?? '' : '');
-  const target = findCell(panel, anchorId);
-  if (!target && !(kind === 'insert' && !anchorId)) {
-    reply({ outcome: 'invalid', detail: `no cell with id ${JSON.stringify(anchorId.slice(0, 100))} in the notebook` });
-    return;
-  }
-  const base = target ? target.cell.sharedModel.getSource() : '';
-  let after = '';
-  if (kind === 'edit') {
-    const whole = str(data.source);
-    const old = str(data.old);
-    const replacement = str(data.new);
-    if (whole !== null) {
-      after = whole;
-    } else if (old !== null && replacement !== null) {
-      const found = occurrences(base, old);
-      if (found !== 1) {
-        reply({ outcome: 'invalid', detail: found === 0 ? 'the snippet old is not in the cell' : 'the snippet old occurs more than once in the cell' });
-        return;
+
+  private draw(): void {
+    const { box, kind } = this;
+    box.className = `${PROPOSAL_CLASS} ${PROPOSAL_CLASS}-${kind}`;
+    box.dataset.state = 'waiting';
+    box.style.cssText = 'margin:4px 0 4px 64px;padding:6px 8px;border:1px dashed var(--jp-brand-color1);' +
+      'border-radius:4px;background:var(--jp-layout-color2);font-size:var(--jp-ui-font-size1)';
+    const title =
+      kind === 'insert' ? `The agent proposes a new ${this.cellType} cell below` :
+      kind === 'edit' ? 'The agent proposes a change to this cell' : 'The agent proposes deleting this cell';
+    const head = text('div', title, `${PROPOSAL_CLASS}-title`);
+    head.style.fontWeight = 'bold';
+    box.append(head);
+    if (kind !== 'delete') {
+      const pre = document.createElement('pre');
+      pre.className = `${PROPOSAL_CLASS}-source`;
+      pre.style.cssText = 'margin:4px 0;max-height:24em;overflow:auto;white-space:pre-wrap';
+      if (kind === 'insert') {
+        pre.textContent = this.after;
+      } else {
+        for (const [mark, line] of diffLines(this.base, this.after)) {
+          const row = text('div', `${mark} ${line}`, mark === '-' ? 'acp-del' : mark === '+' ? 'acp-add' : '');
+          if (mark !== ' ') {
+            row.style.background = mark === '-' ? 'var(--jp-error-color3)' : 'var(--jp-success-color3)';
+          }
+          pre.append(row);
+        }
       }
-      after = base.replace(old, () => replacement);
-    } else {
-      reply({ outcome: 'invalid', detail: 'an edit needs source, or old and new' });
+      box.append(pre);
+    }
+    this.bar.className = `${PROPOSAL_CLASS}-buttons`;
+    box.append(this.status, this.bar);
+    (cellNode(this.panel, this.targetId) ?? this.panel.content.node).appendChild(box);
+  }
+
+  /** Wait for the user: Accept, Reject (with words), until `seconds` pass. */
+  ask(seconds: number): void {
+    const words = wordsInput(`${PROPOSAL_CLASS}-words`);
+    this.bar.append(
+      button('Accept', `${PROPOSAL_CLASS}-accept jp-mod-accept`, () => this.accept('Accepted.')),
+      button('Reject', `${PROPOSAL_CLASS}-reject jp-mod-reject`, () => this.reject(words.value)),
+      words
+    );
+    this.timer = window.setTimeout(() => this.finish('expired', {}, 'Nobody answered in time: withdrawn.'), seconds * 1000);
+    this.box.scrollIntoView({ block: 'nearest' });
+  }
+
+  /** A user's edit to the cell, or its deletion, while the proposal waits: a conflict. */
+  private check(): void {
+    if (this.state !== 'waiting' || this.kind === 'insert' || !this.targetId) {
       return;
     }
-  }
-  const source = kind === 'insert' ? str(data.source) ?? '' : after;
-
-  // The box, on the cell it concerns (an insert: on the cell it goes below).
-  const box = document.createElement('div');
-  box.className = `${PROPOSAL_CLASS} ${PROPOSAL_CLASS}-${kind}`;
-  box.dataset.state = 'waiting';
-  box.style.cssText = 'margin:4px 0 4px 64px;padding:6px 8px;border:1px dashed var(--jp-brand-color1);' +
-    'border-radius:4px;background:var(--jp-layout-color2);font-size:var(--jp-ui-font-size1)';
-  const title =
-    kind === 'insert' ? `The agent proposes a new ${cellType} cell below` :
-    kind === 'edit' ? 'The agent proposes a change to this cell' : 'The agent proposes deleting this cell';
-  const head = text('div', title, `${PROPOSAL_CLASS}-title`);
-  head.style.fontWeight = 'bold';
-  box.append(head);
-  if (kind !== 'delete') {
-    const pre = document.createElement('pre');
-    pre.className = `${PROPOSAL_CLASS}-source`;
-    pre.style.cssText = 'margin:4px 0;max-height:24em;overflow:auto;white-space:pre-wrap';
-    if (kind === 'insert') {
-      pre.textContent = source;
-    } else {
-      for (const [mark, line] of diffLines(base, after)) {
-        const row = text('div', `${mark} ${line}`, mark === '-' ? 'acp-del' : mark === '+' ? 'acp-add' : '');
-        if (mark !== ' ') {
-          row.style.background = mark === '-' ? 'var(--jp-error-color3)' : 'var(--jp-success-color3)';
-        }
-        pre.append(row);
-      }
-    }
-    box.append(pre);
-  }
-  const status = text('div', '', `${PROPOSAL_CLASS}-status`);
-  const bar = document.createElement('div');
-  bar.className = `${PROPOSAL_CLASS}-buttons`;
-  box.append(status, bar);
-  const host = target ? notebook.widgets.find(w => w.model.id === target.cell.id)?.node : null;
-  (host ?? notebook.node).appendChild(box);
-
-  let settled = false;
-  let timer = 0;
-  const watched = target?.cell;
-  // Cells are found again by this id: a cell's model is disposed once the cell is deleted.
-  const targetId = target ? anchorId : '';
-  const onChange = () => {
-    if (!settled && kind !== 'insert' && watched && watched.sharedModel.getSource() !== base) {
-      finish('conflict', { detail: "the user changed the cell" },
+    if (!findCell(this.panel, this.targetId)) {
+      this.finish('conflict', { detail: 'the cell was deleted' }, 'The cell is gone: not applied.');
+    } else if (this.watched && this.watched.sharedModel.getSource() !== this.base) {
+      this.finish('conflict', { detail: 'the user changed the cell' },
         'You changed this cell while the proposal waited: it was not applied.');
     }
-  };
-  const onCells = () => {
-    if (!settled && kind !== 'insert' && targetId && !findCell(panel, targetId)) {
-      finish('conflict', { detail: "the cell was deleted" }, 'The cell is gone: not applied.');
-    }
-  };
-  watched?.contentChanged.connect(onChange);
-  model.cells.changed.connect(onCells);
+  }
 
-  function finish(outcome: string, answer: JSONish, said: string, undo?: () => boolean): void {
-    settled = true;
-    window.clearTimeout(timer);
-    watched?.contentChanged.disconnect(onChange);
-    model?.cells.changed.disconnect(onCells);
-    box.dataset.state = outcome;
-    status.textContent = said;
-    bar.replaceChildren();
-    if (undo) {
-      bar.append(button('Undo', `${PROPOSAL_CLASS}-undo`, () => {
-        // Only over the change as it left the cell: never over the user's later edits.
-        const undone = undo();
-        box.dataset.state = undone ? 'undone' : 'kept';
-        status.textContent = undone ? 'Undone.' : 'Not undone: the cell changed since.';
-        bar.replaceChildren(button('Dismiss', `${PROPOSAL_CLASS}-dismiss`, () => box.remove()));
-      }));
+  private unwatch(): void {
+    window.clearTimeout(this.timer);
+    this.watched?.contentChanged.disconnect(this.onChange);
+    this.panel.content.model?.cells.changed.disconnect(this.onCells);
+  }
+
+  /** Settle it: say so in the box, answer the kernel (unless `answered` already: withdrawn there). */
+  private finish(outcome: State, answer: JSONish, said: string, tell = true): void {
+    if (this.state !== 'waiting') {
+      return;
     }
-    bar.append(button('Dismiss', `${PROPOSAL_CLASS}-dismiss`, () => box.remove()));
-    reply({ outcome, ...answer });
+    this.unwatch();
+    this.state = outcome;
+    this.box.dataset.state = outcome;
+    this.status.textContent = said;
+    this.bar.replaceChildren();
+    if (this.undoing) {
+      this.bar.append(button('Undo', `${PROPOSAL_CLASS}-undo`, () => this.undo()));
+    }
+    this.bar.append(button('Dismiss', `${PROPOSAL_CLASS}-dismiss`, () => this.box.remove()));
+    if (tell) {
+      this.answer({ outcome, ...answer });
+    }
+    this.changed();
+  }
+
+  reject(words: string): void {
+    this.finish('rejected', { detail: words.slice(0, 2_000) }, 'Rejected.');
+  }
+
+  /** No longer answerable: its turn ended (`tell`: say so to the kernel), or the kernel withdrew it. */
+  withdraw(said: string, detail: string, tell: boolean): void {
+    this.finish('withdrawn', { detail }, said, tell);
+  }
+
+  accept(by: string): void {
+    if (this.state !== 'waiting') {
+      return;
+    }
+    this.unwatch(); // our own change is not the user's
+    let done: { cellId: string; undo: () => boolean } | string;
+    try {
+      done = this.apply();
+    } catch (error) {
+      this.finish('invalid', { detail: `the page could not apply it: ${String(error).slice(0, 500)}` }, 'Could not apply it.');
+      return;
+    }
+    if (typeof done === 'string') {
+      this.finish('conflict', { detail: done }, `Not applied: ${done}.`);
+      return;
+    }
+    this.undoing = done.undo;
+    this.applied = ++applications;
+    this.finish('applied', { cell_id: done.cellId.slice(0, 200) }, by);
+  }
+
+  /** Undo it, only over the change as it left the cell (never over the user's later edits). */
+  undo(): boolean {
+    if (this.state !== 'applied' || !this.undoing) {
+      return false;
+    }
+    const undone = this.undoing();
+    this.state = undone ? 'undone' : 'kept';
+    this.box.dataset.state = this.state;
+    this.status.textContent = undone ? 'Undone.' : 'Not undone: the cell changed since.';
+    this.bar.replaceChildren(button('Dismiss', `${PROPOSAL_CLASS}-dismiss`, () => this.box.remove()));
+    this.changed();
+    return undone;
   }
 
   /** Apply it now; what undoes it (false, and nothing done, when the cell changed since). */
-  function apply(): { cellId: string; undo: () => boolean } | string {
-    const cells = model!.cells;
+  private apply(): { cellId: string; undo: () => boolean } | string {
+    const { panel, kind, base, after, targetId } = this;
+    const model = panel.content.model!;
     if (kind === 'insert') {
-      const index = targetId ? findCell(panel, targetId)?.index : cells.length - 1;
+      const index = targetId ? findCell(panel, targetId)?.index : model.cells.length - 1;
       if (index === undefined) {
         return 'the cell to insert below is gone';
       }
-      const inserted = model!.sharedModel.insertCell(index + 1, { cell_type: cellType, source });
-      const id = inserted.getId();
+      const id = model.sharedModel.insertCell(index + 1, { cell_type: this.cellType, source: after }).getId();
       return { cellId: id, undo: () => {
         const now = findCell(panel, id);
-        if (!now || now.cell.sharedModel.getSource() !== source) {
+        if (!now || now.cell.sharedModel.getSource() !== after) {
           return false;
         }
-        model!.sharedModel.deleteCell(now.index);
+        model.sharedModel.deleteCell(now.index);
         return true;
       } };
     }
@@ -554,9 +655,9 @@ function showProposal(panel: NotebookPanel, data: JSONish, reply: (answer: JSONi
     if (!now || now.cell.sharedModel.getSource() !== base) {
       return 'the cell changed';
     }
+    const id = now.cell.id;
     if (kind === 'edit') {
       now.cell.sharedModel.setSource(after);
-      const id = now.cell.id;
       return { cellId: id, undo: () => {
         const cell = findCell(panel, id);
         if (!cell || cell.cell.sharedModel.getSource() !== after) {
@@ -567,61 +668,203 @@ function showProposal(panel: NotebookPanel, data: JSONish, reply: (answer: JSONi
       } };
     }
     const json = now.cell.toJSON();
-    const id = now.cell.id;
-    model!.sharedModel.deleteCell(now.index); // (the cell's model is disposed with it)
+    model.sharedModel.deleteCell(now.index); // (the cell's model is disposed with it)
     // The box went with the cell: it stays (with Undo) on the cell above, or atop the notebook.
-    const above = notebook.widgets[now.index - 1];
+    const above = panel.content.widgets[now.index - 1];
     if (above) {
-      above.node.appendChild(box);
+      above.node.appendChild(this.box);
     } else {
-      notebook.node.prepend(box);
+      panel.content.node.prepend(this.box);
     }
     return { cellId: id, undo: () => {
-      model!.sharedModel.insertCell(Math.min(now.index, model!.cells.length), json as any);
+      if (findCell(panel, id)) {
+        return false; // it is back already
+      }
+      model.sharedModel.insertCell(Math.min(now.index, model.cells.length), json as any);
       return true;
     } };
   }
+}
 
-  function accept(by: string): void {
-    watched?.contentChanged.disconnect(onChange); // our own change is not the user's
-    model?.cells.changed.disconnect(onCells);
-    let done: ReturnType<typeof apply>;
-    try {
-      done = apply();
-    } catch (error) {
-      finish('invalid', { detail: `the page could not apply it: ${String(error).slice(0, 500)}` }, 'Could not apply it.');
-      return;
-    }
-    if (typeof done === 'string') {
-      finish('conflict', { detail: done }, `Not applied: ${done}.`);
-      return;
-    }
-    finish('applied', { cell_id: done.cellId.slice(0, 200) }, by, done.undo);
+/**
+ * The proposals one turn made, on the cell that ran the turn: how many wait, Accept all
+ * and Reject all while two or more wait, and "Undo this turn's edits" (every change of the
+ * turn that was applied, newest first, each only if its cell is as the change left it).
+ */
+class TurnBar {
+  readonly proposals: Proposal[] = [];
+  private node = document.createElement('div');
+  private summary = text('div', '', `${TURN_CLASS}-summary`);
+  private buttons = document.createElement('div');
+  private said = text('div', '', `${TURN_CLASS}-status`);
+  private words = wordsInput(`${TURN_CLASS}-words`);
+
+  constructor(private panel: NotebookPanel, readonly turn: string, private cellId: string) {
+    this.node.className = TURN_CLASS;
+    this.node.style.cssText = 'margin:4px 0 4px 64px;padding:4px 8px;border-left:3px solid var(--jp-brand-color1);' +
+      'font-size:var(--jp-ui-font-size1)';
+    this.buttons.className = `${TURN_CLASS}-buttons`;
+    this.node.append(this.summary, this.buttons, this.said);
   }
 
-  if (data.apply === true) {
-    accept('Applied by the agent (permissions: allow-all).');
-    return;
+  add(proposal: Proposal): void {
+    this.proposals.push(proposal);
+    this.refresh();
   }
-  const words = document.createElement('input');
-  words.type = 'text';
-  words.placeholder = 'why not (optional, for the agent)';
-  words.className = `${PROPOSAL_CLASS}-words`;
-  words.style.cssText = 'margin-left:8px;width:18em';
-  bar.append(
-    button('Accept', `${PROPOSAL_CLASS}-accept jp-mod-accept`, () => accept('Accepted.')),
-    button('Reject', `${PROPOSAL_CLASS}-reject jp-mod-reject`, () =>
-      finish('rejected', { detail: words.value.slice(0, 2_000) }, 'Rejected.')),
-    words
-  );
-  const seconds = typeof data.seconds === 'number' && data.seconds > 0 ? Math.min(data.seconds, 86_400) : 900;
-  timer = window.setTimeout(() => finish('expired', {}, 'Nobody answered in time: withdrawn.'), seconds * 1000);
-  box.scrollIntoView({ block: 'nearest' });
+
+  /** Redraw the counts and buttons; put the bar on the turn's cell (again: cells move). */
+  refresh(): void {
+    const count = (state: State) => this.proposals.filter(p => p.state === state).length;
+    const waiting = count('waiting');
+    const applied = this.proposals.filter(p => p.state === 'applied');
+    const parts = (['waiting', 'applied', 'rejected', 'conflict', 'undone', 'kept', 'withdrawn', 'expired', 'invalid'] as State[])
+      .map(state => [state, count(state)] as const)
+      .filter(([, n]) => n > 0)
+      .map(([state, n]) => `${n} ${state === 'kept' ? 'kept (changed since)' : state}`);
+    this.summary.textContent = `This turn's proposals: ${parts.join(', ')}.`;
+    this.node.dataset.waiting = String(waiting);
+    this.node.dataset.applied = String(applied.length);
+    this.buttons.replaceChildren();
+    if (waiting >= 2) {
+      this.buttons.append(
+        button('Accept all', `${TURN_CLASS}-accept jp-mod-accept`, () => this.acceptAll()),
+        button('Reject all', `${TURN_CLASS}-reject jp-mod-reject`, () => this.rejectAll()),
+        this.words
+      );
+    }
+    if (applied.length > 0) {
+      this.buttons.append(button("Undo this turn's edits", `${TURN_CLASS}-undo`, () => this.undoAll()));
+    }
+    const host = cellNode(this.panel, this.cellId) ?? this.panel.content.node;
+    if (this.node.parentElement !== host) {
+      if (host === this.panel.content.node) {
+        host.prepend(this.node);
+      } else {
+        host.appendChild(this.node);
+      }
+    }
+  }
+
+  private acceptAll(): void {
+    for (const p of this.proposals.filter(p => p.state === 'waiting')) {
+      p.accept('Accepted (Accept all).');
+    }
+    this.say('');
+  }
+
+  private rejectAll(): void {
+    const words = this.words.value;
+    for (const p of this.proposals.filter(p => p.state === 'waiting')) {
+      p.reject(words);
+    }
+    this.say('');
+  }
+
+  /** One step: the turn's applied changes, newest first. */
+  private undoAll(): void {
+    const applied = this.proposals.filter(p => p.state === 'applied').sort((a, b) => b.applied - a.applied);
+    const kept = applied.filter(p => !p.undo()).length;
+    const undone = applied.length - kept;
+    this.say(kept === 0
+      ? `Undid this turn's ${undone} change${undone === 1 ? '' : 's'}.`
+      : `Undid ${undone} of ${applied.length}: ${kept} kept, their cells changed since.`);
+  }
+
+  private say(words: string): void {
+    this.said.textContent = words;
+    this.refresh();
+  }
+}
+
+/** The proposals shown in one notebook page, by id, and their turns. */
+class Proposals {
+  private byId = new Map<number, Proposal>();
+  private turns = new Map<string, TurnBar>();
+
+  constructor(private panel: NotebookPanel) {}
+
+  /** Show one proposal on the cell it concerns; `reply` once with what became of it. */
+  show(data: JSONish, reply: Answer): void {
+    const panel = this.panel;
+    const notebook = panel.content;
+    const kind = data.kind;
+    const str = (v: unknown) => (typeof v === 'string' ? v : null);
+    if (!notebook.model || (kind !== 'insert' && kind !== 'edit' && kind !== 'delete')) {
+      reply({ outcome: 'invalid', detail: 'the page has no notebook, or the proposal is of an unknown kind' });
+      return;
+    }
+    const id = data.id as number;
+    const anchorId = str(data.cell_id) || (kind === 'insert' ? notebook.activeCell?.model.id ?? '' : '');
+    const target = findCell(panel, anchorId);
+    if (!target && !(kind === 'insert' && !anchorId)) {
+      reply({ outcome: 'invalid', detail: `no cell with id ${JSON.stringify(anchorId.slice(0, 100))} in the notebook` });
+      return;
+    }
+    const base = target ? target.cell.sharedModel.getSource() : '';
+    let after = str(data.source) ?? '';
+    if (kind === 'edit') {
+      const whole = str(data.source);
+      const old = str(data.old);
+      const replacement = str(data.new);
+      if (whole !== null) {
+        after = whole;
+      } else if (old !== null && replacement !== null) {
+        const found = occurrences(base, old);
+        if (found !== 1) {
+          reply({ outcome: 'invalid', detail: found === 0 ? 'the snippet old is not in the cell' : 'the snippet old occurs more than once in the cell' });
+          return;
+        }
+        after = base.replace(old, () => replacement);
+      } else {
+        reply({ outcome: 'invalid', detail: 'an edit needs source, or old and new' });
+        return;
+      }
+    }
+    const turn = (str(data.turn) ?? '').slice(0, 300);
+    let bar: TurnBar | undefined;
+    if (turn) {
+      bar = this.turns.get(turn);
+      if (!bar) {
+        bar = new TurnBar(panel, turn, (str(data.turn_cell) ?? '').slice(0, 300));
+        this.turns.set(turn, bar);
+      }
+    }
+    const proposal = new Proposal(panel, kind, data.cell_type === 'markdown' ? 'markdown' : 'code',
+      target ? anchorId : '', base, after, reply, turn, () => bar?.refresh());
+    this.byId.set(id, proposal);
+    bar?.add(proposal);
+    if (data.apply === true) {
+      proposal.accept('Applied by the agent (permissions: allow-all).');
+      return;
+    }
+    const seconds = typeof data.seconds === 'number' && data.seconds > 0 ? Math.min(data.seconds, 86_400) : 900;
+    proposal.ask(seconds);
+  }
+
+  /** The kernel no longer waits for `id` (answered in another page, or the agent stopped waiting). */
+  withdrawn(id: number, why: string): void {
+    this.byId.get(id)?.withdraw(`Withdrawn: ${why.slice(0, 200) || 'no longer asked'}.`, '', false);
+  }
+
+  /** The request that ran `turn` is done (the cell finished, or was interrupted): its waiting proposals go. */
+  turnEnded(turn: string): void {
+    for (const p of this.turns.get(turn)?.proposals ?? []) {
+      p.withdraw('Withdrawn: the turn ended before you answered.', 'its turn ended (the cell finished or was interrupted)', true);
+    }
+  }
+
+  /** The kernel went (a restart, another kernel): nobody waits for the answers any more. */
+  kernelGone(): void {
+    for (const p of this.byId.values()) {
+      p.withdraw('Withdrawn: the kernel restarted or changed.', '', false);
+    }
+    this.byId.clear(); // a new kernel counts its ids from 1 again
+  }
 }
 
 const plugin: JupyterFrontEndPlugin<void> = {
   id: 'acp-kernel:document',
-  description: 'Lets the ACP kernel (and %load_ext acp_kernel) read the live notebook for the agent.',
+  description: "Lets the ACP kernel (and %load_ext acp_kernel) read the live notebook for the agent, and shows the agent's changes as proposals to accept, reject and undo.",
   autoStart: true,
   requires: [INotebookTracker],
   activate: (app: JupyterFrontEnd, tracker: INotebookTracker) => {
@@ -629,14 +872,15 @@ const plugin: JupyterFrontEndPlugin<void> = {
     tracker.widgetAdded.connect((_, panel) => {
       const link = new DocumentLink(panel, name);
       // A run finished (its kernel went idle after an execute_request): the run may
-      // have been `%load_ext acp_kernel`, so a kernel without the target is asked again.
+      // have been `%load_ext acp_kernel`, so a kernel without the target is asked again;
+      // and if it ran an agent's turn, that turn's unanswered proposals are withdrawn.
       panel.sessionContext.iopubMessage.connect((__, msg) => {
         if (
           msg.header.msg_type === 'status' &&
           (msg.content as JSONish).execution_state === 'idle' &&
           (msg.parent_header as JSONish).msg_type === 'execute_request'
         ) {
-          link.executed();
+          link.executed(String((msg.parent_header as JSONish).msg_id ?? ''));
         }
       });
     });

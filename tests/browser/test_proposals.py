@@ -177,3 +177,110 @@ def test_a_proposal_through_the_magics_in_a_python_notebook(pynb: Notebook) -> N
     box.get_by_role("button", name="Accept").click()
     expect(_fold(nb.output(3), "notebook: insert_cell")).to_contain_text("Applied", timeout=TURN)  # below the new cell
     assert _sources(nb)[2] == "z = 3"
+
+
+def _bar(nb: Notebook):
+    """The bar of a turn's proposals, on the cell that ran the turn (cell 0)."""
+    return nb.cell(0).locator(".acp-proposals-turn")
+
+
+def _saved_sources(nb: Notebook) -> list[str]:
+    nb.save()
+    model = nb.lab.api("GET", f"/api/contents/{nb.name}?content=1")
+    return ["".join(c["source"]) if isinstance(c["source"], list) else c["source"] for c in model["content"]["cells"]]
+
+
+def test_a_turns_proposals_are_rejected_or_accepted_together_and_undone_in_one_step(nb3: Notebook) -> None:
+    """Two proposals made at once (parallel tool calls) share a bar on the turn's cell."""
+    nb = nb3
+    expect(nb.panel).to_have_attribute(OPEN, "open", timeout=START)
+    _, x_id, y_id = _ids(nb)
+    both = (f"notebook all\ninsert after {x_id}\n```\n{HOSTILE}\n```\n"
+            f"edit {y_id}\n```\ny = 20\n```")
+
+    # Reject all, with the user's words: both tool calls hear them.
+    out = _ask(nb, both)
+    bar = _bar(nb)
+    expect(bar).to_have_attribute("data-waiting", "2", timeout=TURN)
+    expect(bar.locator(".acp-proposals-turn-summary")).to_have_text("This turn's proposals: 2 waiting.")
+    bar.locator(".acp-proposals-turn-words").fill("not now")
+    bar.get_by_role("button", name="Reject all").click()
+    expect(status_line(out)).to_have_text(END_TURN, timeout=TURN)
+    for title in ("notebook: insert_cell", "notebook: edit_cell"):
+        expect(_fold(out, title)).to_contain_text("Rejected")
+        expect(_fold(out, title)).to_contain_text("not now")
+    assert _sources(nb)[1:] == ["x = 1", "y = 2"]
+    expect(bar.locator(".acp-proposals-turn-summary")).to_have_text("This turn's proposals: 2 rejected.")
+
+    # Accept all: both applied; then the turn's edits undone in one step.
+    out = _ask(nb, both)
+    bar = _bar(nb).nth(1)  # the second turn's
+    expect(bar).to_have_attribute("data-waiting", "2", timeout=TURN)
+    box = nb.cell(1).locator(".acp-proposal-insert[data-state='waiting']")
+    expect(box.locator(".acp-proposal-source")).to_have_text(HOSTILE)
+    assert nb.cell(1).locator("img").count() == 0
+    nb.screenshot("proposal-turn.png")
+    bar.get_by_role("button", name="Accept all").click()
+    expect(status_line(out)).to_have_text(END_TURN, timeout=TURN)
+    expect(_fold(out, "notebook: insert_cell")).to_contain_text("Applied: inserted as cell")
+    expect(_fold(out, "notebook: edit_cell")).to_contain_text("Applied")
+    assert _sources(nb)[1:] == ["x = 1", HOSTILE, "y = 20"]
+    assert _saved_sources(nb)[1:] == ["x = 1", HOSTILE, "y = 20"]
+    expect(bar).to_have_attribute("data-applied", "2")
+    bar.get_by_role("button", name="Undo this turn's edits").click()
+    expect(bar.locator(".acp-proposals-turn-status")).to_have_text("Undid this turn's 2 changes.")
+    expect(bar.locator(".acp-proposals-turn-summary")).to_have_text("This turn's proposals: 2 undone.")
+    assert _sources(nb)[1:] == ["x = 1", "y = 2"]
+    nb.screenshot("proposal-turn-undone.png")
+    assert _saved_sources(nb)[1:] == ["x = 1", "y = 2"]  # the saved notebook after
+    errors = ours(nb.console_errors)  # type: ignore[attr-defined]
+    assert not errors, errors
+
+
+def test_an_interrupt_withdraws_the_turns_waiting_proposals(nb3: Notebook) -> None:
+    nb = nb3
+    expect(nb.panel).to_have_attribute(OPEN, "open", timeout=START)
+    _, x_id, _ = _ids(nb)
+    out = _ask(nb, f"notebook edit {x_id}\n```\nx = 99\n```")
+    box = nb.cell(1).locator(".acp-proposal-edit")
+    expect(box).to_have_attribute("data-state", "waiting", timeout=TURN)
+    nb.panel.locator("jp-button[data-command='notebook:interrupt-kernel'], "
+                     "button[data-command='notebook:interrupt-kernel']").first.click()
+    expect(box).to_have_attribute("data-state", "withdrawn", timeout=TURN)
+    expect(box.locator(".acp-proposal-status")).to_have_text("Withdrawn: the turn ended before you answered.")
+    expect(box.get_by_role("button", name="Accept")).to_have_count(0)
+    assert _sources(nb)[1] == "x = 1"
+    # The kernel lives on, and the next turn runs.
+    out = _ask(nb, "echo still here")
+    expect(status_line(out)).to_have_text(END_TURN, timeout=TURN)
+
+
+@pytest.fixture
+def own_page(lab, browser_context, request):
+    """A JupyterLab page of its own (the test reloads it), on a notebook like nb3's."""
+    yield from _open_notebook(lab, browser_context, request, "/lab/tree/{name}", cells=["", "x = 1", "y = 2"])
+
+
+def test_a_proposal_waits_through_a_reload_of_the_page(own_page: Notebook) -> None:
+    """The page is reloaded while a proposal waits: the new page shows it again (the time
+    left, the same buttons); answered there, the agent hears it and its turn ends."""
+    nb = own_page
+    expect(nb.panel).to_have_attribute(OPEN, "open", timeout=START)
+    _, x_id, _ = _ids(nb)
+    _ask(nb, f"notebook insert after {x_id}\n```\n{HOSTILE}\n```")
+    expect(nb.cell(1).locator(".acp-proposal-insert")).to_be_visible(timeout=TURN)
+    nb.page.reload()
+    nb.page.wait_for_function("() => window.jupyterapp !== undefined", timeout=START)
+    expect(nb.panel).to_have_attribute(OPEN, "open", timeout=START)
+    box = nb.cell(1).locator(".acp-proposal-insert")
+    expect(box).to_have_attribute("data-state", "waiting", timeout=TURN)
+    expect(box.locator(".acp-proposal-source")).to_have_text(HOSTILE)
+    assert box.locator("img").count() == 0
+    box.get_by_role("button", name="Accept").click()
+    expect(box).to_have_attribute("data-state", "applied")
+    assert _sources(nb)[1:] == ["x = 1", HOSTILE, "y = 2"]
+    # The agent heard "applied" and its turn ended: the kernel is idle, and the next turn runs.
+    expect(nb.panel.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_have_count(1, timeout=TURN)
+    out = _ask(nb, "notebook cells")
+    expect(status_line(out)).to_have_text(END_TURN, timeout=TURN)
+    assert HOSTILE.split("\\n")[0] in (_fold(out, "notebook: cells").text_content() or "")

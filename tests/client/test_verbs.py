@@ -14,6 +14,7 @@ import pytest
 
 from acp_kernel.client import verbs
 from acp_kernel.client.commands import KERNEL, MAGICS, VERBS, UsageError, parse_line
+from acp_kernel.client.notebook import NO_ORIGIN, Origin
 from acp_kernel.client.controller import Controller
 from acp_kernel.client.registry import BUILTIN, Config
 from acp_kernel.safe import Markdown
@@ -93,6 +94,9 @@ class _Frontend:
 
     def notebook_side(self) -> None:
         return None
+
+    def origin(self) -> Origin:
+        return NO_ORIGIN
 
     def asker(self) -> None:
         return None

@@ -393,3 +393,15 @@ def test_help_lists_the_word() -> None:
     assert "notebook" in {c["name"] for c in demo_agent.available_commands()}
     assert "``notebook``" in (demo_agent.__doc__ or "")
 
+
+
+def test_notebook_all_splits_one_command_per_line_and_keeps_fenced_code_whole() -> None:
+    rest = ("insert after a1\n```\nx = 1\nedit b  # code, not a command\n```\n"
+            "edit b2\n````\n```\ny = 2\n````\ndelete c3\n")
+    commands = demo_agent.notebook_requests(rest)
+    assert [demo_agent.notebook_request(c) for c in commands] == [
+        ("insert_cell", {"source": "x = 1\nedit b  # code, not a command", "after": "a1"}),
+        ("edit_cell", {"cell_id": "b2", "source": "```\ny = 2"}),
+        ("delete_cell", {"cell_id": "c3"}),
+    ]
+    assert demo_agent.notebook_requests("nothing here") == []

@@ -173,3 +173,102 @@ async def test_at_most_proposals_waiting_wait_and_an_answer_frees_a_place(monkey
         task.cancel()
     await asyncio.gather(*waiting[1:], extra, return_exceptions=True)
     assert document._waiting == 0
+
+
+class _Comm:
+    def __init__(self) -> None:
+        self.sent: list[dict] = []
+
+    def send(self, data):
+        self.sent.append(data)
+
+
+async def _until(check, what: str):
+    """Let the loop run until ``check()`` holds (each step is an event the code under test scheduled)."""
+    import asyncio
+
+    for _ in range(1_000):
+        if check():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError(f"never happened: {what}")
+
+
+async def test_a_proposal_is_shown_again_in_a_reloaded_page_and_answered_there(monkeypatch):
+    """A page of the same notebook that opens while a proposal waits (a reload) shows it
+    with the time left; its answer settles it, and the first page is told it is withdrawn."""
+    import asyncio
+
+    old = document.Page(comm=_Comm(), path="work/a.ipynb", app="lab")
+    other = document.Page(comm=_Comm(), path="work/b.ipynb", app="lab")
+    monkeypatch.setattr(document, "_pages", [other, old])
+    proposal = {"kind": "insert", "source": "<img src=x onerror=alert(1)>", "seconds": 900}
+    waiting = asyncio.create_task(document.propose("/srv/work/a.ipynb", proposal, 930))
+    await _until(lambda: old.comm.sent, "the proposal reached the page")
+    rid = old.comm.sent[0]["id"]
+
+    new = document.Page(comm=_Comm(), path="work/a.ipynb", app="lab")
+    document._pages.append(new)
+    document._show_again(new)
+    document._show_again(other)  # another notebook's page is not shown it
+    assert other.comm.sent == []
+    again = new.comm.sent[0]
+    assert again["id"] == rid and again["source"] == proposal["source"] and 800 < again["seconds"] <= 900
+
+    document._on_msg(new, {"content": {"data": {"type": "decided", "id": rid, "outcome": "applied", "cell_id": "c9"}}})
+    decided, why = await waiting
+    assert decided is not None and decided.outcome == "applied" and decided.cell_id == "c9", why
+    assert old.comm.sent[-1] == {"type": "withdrawn", "id": rid, "why": "answered in another page"}
+    assert document._pending == {} and document._waiting == 0
+
+
+async def test_a_proposal_outlives_its_page_for_a_grace_then_fails(monkeypatch):
+    """The last page showing a proposal closed: it waits PAGE_GRACE for a page of the
+    notebook (the user reopens it) and fails after, saying why; a snapshot fails at once."""
+    import asyncio
+
+    monkeypatch.setattr(document, "PAGE_GRACE", 0.05)
+    page = document.Page(comm=_Comm(), path="a.ipynb", app="lab")
+    monkeypatch.setattr(document, "_pages", [page])
+    waiting = asyncio.create_task(document.propose(None, {"kind": "delete", "cell_id": "c1"}, 30))
+    snap = asyncio.create_task(document.snapshot(None, 30))
+    await _until(lambda: len(page.comm.sent) == 2, "both requests reached the page")
+    document._forget(page)
+    live, why = await snap
+    assert live is None and "closed its comm" in why
+    decided, why = await asyncio.wait_for(waiting, 5)
+    assert decided is None and "no page of the notebook opened within" in why
+
+
+async def test_a_proposal_the_agent_stops_waiting_for_is_withdrawn_in_the_page(monkeypatch):
+    import asyncio
+
+    page = document.Page(comm=_Comm(), path="a.ipynb", app="lab")
+    monkeypatch.setattr(document, "_pages", [page])
+    decided, why = await document.propose(None, {"kind": "delete", "cell_id": "c1"}, 0.01)
+    assert decided is None and "did not answer within" in why
+    rid = page.comm.sent[0]["id"]
+    assert page.comm.sent[-1] == {"type": "withdrawn", "id": rid, "why": "the agent stopped waiting"}
+    task = asyncio.create_task(document.propose(None, {"kind": "delete", "cell_id": "c1"}, 30))
+    await _until(lambda: len(page.comm.sent) == 3, "the second proposal reached the page")
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    assert page.comm.sent[-1]["type"] == "withdrawn" and document._waiting == 0
+
+
+def test_what_the_agent_hears_of_a_withdrawn_proposal():
+    decided = docwire.Decided(id=1, outcome="withdrawn", detail="its turn ended (the cell finished or was interrupted)")
+    assert tools.decided_text("edit", decided, "c1") == (
+        'Withdrawn: its turn ended (the cell finished or was interrupted) before the user answered '
+        'the change to cell "c1"; the notebook was not changed.')
+
+
+def test_a_turns_origin_is_its_execute_request_and_the_cell_the_front_end_named():
+    from acp_kernel.client.notebook import NO_ORIGIN, Origin
+
+    parent = {"header": {"msg_type": "execute_request", "msg_id": "m-1"}, "metadata": {"cellId": "c-7"}}
+    assert Origin.of(parent) == Origin("m-1", "c-7")
+    assert Origin.of({"header": {"msg_type": "execute_request", "msg_id": "m-2"}}) == Origin("m-2", "")
+    # a comm message (a widget click, the server's tool call) is no turn's request
+    assert Origin.of({"header": {"msg_type": "comm_msg", "msg_id": "m-3"}}) == NO_ORIGIN
+    assert Origin.of(None) == NO_ORIGIN and Origin.of({"header": None, "metadata": 3}) == NO_ORIGIN
