@@ -19,7 +19,7 @@ from typing import Any, Callable
 #: The title of the tool call an ``execute`` shows in the turn (ours, not the agent's).
 EXECUTE_TITLE = "Run Python in this notebook's kernel"
 #: The notebook server's tools, in its listing order (notebook_mcp.wire.TOOLS, which this layer does not import).
-NOTEBOOK_TOOLS = ("execute", "variables", "cells", "insert_cell", "edit_cell", "delete_cell")
+NOTEBOOK_TOOLS = ("execute", "variables", "cells", "insert_cell", "edit_cell", "delete_cell", "run_cell")
 ALL_TOOLS = frozenset(NOTEBOOK_TOOLS)
 #: The tools a front-end without a Python namespace serves (the ACP kernel).
 DOCUMENT_TOOLS = frozenset({"cells", "insert_cell", "edit_cell", "delete_cell"})

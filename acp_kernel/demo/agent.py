@@ -53,7 +53,8 @@ The first word of a prompt selects a behaviour (case-insensitive; a leading
   arguments), as real agents do for MCP tools. ``notebook insert [after
   CELL_ID]`` + a fenced block proposes a new cell (``insert_cell``),
   ``notebook edit CELL_ID`` + a fenced block its new source (``edit_cell``),
-  ``notebook delete CELL_ID`` its deletion (``delete_cell``). ``notebook all``
+  ``notebook delete CELL_ID`` its deletion (``delete_cell``), ``notebook
+  run-cell CELL_ID`` runs a cell (``run_cell``). ``notebook all``
   then one such command per line (``insert``, ``edit``, ``delete``, ``run``,
   ``cells``, ``vars``, each with its own fenced block) makes the calls at once,
   as real agents make parallel tool calls. No ``notebook`` server offered: the
@@ -978,15 +979,17 @@ NOTEBOOK_USAGE = (
     "Use `notebook` alone (cells and variables), `notebook vars [NAME]`, `notebook cells`, "
     "or `notebook run CODE` (or a fenced python block after `notebook run`); "
     "`notebook insert [after CELL_ID]`, `notebook edit CELL_ID` (each with a fenced block) and "
-    "`notebook delete CELL_ID` propose changes to the notebook; `notebook all` then one of "
+    "`notebook delete CELL_ID` propose changes to the notebook; `notebook run-cell CELL_ID` runs a "
+    "cell; `notebook all` then one of "
     "these per line makes the calls at once; "
     "`notebook ask ...` asks permission for its tool call first, as real agents do.\n"
 )
 #: ACP tool kind per notebook tool (variables with a name is a read)
 NOTEBOOK_KINDS = {"execute": "execute", "variables": "search", "cells": "read", "insert_cell": "edit",
-                  "edit_cell": "edit", "delete_cell": "delete"}
+                  "edit_cell": "edit", "delete_cell": "delete", "run_cell": "execute"}
 #: seconds per call: execute may wait for the user to answer a permission prompt
-NOTEBOOK_TIMEOUTS = {"execute": 600.0, "insert_cell": 960.0, "edit_cell": 960.0, "delete_cell": 960.0}
+NOTEBOOK_TIMEOUTS = {"execute": 600.0, "run_cell": 600.0, "insert_cell": 960.0, "edit_cell": 960.0,
+                     "delete_cell": 960.0}
 NOTEBOOK_TIMEOUT = 60.0
 # A fence of three or more backticks, closed by the same run on a line of its own
 # (CommonMark's rule), so code holding ``` can travel in a longer fence.
@@ -1016,10 +1019,12 @@ def notebook_request(rest: str) -> tuple[str, dict[str, Any]] | None:
         return "edit_cell", {"cell_id": words[0], "source": fenced.group(2)}
     if sub == "delete" and words:
         return "delete_cell", {"cell_id": words[0]}
+    if sub == "run-cell" and words:
+        return "run_cell", {"cell_id": words[0]}
     return None
 
 
-_SUBCOMMANDS = ("insert", "edit", "delete", "run", "execute", "exec", "cells", "vars", "variables")
+_SUBCOMMANDS = ("insert", "edit", "delete", "run", "run-cell", "execute", "exec", "cells", "vars", "variables")
 _FENCE_LINE = re.compile(r"^(`{3,})")
 
 

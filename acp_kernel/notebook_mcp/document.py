@@ -23,8 +23,8 @@ from typing import Any, Callable, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from .docwire import (DOCUMENT_TARGET, PAGE_GRACE, PROPOSALS_WAITING, PROTOCOL, SNAPSHOT_TIMEOUT, Decided, Failed,
-                      Hello, Propose, Snapshot, SnapshotRequest, Welcome, Withdrawn)
+from .docwire import (DOCUMENT_TARGET, PAGE_GRACE, PROPOSALS_WAITING, PROTOCOL, SNAPSHOT_TIMEOUT, CellRequest,
+                      CellSource, Decided, Failed, Hello, Propose, Snapshot, SnapshotRequest, Welcome, Withdrawn)
 
 log = logging.getLogger(__name__)
 
@@ -198,7 +198,7 @@ NO_PAGE = ("no notebook page with acp-kernel's JupyterLab / Notebook 7 extension
            "kernel")
 
 
-Answer = TypeVar("Answer", Snapshot, Decided)
+Answer = TypeVar("Answer", Snapshot, Decided, CellSource)
 
 
 async def _request(kernel_path: str | None, make: Callable[[int], BaseModel], answer: type[Answer], doing: str,
@@ -249,6 +249,12 @@ async def snapshot(kernel_path: str | None, timeout: float = SNAPSHOT_TIMEOUT) -
     """The live notebook from a page, or None and why not (said to the agent)."""
     return await _request(kernel_path, lambda rid: SnapshotRequest(id=rid), Snapshot, "read the notebook", "snapshot",
                           timeout)
+
+
+async def cell(kernel_path: str | None, cell_id: str, timeout: float = SNAPSHOT_TIMEOUT) -> tuple[CellSource | None, str]:
+    """One cell's whole source from a page, or None and why not (said to the agent)."""
+    return await _request(kernel_path, lambda rid: CellRequest(id=rid, cell_id=cell_id), CellSource,
+                          "read the cell", "cell", timeout)
 
 
 async def propose(kernel_path: str | None, proposal: dict, timeout: float) -> tuple[Decided | None, str]:

@@ -161,6 +161,25 @@ class Snapshot(_Loose):
     cells_omitted: int = Field(default=0, ge=0)
 
 
+class CellRequest(BaseModel):
+    """kernel -> page: one cell's whole source as it is now (``run_cell``)."""
+
+    type: Literal["cell_request"] = "cell_request"
+    id: int
+    cell_id: str
+
+
+class CellSource(_Loose):
+    """page -> kernel: the answer to :class:`CellRequest` ``id`` (a source longer than
+    :data:`PROPOSAL_SOURCE` is not sent: the page answers an error)."""
+
+    type: Literal["cell"] = "cell"
+    id: int
+    cell_id: str = Field(default="", max_length=_NAME)
+    cell_type: str = Field(default="code", max_length=_NAME)
+    source: str = Field(default="", max_length=PROPOSAL_SOURCE)
+
+
 class Failed(_Loose):
     """page -> kernel: request ``id`` could not be answered."""
 

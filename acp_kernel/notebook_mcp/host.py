@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
+import json
 import logging
 import secrets
 import signal
@@ -24,7 +25,7 @@ from .. import compat
 from ..client.notebook import Origin
 from . import document, tools
 from .wire import (ARGS, COMM_TARGET, PROPOSAL_TIMEOUT, TOOLS, DeleteCellArgs, EditCellArgs, ExecuteArgs,
-                   InsertCellArgs, Open, Ready, Refused, Reply, Request, Text, VariablesArgs, error_reply)
+                   InsertCellArgs, Open, Ready, Refused, Reply, Request, RunCellArgs, Text, VariablesArgs, error_reply)
 
 log = logging.getLogger(__name__)
 
@@ -197,6 +198,8 @@ async def _serve(token: str, comm: Any, bridge: NotebookBridge, request: Request
             reply = variables(bridge, request.id, args)
         elif isinstance(args, (InsertCellArgs, EditCellArgs, DeleteCellArgs)):
             reply = await propose(bridge, request.id, args)
+        elif isinstance(args, RunCellArgs):
+            reply = await run_cell(bridge, request.id, args.cell_id)
         else:
             reply = await cells(bridge, request.id)
     except ValidationError as exc:
@@ -261,6 +264,31 @@ async def propose(bridge: NotebookBridge, rid: int, args: InsertCellArgs | EditC
         return error_reply(rid, f"not proposed: {why}; the notebook was not changed")
     return Reply(id=rid, isError=decided.outcome != "applied",
                  content=[Text(text=tools.decided_text(proposal["kind"], decided, proposal.get("cell_id", "")))])
+
+
+async def run_cell(bridge: NotebookBridge, rid: int, cell_id: str) -> Reply:
+    """Run one code cell's source as the page has it now (else as last saved): asked and
+    shown as :func:`execute` is, the answer saying which source ran."""
+    if bridge.namespace() is None:
+        return error_reply(rid, "run_cell is not available: this kernel has no Python namespace")
+    path = bridge.notebook_path()
+    live, why = await document.cell(path, cell_id)
+    name = json.dumps(cell_id)
+    if live is not None:
+        cell_type, source, said = live.cell_type, live.source, f"Cell {name} as the user's page has it now"
+    elif document.pages() or not path:
+        return error_reply(rid, f"not run: {why}" + ("" if document.pages() else
+                                                      ", and this kernel does not know its notebook file"))
+    else:
+        saved = tools.saved_cell(path, cell_id)
+        if isinstance(saved, str):
+            return error_reply(rid, f"not run: {why}; {saved}")
+        (cell_type, source), said = saved, f"Cell {name} as last saved ({why}; unsaved edits are not included)"
+    if cell_type != "code":
+        return error_reply(rid, f"not run: cell {name} is a {cell_type} cell, not code")
+    reply = await execute(bridge, rid, source)
+    reply.content.insert(0, Text(text=f"{said}:"))
+    return reply
 
 
 INTERRUPTED = ("interrupted by the user: the code stopped (names it assigned before the interrupt "

@@ -29,7 +29,7 @@ from .._version import VERSION
 from ..errors import AcpError
 from .docwire import CELL_OUTPUT_LIMIT, CELL_SOURCE_LIMIT, CELLS_BUDGET, PROPOSALS_WAITING, SNAPSHOT_TIMEOUT
 from .wire import (ARGS, COMM_TARGET, CONNECT_TIMEOUT, EDIT_TOOLS, EXECUTE_TIMEOUT, MAX_SOURCE, PROPOSAL_TIMEOUT,
-                   REQUEST_TIMEOUT, TOOLS,
+                   REQUEST_TIMEOUT, RUN_TOOLS, TOOLS,
                    Image, Open, Ready, Refused, Reply, Request, Text)
 
 log = logging.getLogger("acp_kernel.notebook_mcp")
@@ -73,6 +73,11 @@ DESCRIPTIONS.update({
                  "one snippet (old, occurring exactly once) replaced by new. The user sees the old and new "
                  "lines. " + _PROPOSAL,
     "delete_cell": "Propose deleting one cell of the user's open notebook (by id). " + _PROPOSAL,
+    "run_cell": ("Run one code cell of the user's open notebook (by id), its source as the user's page has it "
+                 "now (a proposal you made counts once accepted), in the live kernel: like execute, the user "
+                 "sees the code and is asked to allow it, the run shows live in the notebook, and you get "
+                 "its output, value, error and images back. Without a JupyterLab or Notebook 7 page the "
+                 "source comes from the notebook file as last saved, and the answer says so."),
 })
 
 
@@ -228,7 +233,7 @@ class KernelLink:
         rid = next(self.ids)
         future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
         self.pending[rid] = future
-        timeout = (EXECUTE_TIMEOUT if tool == "execute" else PROPOSAL_TIMEOUT + REQUEST_TIMEOUT if tool in EDIT_TOOLS
+        timeout = (EXECUTE_TIMEOUT if tool in RUN_TOOLS else PROPOSAL_TIMEOUT + REQUEST_TIMEOUT if tool in EDIT_TOOLS
                    else REQUEST_TIMEOUT)
         try:
             self._send("comm_msg", {"comm_id": self.comm_id,

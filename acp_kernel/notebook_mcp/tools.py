@@ -490,6 +490,20 @@ def cells_from_notebook(path: str, why: str = "", now: float | None = None) -> s
     return format_cells(snap, intro)
 
 
+def saved_cell(path: str, cell_id: str) -> tuple[str, str] | str:
+    """(cell type, source) of the cell ``cell_id`` in the notebook file, or why not."""
+    import nbformat
+
+    try:
+        nb = nbformat.read(path, as_version=4)
+    except Exception as exc:  # noqa: BLE001 - a missing, unreadable or invalid file
+        return f"the notebook file could not be read ({type(exc).__name__}: {one_line(str(exc), 300)})"
+    for cell in nb.cells:
+        if cell.get("id") == cell_id:
+            return str(cell.get("cell_type", "")), str(cell.get("source", ""))
+    return f"the notebook as last saved has no cell with id {json.dumps(cell_id)} (a new cell is in the file once saved)"
+
+
 def _count(n: int, noun: str) -> str:
     return f"{n:,} {noun}{'' if n == 1 else 's'}"
 

@@ -16,7 +16,7 @@ from .docwire import PROPOSAL_SECONDS, PROPOSAL_SOURCE
 #: The comm target the kernel side registers; the server opens a comm to it.
 COMM_TARGET = "acp_kernel.notebook"
 #: Every tool, in listing order; a bridge offers a subset.
-TOOLS = ("execute", "variables", "cells", "insert_cell", "edit_cell", "delete_cell")
+TOOLS = ("execute", "variables", "cells", "insert_cell", "edit_cell", "delete_cell", "run_cell")
 #: The tools that change the notebook: proposals the user accepts or rejects in the page.
 EDIT_TOOLS = ("insert_cell", "edit_cell", "delete_cell")
 
@@ -29,6 +29,9 @@ MAX_IMAGE_BYTES = 1_000_000
 MAX_SOURCE = PROPOSAL_SOURCE
 #: A cell id as nbformat 4.5 makes them (and as the ``cells`` tool shows them).
 CELL_ID = r"^[A-Za-z0-9_-]{1,64}$"
+
+#: The tools that run code in the kernel (after the user allows it): they may take long.
+RUN_TOOLS = ("execute", "run_cell")
 
 #: Server-side waits, in seconds.
 EXECUTE_TIMEOUT = 30 * 60
@@ -97,16 +100,20 @@ class DeleteCellArgs(_Strict):
     cell_id: str = Field(pattern=CELL_ID, description="The id of the cell to delete (from the cells tool).")
 
 
+class RunCellArgs(_Strict):
+    cell_id: str = Field(pattern=CELL_ID, description="The id of the code cell to run (from the cells tool).")
+
+
 ARGS: dict[str, type[BaseModel]] = {"execute": ExecuteArgs, "variables": VariablesArgs, "cells": CellsArgs,
                                     "insert_cell": InsertCellArgs, "edit_cell": EditCellArgs,
-                                    "delete_cell": DeleteCellArgs}
+                                    "delete_cell": DeleteCellArgs, "run_cell": RunCellArgs}
 
 
 class Request(_Strict):
     """server -> kernel: one tool call."""
 
     id: int
-    tool: Literal["execute", "variables", "cells", "insert_cell", "edit_cell", "delete_cell"]
+    tool: Literal["execute", "variables", "cells", "insert_cell", "edit_cell", "delete_cell", "run_cell"]
     args: dict = Field(default_factory=dict)
 
 

@@ -212,6 +212,22 @@ function snapshot(panel: NotebookPanel, id: number, caps: Caps): JSONish {
   };
 }
 
+/** One cell's whole source (run_cell), or an error saying why not. */
+function cellSource(panel: NotebookPanel, id: number, cellId: string): JSONish {
+  const cells = panel.content.model?.cells;
+  for (let i = 0; cells && i < cells.length; i++) {
+    const cell = cells.get(i);
+    if (cell.id === cellId) {
+      const source = cell.sharedModel.getSource();
+      if (source.length > CEILINGS.source_chars) {
+        return { type: 'error', id, error: `the cell's source is longer than ${CEILINGS.source_chars} characters` };
+      }
+      return { type: 'cell', id, cell_id: cellId, cell_type: String(cell.type), source };
+    }
+  }
+  return { type: 'error', id, error: `no cell with id ${JSON.stringify(cellId.slice(0, 100))} in the notebook` };
+}
+
 /** The one document comm of one notebook panel, reopened after a restart or a kernel change. */
 class DocumentLink {
   private comm: Kernel.IComm | null = null;
@@ -352,6 +368,8 @@ class DocumentLink {
         reply = { type: 'error', id: data.id, error: String(error).slice(0, 1_000) };
       }
       this.send(comm, reply);
+    } else if (data.type === 'cell_request' && Number.isInteger(data.id)) {
+      this.send(comm, cellSource(this.panel, data.id as number, typeof data.cell_id === 'string' ? data.cell_id : ''));
     } else if (data.type === 'propose' && Number.isInteger(data.id)) {
       const reply = (answer: JSONish) => this.send(comm, { type: 'decided', id: data.id, ...answer });
       try {

@@ -284,3 +284,31 @@ def test_a_proposal_waits_through_a_reload_of_the_page(own_page: Notebook) -> No
     out = _ask(nb, "notebook cells")
     expect(status_line(out)).to_have_text(END_TURN, timeout=TURN)
     assert HOSTILE.split("\\n")[0] in (_fold(out, "notebook: cells").text_content() or "")
+
+
+def test_run_cell_asks_with_the_cells_live_source_and_runs_it(pynb: Notebook) -> None:
+    """The agent runs a cell the user typed and has not run or saved: the question shows that
+    source (as the page has it now), and once allowed the next cell sees what it set."""
+    nb = pynb
+    nb.run(0, "%load_ext acp_kernel")
+    expect(nb.run(1, "%acp connect demo --permissions ask")).to_contain_text("Connected", timeout=TURN)
+    expect(nb.panel).to_have_attribute(OPEN, "open", timeout=START)
+    code = "x = 6 * 7\nprint('<img src=x onerror=alert(1)> `a\\nb` $x$ /tmp/a\\nb.py', x)"
+    editor = nb.cell(5).locator(".cm-content")
+    editor.click()
+    nb.page.keyboard.insert_text(code)
+    expect(editor).to_have_text(code.replace("\n", ""), use_inner_text=False)
+    target = _ids(nb)[5]
+    out = nb.run(2, f"%%acp\nnotebook run-cell {target}")
+    form = out.locator(".acp-permission")
+    expect(form).to_have_count(1, timeout=TURN)
+    expect(form).to_contain_text("Run Python in this notebook")
+    expect(form).to_contain_text("x = 6 * 7")
+    assert out.locator("img[src='x']").count() == 0
+    form.get_by_role("button", name="Allow once").click()
+    expect(status_line(out)).to_have_text(END_TURN, timeout=TURN)
+    row = _fold(out, "notebook: run_cell")
+    expect(row).to_contain_text(f'Cell "{target}" as the user\'s page has it now')
+    expect(row).to_contain_text("<img src=x onerror=alert(1)>")
+    expect(out.locator("img[src='x']")).to_have_count(0)
+    expect(nb.run(3, "x")).to_contain_text("42", timeout=TURN)

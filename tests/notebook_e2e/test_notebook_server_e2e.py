@@ -35,7 +35,8 @@ async def test_execute_sets_a_variable_the_next_cell_sees_and_the_run_shows_in_t
     await magics.ok("%acp connect demo --permissions allow-all")
     status = (await magics.ok("%acp status")).text()
     # The demo agent starts the server when a prompt first needs it: offered, not started.
-    offered = "execute, variables, cells, insert&#95;cell, edit&#95;cell, delete&#95;cell"  # (markdown: _ as references)
+    offered = ("execute, variables, cells, insert&#95;cell, edit&#95;cell, delete&#95;cell, "
+               "run&#95;cell")  # (markdown: _ as references)
     assert f"notebook MCP server: {offered} offered; the agent has not started it" in status, status
     res = await magics.ok("%%acp\nnotebook run x = 41 + 1\nprint('<img src=x onerror=alert(1)>')", timeout=60)
     status = (await magics.ok("%acp status")).text()
@@ -186,3 +187,31 @@ async def test_proposals_without_a_page_say_so_and_deny_refuses(acp_kernel):
     assert (await acp_kernel.execute("%permissions deny")).status == "ok"
     res = await acp_kernel.execute("notebook delete c1", timeout=60)
     assert "refused by the permission policy (deny): the notebook was not changed" in tool_text(res)
+
+
+async def test_run_cell_without_a_page_runs_the_saved_source_and_says_so(magics, tmp_path):
+    """VS Code names its notebook to the kernel (``__vsc_ipynb_file__``) and has no page of ours:
+    run_cell runs the cell as last saved, and says so; a markdown cell is not run."""
+    import nbformat
+
+    from tests.hostile.test_kernel_outputs import assert_inert
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("x = 6 * 7\nprint('<img src=x onerror=alert(1)> `a\\nb` $x$')", id="c-run"),
+                nbformat.v4.new_markdown_cell("# $y$ <b>not code</b>", id="c-doc")]
+    path = tmp_path / "saved\nname.ipynb"
+    nbformat.write(nb, path)
+    await magics.ok(f"__vsc_ipynb_file__ = {str(path)!r}")
+    await magics.ok("%acp connect demo --permissions allow-all")
+    res = await magics.ok("%%acp\nnotebook run-cell c-run", timeout=60)
+    assert await magics.value("x") == "42", tool_text(res)[-3000:]
+    said = await magics.value("str([c.text for c in _acp.tool_calls.values()])")
+    assert 'Cell "c-run" as last saved' in said and "unsaved edits are not included" in said, said
+    assert "onerror=alert(1)" in said
+    assert_inert(res)
+    await magics.ok("%%acp\nnotebook run-cell c-doc", timeout=60)
+    said = await magics.value("str([c.text for c in _acp.tool_calls.values()])")
+    assert 'not run: cell "c-doc" is a markdown cell, not code' in said, said
+    await magics.ok("%%acp\nnotebook run-cell nope", timeout=60)
+    said = await magics.value("str([c.text for c in _acp.tool_calls.values()])")
+    assert 'no cell with id "nope"' in said, said
