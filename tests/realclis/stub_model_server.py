@@ -224,8 +224,11 @@ def _result_text(value: Any) -> str:
 
 def tool_result(body: dict[str, Any]) -> Optional[str]:
     """The text of the tool result when the request's LAST message is one (the turn goes on after
-    the stub's tool call), else None."""
+    the stub's tool call), else None. Claude Code 2.1.185 (under claude-agent-acp 0.49) puts
+    ``{"role": "system"}`` messages (MCP server instructions) after it: they are skipped."""
     messages = body.get("messages")
+    if isinstance(messages, list):
+        messages = [m for m in messages if not (isinstance(m, dict) and m.get("role") == "system")]
     if isinstance(messages, list) and messages and isinstance(messages[-1], dict):
         last = messages[-1]
         if last.get("role") == "tool":  # OpenAI chat
@@ -726,6 +729,8 @@ class _Handler(BaseHTTPRequestHandler):
         extra: dict[str, Any] = {"tools": tools} if tools else {}
         if result is not None:  # what the model got back, whole (bounded), for the tests to read
             extra["result"] = result[:RESULT_LOG]
+        if self.server.log_bodies:
+            extra["body"] = body
         if script.call is not None:
             extra["call"] = {"name": script.call.name, "args": script.call.args,
                              **({"namespace": script.call.namespace} if script.call.namespace else {})}
@@ -762,9 +767,10 @@ class StubServer(ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(self, port: int = 0, log_path: Optional[Path] = None, *, slow_seconds: float = SLOW_SECONDS,
-                 think_seconds: float = THINK_SECONDS) -> None:
+                 think_seconds: float = THINK_SECONDS, log_bodies: bool = False) -> None:
         super().__init__(("127.0.0.1", port), _Handler)
         self.log_path = log_path
+        self.log_bodies = log_bodies  # each request's JSON body in its log line (diagnosis; large)
         self.slow_seconds = slow_seconds
         self.think_seconds = think_seconds
         self.stopping = threading.Event()

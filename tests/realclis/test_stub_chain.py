@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from stub_model_server import StubServer, cell_id_in, fill_cells, plan, tool_markers, tool_results  # noqa: E402
+from stub_model_server import (StubServer, cell_id_in, fill_cells, plan, tool_markers, tool_result,  # noqa: E402
+                               tool_results)
 from test_stub_server import _events, _post  # noqa: E402
 
 CELLS = ('The notebook as it is now ...\n\n## Cell 1: code, id "p0"\n```python\n\n```\n\n'
@@ -59,8 +60,9 @@ def test_the_turns_results_in_each_api_shape():
         {"role": "user", "content": [{"type": "tool_result", "content": [{"type": "text", "text": "one"}]},
                                      {"type": "text", "text": "<system-reminder>x</system-reminder>"}]},
         {"role": "assistant", "content": [{"type": "tool_use", "name": "b"}]},
-        {"role": "user", "content": [{"type": "tool_result", "content": "two"}]}]}
-    assert tool_results(anthropic, turn=True) == ["one", "two"]
+        {"role": "user", "content": [{"type": "tool_result", "content": "two"}]},
+        {"role": "system", "content": "# MCP Server Instructions"}]}  # Claude Code 2.1.185 adds these
+    assert tool_results(anthropic, turn=True) == ["one", "two"] and tool_result(anthropic) == "two"
     assert tool_results(anthropic) == ["old", "one", "two"]
     chat = {"messages": [{"role": "user", "content": "p"}, {"role": "tool", "content": "one"},
                          {"role": "tool", "content": "two"}]}
