@@ -26,18 +26,20 @@ Run on request: ``ACP_REALCLIS=1 python -m pytest -m realcli tests/realclis/test
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterator
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from clis import ROOT, prepare  # noqa: E402
+from clis import PROFILES, ROOT, Setup, prepare  # noqa: E402
 from notebook_mcp_real import (ACP_AGENTS, environ_of, log_entries, notebook_tools, servers_under,  # noqa: E402
                                tool_of)
 from run_matrix import alive, cmdline, under  # noqa: E402
@@ -151,36 +153,65 @@ class Agent:
         return [f"{p}: {cmdline(p)[:200]}" for p in sorted(mine) if alive(p)]
 
 
-@pytest.fixture(params=ORDER)
-def agent(request, lab, tmp_path) -> Any:
-    """The kernel's config: this agent (its clis.py profile pointed at a stub of its own) as the
-    default agent under the ``ask`` policy. Afterwards: nothing of it is left running."""
-    name = request.param
-    spec = ACP_AGENTS[name]
-    if not spec.installed():
-        pytest.skip(f"{name}: {spec.package} is not installed under {ROOT} (run: bash tests/realclis/install.sh)")
-    work = tmp_path / name
+@contextlib.contextmanager
+def _run(lab: Any, work: Path, name: str, profile: str, config: Callable[[Setup], dict[str, Any]]) -> Iterator[Agent]:
+    """A stub of its own, the CLI's clis.py profile pointed at it (cwd: the notebooks' root, the
+    kernel's), and the kernel's config file (``ACP_KERNEL_CONFIG`` of the Jupyter server) from
+    ``config(setup)``. Afterwards nothing of the run may be left running (what is, is reported,
+    then killed: ours)."""
     work.mkdir()
     stub = StubServer(0, work / "stub.jsonl", log_bodies=bool(os.environ.get("REALCLI_LOG_BODIES"))).start()
     run = Agent(name, work, stub)
     try:
-        setup = prepare(spec.profile, stub.url, run.home, lab.root)
-        config = {"default_agent": name, "permissions": "ask",
-                  "agents": {name: {"title": name, "command": spec.argv(), "env": {**setup.env, **dict(spec.env)}}}}
-        (lab.root.parent / "acp_kernel.json").write_text(json.dumps(config), encoding="utf-8")
+        setup = prepare(profile, stub.url, run.home, lab.root)
+        (lab.root.parent / "acp_kernel.json").write_text(json.dumps(config(setup)), encoding="utf-8")
         yield run
     finally:
         stub.stop()
     deadline = time.monotonic() + WAIT / 1000
-    while run.left() and time.monotonic() < deadline:  # processes to end: a limit, then the verdict
+    while run.left() and time.monotonic() < deadline:  # processes ending: a limit, then the verdict
         time.sleep(0.1)
     left = run.left()
+    for line in left:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(line.split(":", 1)[0]), signal.SIGKILL)
     assert not left, f"{name}: processes left after the kernel shut down:\n" + "\n".join(left)
+
+
+@pytest.fixture(params=ORDER)
+def agent(request, lab, tmp_path) -> Any:
+    """This agent (ACP, its clis.py profile) as the ACP kernel's default agent under ``ask``."""
+    name = request.param
+    spec = ACP_AGENTS[name]
+    if not spec.installed():
+        pytest.skip(f"{name}: {spec.package} is not installed under {ROOT} (run: bash tests/realclis/install.sh)")
+    with _run(lab, tmp_path / name, name, spec.profile, lambda setup: {
+            "default_agent": name, "permissions": "ask",
+            "agents": {name: {"title": name, "command": spec.argv(), "env": {**setup.env, **dict(spec.env)}}}}) as run:
+        yield run
+
+
+@pytest.fixture
+def claude_cli(lab, tmp_path) -> Any:
+    """Claude Code for ``%passthrough claude`` (the registry's ``--mcp-config`` and
+    ``--allowedTools mcp__notebook``, the clis.py profile's files), under ``ask``."""
+    profile = PROFILES["claude"]
+    if not profile.installed():
+        pytest.skip(f"claude: {profile.package} is not installed under {ROOT} (run: bash tests/realclis/install.sh)")
+    with _run(lab, tmp_path / "claude", "claude (passthrough)", "claude", lambda setup: {
+            "permissions": "ask", "agents": {"claude": {"env": setup.env, "passthrough": {"command": setup.argv}}}}) as run:
+        yield run
 
 
 @pytest.fixture
 def nb3(lab, lab_page, request, agent) -> Any:
     """An ACP Agent notebook in the page: a cell for prompts, and two cells of the user's."""
+    yield from _open_notebook(lab, lab_page, request, cells=["", "x = 1", "y = 2"])
+
+
+@pytest.fixture
+def nb3_cli(lab, lab_page, request, claude_cli) -> Any:
+    """The same, for Claude Code in a passthrough terminal."""
     yield from _open_notebook(lab, lab_page, request, cells=["", "x = 1", "y = 2"])
 
 
@@ -238,7 +269,43 @@ def _end(out: Any, asked: list[str]) -> None:
         allow.first.click()
 
 
-# -- the test ----------------------------------------------------------------------------
+# -- the tests ---------------------------------------------------------------------------
+
+
+def _why(agent: Agent, asked: list[str]) -> str:
+    return (f"{agent.name}: calls {agent.calls()}, results {[r[:300] for r in agent.results()]}, "
+            f"agent questions {asked}, stub notes "
+            f"{[e.get('reply', '')[:300] for e in agent.entries() if e.get('mode') == 'no_tool']}")
+
+
+def _check_insert_box(nb: Notebook, box: Any, agent: Agent, asked: list[str], dialogs: list[str]) -> None:
+    """The insert's box: the source as text, no element made of it anywhere in the page."""
+    assert box.locator(".acp-proposal-source").text_content() == HOSTILE, _why(agent, asked)
+    assert box.locator("img").count() == 0
+    assert nb.page.locator("img[src='x']").count() == 0  # nor in the turn, the questions, a terminal
+    assert not dialogs, dialogs
+    nb.screenshot(f"realcli-{agent.name.split()[0]}-insert.png")
+
+
+def _check_model_side(agent: Agent, asked: list[str], x_id: str, y_id: str, inserted_id: str) -> None:
+    """What the model did and got back: the ids from the cells results, the answers whole."""
+    why = _why(agent, asked)
+    # the ACP kernel has no Python namespace: no execute, no variables
+    assert sorted(tool_of(n) for n in notebook_tools(agent.entries())) == [
+        "cells", "delete_cell", "edit_cell", "insert_cell"], why
+    calls = agent.calls()
+    assert [tool_of(c["name"]) for c in calls] == ["cells", "insert_cell", "cells", "edit_cell", "cells",
+                                                    "delete_cell"], why
+    assert [c["args"] for c in calls[1::2]] == [{"after": x_id, "source": HOSTILE}, {"cell_id": x_id, "source": "x = 10"},
+                                              {"cell_id": y_id}], why
+    results = [r.replace('\\"', '"') for r in agent.results()]  # (Codex: the content JSON, verbatim)
+    assert len(results) == 6, why
+    assert all(f'## Cell 2: code, id "{x_id}"' in r for r in results[0::2]), why
+    inserted, rejected, deleted = results[1::2]
+    assert f'Applied: inserted as cell "{inserted_id}"' in inserted, why
+    assert "Rejected: the user did not accept the change" in rejected and f"The user's words: {WORDS}" in rejected, why
+    assert f'Applied: cell "{y_id}" deleted' in deleted, why
+    assert len(agent.servers) == 1, f"notebook servers under the Jupyter server: {agent.servers}; " + why
 
 
 def test_a_real_agent_inserts_edits_and_deletes_cells_through_proposals(nb3: Notebook, agent: Agent) -> None:
@@ -249,9 +316,6 @@ def test_a_real_agent_inserts_edits_and_deletes_cells_through_proposals(nb3: Not
     _, x_id, y_id = _ids(nb)
     asked: list[str] = []
     seconds: dict[str, float] = {}
-    why = lambda: (f"{agent.name}: calls {agent.calls()}, results {[r[:300] for r in agent.results()]}, "  # noqa: E731
-                   f"agent questions {asked}, stub notes "
-                   f"{[e.get('reply', '')[:300] for e in agent.entries() if e.get('mode') == 'no_tool']}")
 
     # 1. cells, then insert below x: the box on x's cell, the source as text; accepted.
     t0 = time.monotonic()
@@ -260,18 +324,14 @@ def test_a_real_agent_inserts_edits_and_deletes_cells_through_proposals(nb3: Not
     try:
         _wait_box(out, box, asked)
     except AssertionError as exc:
-        raise AssertionError(f"{exc}; {why()}") from None
+        raise AssertionError(f"{exc}; {_why(agent, asked)}") from None
     seconds["insert shown"] = round(time.monotonic() - t0, 1)
     agent.servers = servers_under(nb.lab.proc.pid)
-    source = box.locator(".acp-proposal-source")
-    assert source.text_content() == HOSTILE, why()
-    assert box.locator("img").count() == 0
-    nb.screenshot(f"realcli-{agent.name}-insert.png")
+    _check_insert_box(nb, box, agent, asked, dialogs)
     box.get_by_role("button", name="Accept").click()
     _end(out, asked)
     expect(box).to_have_attribute("data-state", "applied")
-    sources = _sources(nb)
-    assert sources[1:] == ["x = 1", HOSTILE, "y = 2"], why()
+    assert _sources(nb)[1:] == ["x = 1", HOSTILE, "y = 2"], _why(agent, asked)
     inserted_id = _ids(nb)[2]
     seconds["insert turn"] = round(time.monotonic() - t0, 1)
 
@@ -286,7 +346,7 @@ def test_a_real_agent_inserts_edits_and_deletes_cells_through_proposals(nb3: Not
     box.get_by_role("button", name="Reject").click()
     _end(out, asked)
     expect(box).to_have_attribute("data-state", "rejected")
-    assert _sources(nb)[1] == "x = 1", why()
+    assert _sources(nb)[1] == "x = 1", _why(agent, asked)
     seconds["edit turn"] = round(time.monotonic() - t0, 1)
 
     # 3. cells, then delete cell 4 (y, below the inserted cell): accepted.
@@ -299,28 +359,78 @@ def test_a_real_agent_inserts_edits_and_deletes_cells_through_proposals(nb3: Not
     seconds["delete turn"] = round(time.monotonic() - t0, 1)
 
     # What the notebook holds: the insert applied, the edit not, y deleted.
-    assert _sources(nb)[1:] == ["x = 1", HOSTILE], why()
-    assert _ids(nb)[1:] == [x_id, inserted_id], why()
-    # What the user saw: no element from the agent's strings, no dialog.
+    assert _sources(nb)[1:] == ["x = 1", HOSTILE], _why(agent, asked)
+    assert _ids(nb)[1:] == [x_id, inserted_id], _why(agent, asked)
     assert nb.page.locator("img[src='x']").count() == 0
     assert not dialogs, dialogs
     nb.screenshot(f"realcli-{agent.name}-done.png")
-
-    # What the model did and got back: the ids from the cells results, the answers whole.
-    # (the ACP kernel has no Python namespace: no execute, no variables)
-    assert sorted(tool_of(n) for n in notebook_tools(agent.entries())) == [
-        "cells", "delete_cell", "edit_cell", "insert_cell"], why()
-    calls = agent.calls()
-    assert [tool_of(c["name"]) for c in calls] == ["cells", "insert_cell", "cells", "edit_cell", "cells",
-                                                    "delete_cell"], why()
-    assert [c["args"] for c in calls[1::2]] == [{"after": x_id, "source": HOSTILE}, {"cell_id": x_id, "source": "x = 10"},
-                                              {"cell_id": y_id}], why()
-    results = agent.results()
-    assert len(results) == 6, why()
-    assert all(f'## Cell 2: code, id "{x_id}"' in r.replace('\\"', '"') for r in results[0::2]), why()
-    inserted, rejected, deleted = (r.replace('\\"', '"') for r in results[1::2])
-    assert f'Applied: inserted as cell "{inserted_id}"' in inserted, why()
-    assert "Rejected: the user did not accept the change" in rejected and f"The user's words: {WORDS}" in rejected, why()
-    assert f'Applied: cell "{y_id}" deleted' in deleted, why()
-    assert len(agent.servers) == 1, f"notebook servers under the Jupyter server: {agent.servers}; " + why()
+    _check_model_side(agent, asked, x_id, y_id, inserted_id)
     print(f"{agent.name}: {seconds}; the agent's own questions answered: {len(asked)} {asked}")
+
+
+def _screen(out: Any) -> Any:
+    """The rendered rows of the terminal view in a cell's output."""
+    return out.locator(".acp-pty .xterm-rows")
+
+
+def _typed(nb: Notebook, prompt: str, box: Any, asked: list[str]) -> Any:
+    """Type ``prompt`` into the terminal from cell 0; wait for ``box``."""
+    out = nb.run(0, prompt)
+    try:
+        expect(box).to_be_visible(timeout=TURN)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; the terminal shows: {_screen(out).text_content()!r}") from None
+    return out
+
+
+def _shown(nb: Notebook, out: Any, text: str) -> None:
+    """The CLI's screen shows ``text`` (the model's quote of the tool result), then the cell ends."""
+    expect(_screen(out)).to_contain_text(text, timeout=TURN)
+    nb.wait_ran(0)
+
+
+def test_claude_code_in_a_passthrough_terminal_inserts_edits_and_deletes_through_proposals(
+        nb3_cli: Notebook, claude_cli: Agent) -> None:
+    """The same through ``%passthrough claude`` in the ACP kernel: each prompt is typed into
+    Claude Code's terminal in cell 0; the boxes and their answers are the same."""
+    nb, agent = nb3_cli, claude_cli
+    dialogs: list[str] = []
+    nb.page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    expect(nb.panel).to_have_attribute(OPEN, "open", timeout=START)
+    _, x_id, y_id = _ids(nb)
+    asked: list[str] = []  # Claude Code asks nothing here: the profile allows mcp__notebook
+    opened = nb.run(0, "%passthrough claude")
+    expect(opened.locator(".acp-pty-status")).to_have_text("running", timeout=TURN)
+    nb.wait_ran(0)
+    t0 = time.monotonic()
+
+    box = nb.cell(1).locator(".acp-proposal-insert")
+    out = _typed(nb, INSERT, box, asked)
+    agent.servers = servers_under(nb.lab.proc.pid)
+    _check_insert_box(nb, box, agent, asked, dialogs)
+    box.get_by_role("button", name="Accept").click()
+    _shown(nb, out, "tool result: Applied: inserted")
+    expect(box).to_have_attribute("data-state", "applied")
+    assert _sources(nb)[1:] == ["x = 1", HOSTILE, "y = 2"], _why(agent, asked)
+    inserted_id = _ids(nb)[2]
+
+    box = nb.cell(1).locator(".acp-proposal-edit")
+    out = _typed(nb, EDIT, box, asked)
+    expect(box.locator(".acp-add")).to_have_text("+ x = 10")
+    box.locator(".acp-proposal-words").fill(WORDS)
+    box.get_by_role("button", name="Reject").click()
+    _shown(nb, out, "tool result: Rejected")
+    assert _sources(nb)[1] == "x = 1", _why(agent, asked)
+
+    box = nb.cell(3).locator(".acp-proposal-delete")
+    out = _typed(nb, DELETE, box, asked)
+    box.get_by_role("button", name="Accept").click()
+    _shown(nb, out, "tool result: Applied: cell")
+    seconds = round(time.monotonic() - t0, 1)
+
+    assert _sources(nb)[1:] == ["x = 1", HOSTILE], _why(agent, asked)
+    assert nb.page.locator("img[src='x']").count() == 0
+    assert not dialogs, dialogs
+    nb.screenshot("realcli-claude-passthrough-done.png")
+    _check_model_side(agent, asked, x_id, y_id, inserted_id)
+    print(f"claude passthrough: three prompts in {seconds} s")
