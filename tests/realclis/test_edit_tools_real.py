@@ -246,7 +246,7 @@ def _wait_box(out: Any, box: Any, asked: list[str]) -> None:
         expect(box.or_(allow.first).first).to_be_visible(timeout=left)
         if box.count():
             return
-        asked.append(" ".join((out.locator(".acp-permission").last.text_content() or "").split())[:300])
+        asked.append(" ".join((out.locator(".acp-permission").last.text_content() or "").split())[:1500])
         allow.first.click()
 
 
@@ -265,7 +265,7 @@ def _end(out: Any, asked: list[str]) -> None:
         expect(done.or_(allow.first).first).to_be_visible(timeout=left)
         if done.count():
             return
-        asked.append(" ".join((out.locator(".acp-permission").last.text_content() or "").split())[:300])
+        asked.append(" ".join((out.locator(".acp-permission").last.text_content() or "").split())[:1500])
         allow.first.click()
 
 
