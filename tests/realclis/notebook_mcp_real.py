@@ -49,6 +49,7 @@ import argparse
 import json
 import os
 import queue
+import re
 import shlex
 import signal
 import subprocess
@@ -148,12 +149,24 @@ def log_entries(log: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
 
 
+#: The notebook server's tools (acp_kernel.notebook_mcp.wire.TOOLS): a python3 kernel with the
+#: magics offers all six, the ACP kernel (no Python namespace) cells and the three edit tools.
+NOTEBOOK_TOOLS = ("execute", "variables", "cells", "insert_cell", "edit_cell", "delete_cell")
+
+
+def tool_of(name: str) -> str:
+    """Our tool a name as offered means (``mcp__notebook__edit_cell``, ``mcp_notebook_edit_cell``,
+    ``notebook_edit_cell``, ``mcp__notebook.edit_cell``, ``edit_cell`` -> ``edit_cell``); else the name."""
+    found = re.search(r"(?:^|[_.])(" + "|".join(NOTEBOOK_TOOLS) + r")$", name)
+    return found.group(1) if found else name
+
+
 def notebook_tools(entries: list[dict[str, Any]]) -> list[str]:
     """The tool names of our server as the agent offered them to the model (first request that had any)."""
-    ours = ("execute", "variables", "cells")
     for entry in entries:
-        names = [n for n in entry.get("tools", []) if any(n.endswith(t) for t in ours) and "notebook" in n.lower()]
-        names = names or [n for n in entry.get("tools", []) if n in ours]
+        offered = entry.get("tools", [])
+        names = [n for n in offered if tool_of(n) in NOTEBOOK_TOOLS and n != tool_of(n) and "notebook" in n.lower()]
+        names = names or [n for n in offered if n in NOTEBOOK_TOOLS]
         if names:
             return names
     return []

@@ -24,7 +24,12 @@ Replies are scripted from the last user text of the request:
   (whitespace runs made one space), so the CLI shows what the tool returned;
 - the ``TOOL:`` tool is not offered yet but Claude Code's ``WaitForMcpServers`` is (its MCP
   servers are still connecting): a call of that first, then, on its ``ready: ...`` result, the
-  call of the wanted tool, as a model does.
+  call of the wanted tool, as a model does;
+- several ``TOOL:`` markers in one prompt are a chain: the first is called, and each tool result
+  of the turn (Claude Code's waits not counted) is answered with the call of the next marker,
+  the last one's result quoted as above. A ``{{cell N}}`` in a later marker's arguments becomes
+  the id of cell N as the latest ``cells`` result of the conversation named it
+  (``## Cell N: code, id "..."``), so a chain learns cell ids the way a model does.
 
 Every request is logged as one JSON line (method, path, headers without secrets,
 body size, the prompt it answered, the mode) to the log file, for diagnosis.
@@ -93,22 +98,63 @@ class ToolCall:
 
 _TOOL_MARKER = re.compile(r"TOOL:([A-Za-z0-9_.:/-]+)")
 RESULT_QUOTE = 200
+RESULT_LOG = 20_000  # the log keeps this much of each tool result the model got back
 _SEPARATORS = ("", "_", "-", ".", "/", ":")  # what may precede a matched suffix (a whole name part)
 
 
+def tool_markers(prompt: str) -> list[tuple[str, dict[str, Any]]]:
+    """Every ``TOOL:<name> <json-args>`` in a prompt, in order: (name, args); args ``{}`` when
+    absent or not JSON. A marker's JSON arguments are skipped whole (a ``TOOL:`` inside them is
+    data, not a marker)."""
+    found: list[tuple[str, dict[str, Any]]] = []
+    pos = 0
+    while (m := _TOOL_MARKER.search(prompt, pos)) is not None:
+        pos = m.end()
+        rest = prompt[pos:]
+        stripped = rest.lstrip()
+        args: Any = {}
+        if stripped.startswith("{"):
+            try:
+                args, end = json.JSONDecoder().raw_decode(stripped)
+                pos += len(rest) - len(stripped) + end
+            except ValueError:
+                args = {}
+        found.append((m.group(1), args if isinstance(args, dict) else {}))
+    return found
+
+
 def tool_marker(prompt: str) -> Optional[tuple[str, dict[str, Any]]]:
-    """``TOOL:<name> <json-args>`` in a prompt: (name, args); args ``{}`` when absent or not JSON."""
-    m = _TOOL_MARKER.search(prompt)
-    if m is None:
-        return None
-    rest = prompt[m.end():].lstrip()
-    args: Any = {}
-    if rest.startswith("{"):
-        try:
-            args, _ = json.JSONDecoder().raw_decode(rest)
-        except ValueError:
-            args = {}
-    return m.group(1), args if isinstance(args, dict) else {}
+    """The first ``TOOL:<name> <json-args>`` of a prompt (see :func:`tool_markers`)."""
+    markers = tool_markers(prompt)
+    return markers[0] if markers else None
+
+
+#: ``{{cell N}}`` in a chained marker's arguments; a ``cells`` result's heading of cell N (its
+#: id a JSON string; inside Codex's verbatim content JSON the quotes come escaped).
+_CELL_REF = re.compile(r"\{\{cell (\d+)\}\}")
+_CELL_HEADING = r'## Cell {n}: [a-z]+(?:, execution count \d+)?, id \\?"([A-Za-z0-9_-]{{1,64}})\\?"'
+
+
+def cell_id_in(results: list[str], n: int) -> Optional[str]:
+    """The id of cell ``n`` as the latest result that names it says."""
+    pattern = re.compile(_CELL_HEADING.format(n=n))
+    for text in reversed(results):
+        m = pattern.search(text)
+        if m:
+            return m.group(1)
+    return None
+
+
+def fill_cells(value: Any, results: list[str]) -> Any:
+    """``value`` with each ``{{cell N}}`` in its strings replaced by that cell's id (left as is
+    when no result names cell N)."""
+    if isinstance(value, str):
+        return _CELL_REF.sub(lambda m: cell_id_in(results, int(m.group(1))) or m.group(0), value)
+    if isinstance(value, dict):
+        return {k: fill_cells(v, results) for k, v in value.items()}
+    if isinstance(value, list):
+        return [fill_cells(v, results) for v in value]
+    return value
 
 
 def match_tool(wanted: str, offered: list[str]) -> Optional[str]:
@@ -178,8 +224,11 @@ def _result_text(value: Any) -> str:
 
 def tool_result(body: dict[str, Any]) -> Optional[str]:
     """The text of the tool result when the request's LAST message is one (the turn goes on after
-    the stub's tool call), else None."""
+    the stub's tool call), else None. Claude Code 2.1.185 (under claude-agent-acp 0.49) puts
+    ``{"role": "system"}`` messages (MCP server instructions) after it: they are skipped."""
     messages = body.get("messages")
+    if isinstance(messages, list):
+        messages = [m for m in messages if not (isinstance(m, dict) and m.get("role") == "system")]
     if isinstance(messages, list) and messages and isinstance(messages[-1], dict):
         last = messages[-1]
         if last.get("role") == "tool":  # OpenAI chat
@@ -202,6 +251,59 @@ def tool_result(body: dict[str, Any]) -> Optional[str]:
     return None
 
 
+def tool_results(body: dict[str, Any], turn: bool = False) -> list[str]:
+    """The texts of the tool results in a request's conversation, in order; ``turn``: only those
+    after the last prompt (a user message that is not tool results), i.e. of the running turn."""
+    found: list[str] = []  # newest first
+
+    def user_prompt(results: list[str]) -> bool:
+        """One message's results (newest first) into ``found``; True when it was a prompt instead."""
+        if results:
+            found.extend(reversed(results))
+            return False
+        return True
+
+    messages = body.get("messages")
+    if isinstance(messages, list):  # Anthropic, OpenAI chat
+        for msg in reversed(messages):
+            if not isinstance(msg, dict):
+                continue
+            content = msg.get("content")
+            if msg.get("role") == "tool":
+                found.append(_result_text(content))
+            elif msg.get("role") == "user":
+                blocks = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"] \
+                    if isinstance(content, list) else []
+                if user_prompt([_result_text(b.get("content")) for b in blocks]) and turn:
+                    break
+        return found[::-1]
+    items = body.get("input")
+    if isinstance(items, list):  # Responses
+        for item in reversed(items):
+            if not isinstance(item, dict):
+                continue
+            if item.get("type") == "function_call_output":
+                found.append(_result_text(item.get("output")))
+            elif item.get("role") == "user" and turn:
+                break
+        return found[::-1]
+    contents = body.get("contents")
+    if isinstance(contents, list):  # Gemini
+        for msg in reversed(contents):
+            if not isinstance(msg, dict) or msg.get("role", "user") != "user":
+                continue
+            parts = [p.get("functionResponse") for p in msg.get("parts") or []
+                     if isinstance(p, dict) and isinstance(p.get("functionResponse"), dict)]
+            if user_prompt([_result_text(p.get("response")) for p in parts]) and turn:
+                break
+    return found[::-1]
+
+
+def _waited(result: str) -> bool:
+    """A result of Claude Code's WAIT_TOOL (``ready: ...``), not of a tool the prompt named."""
+    return result.lstrip().startswith("ready:")
+
+
 def wait_calls(body: Any) -> int:
     """How many times the conversation so far (Anthropic's messages) called WAIT_TOOL."""
     n = 0
@@ -220,19 +322,28 @@ def _wait_for_mcp(short: str) -> Script:
 
 def plan(prompt: str, *, want_json: bool = False, slow_seconds: float = SLOW_SECONDS,
          think_seconds: float = THINK_SECONDS, tools: Optional[list[str]] = None,
-         result: Optional[str] = None, waits: int = 0) -> Script:
+         result: Optional[str] = None, waits: int = 0, done: Optional[int] = None,
+         results: Optional[list[str]] = None) -> Script:
     """The scripted answer for a prompt (see the module docstring). ``tools``: the names the
     request offers; ``result``: the tool result the request ends with, if it does; ``waits``:
-    how many times the conversation has called WAIT_TOOL."""
+    how many times the conversation has called WAIT_TOOL; ``done``: how many of the prompt's
+    markers this turn has called already (their results in, WAIT_TOOL's not counted; by default
+    one when ``result`` is a tool's, none else); ``results``: the conversation's tool results,
+    for ``{{cell N}}``."""
     short = " ".join(prompt.split())[:120]
-    marker = tool_marker(prompt) if tools and not want_json else None
+    markers = tool_markers(prompt) if tools and not want_json else []
+    if done is None:
+        done = 0 if result is None or _waited(result) else 1
+    marker = markers[done] if done < len(markers) else None
+    if marker is not None and done:
+        marker = (marker[0], fill_cells(marker[1], list(results or []) + [result or ""]))
     if result is not None and not want_json:
-        waited = result.lstrip().startswith("ready:")  # what Claude Code's WAIT_TOOL answers
+        waited = _waited(result)
         offered = marker is not None and match_tool(marker[0], tools or []) is not None
         again = waited and not offered and WAIT_TOOL in (tools or []) and waits < MAX_WAITS
         if again:
             return _wait_for_mcp(short)
-        if not (waited and offered):
+        if marker is None or (waited and not offered):
             text = "tool result: " + " ".join(result.split())[:RESULT_QUOTE]
             return Script(short, "tool_result", (text,), 0.0, 0.0)
     if marker is not None:
@@ -610,10 +721,16 @@ class _Handler(BaseHTTPRequestHandler):
         gen = body.get("generationConfig") if isinstance(body.get("generationConfig"), dict) else {}
         want_json = gen.get("responseMimeType") == "application/json" or "responseJsonSchema" in gen
         tools = tool_names(body)
+        result = tool_result(body)
+        done = len([r for r in tool_results(body, turn=True) if not _waited(r)]) if result is not None else 0
         script = plan(prompt, want_json=want_json, slow_seconds=self.server.slow_seconds,
-                      think_seconds=self.server.think_seconds, tools=tools, result=tool_result(body),
-                      waits=wait_calls(body))
+                      think_seconds=self.server.think_seconds, tools=tools, result=result,
+                      waits=wait_calls(body), done=done, results=tool_results(body))
         extra: dict[str, Any] = {"tools": tools} if tools else {}
+        if result is not None:  # what the model got back, whole (bounded), for the tests to read
+            extra["result"] = result[:RESULT_LOG]
+        if self.server.log_bodies:
+            extra["body"] = body
         if script.call is not None:
             extra["call"] = {"name": script.call.name, "args": script.call.args,
                              **({"namespace": script.call.namespace} if script.call.namespace else {})}
@@ -650,9 +767,10 @@ class StubServer(ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(self, port: int = 0, log_path: Optional[Path] = None, *, slow_seconds: float = SLOW_SECONDS,
-                 think_seconds: float = THINK_SECONDS) -> None:
+                 think_seconds: float = THINK_SECONDS, log_bodies: bool = False) -> None:
         super().__init__(("127.0.0.1", port), _Handler)
         self.log_path = log_path
+        self.log_bodies = log_bodies  # each request's JSON body in its log line (diagnosis; large)
         self.slow_seconds = slow_seconds
         self.think_seconds = think_seconds
         self.stopping = threading.Event()
