@@ -74,6 +74,11 @@ class Frontend(Protocol):
         """The notebook request running this cell (empty where there is none)."""
         ...
 
+    def next_input(self, text: str) -> bool:
+        """A new cell holding ``text`` below the running one when it ends (Jupyter's
+        ``set_next_input`` payload); False where there is none (or one is set already)."""
+        ...
+
     def asker(self) -> Asker | None:
         """Who answers through stdin; None: widgets (or nobody) answer."""
         ...

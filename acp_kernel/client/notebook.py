@@ -18,6 +18,8 @@ from typing import Any, Callable
 
 #: The title of the tool call an ``execute`` shows in the turn (ours, not the agent's).
 EXECUTE_TITLE = "Run Python in this notebook's kernel"
+#: The question about a new cell where no page of ours shows proposals (``set_next_input``).
+INSERT_TITLE = "Put the agent's new cell below this one when the turn ends"
 #: The notebook server's tools, in its listing order (notebook_mcp.wire.TOOLS, which this layer does not import).
 NOTEBOOK_TOOLS = ("execute", "variables", "cells", "insert_cell", "edit_cell", "delete_cell", "run_cell")
 ALL_TOOLS = frozenset(NOTEBOOK_TOOLS)
@@ -147,6 +149,7 @@ class SessionBridge:
         self.controller = controller
         self.side = side
         self.tools = frozenset(side.tools) & ALL_TOOLS
+        self._inserted: set[Origin] = set()  # turns that put a cell below theirs (one each)
 
     def namespace(self) -> dict[str, Any] | None:
         return self.side.namespace()
@@ -169,7 +172,7 @@ class SessionBridge:
         session = self._turn_session()
         return session._active.origin if session is not None else NO_ORIGIN
 
-    async def authorize(self, code: str) -> tuple[bool, str]:
+    async def authorize(self, code: str, title: str = EXECUTE_TITLE, kind: str = "execute") -> tuple[bool, str]:
         """The same broker, policy and question UI as the agent's tool calls."""
         session = self._turn_session()
         if session is None:
@@ -177,9 +180,35 @@ class SessionBridge:
         # code=: shown whole; a person who just allowed exactly this code, in the agent's own question
         # of a class that covers an execute, is not asked again (once; "always": for the session).
         verdict = await session.client.services.permissions.authorize(
-            session, title=EXECUTE_TITLE, kind="execute", raw_input={"code": code}, code=code,
+            session, title=title, kind=kind, raw_input={"code": code}, code=code,
             hint="%permissions allow-all (or --permissions allow-all) lets it run.")
-        return verdict.allowed, "" if verdict.allowed else reason_refused(verdict.by)
+        said = reason_refused(verdict.by)
+        return verdict.allowed, "" if verdict.allowed else (said if kind == "execute" else said.replace(
+            "the code did not run", "the notebook was not changed"))
+
+    def show(self, title: str, text: str) -> None:
+        """A row of ours in the running turn: ``text`` shown verbatim under ``title``."""
+        session = self._turn_session()
+        if session is None:
+            return
+        session.apply({
+            "sessionUpdate": "tool_call", "toolCallId": f"notebook-proposal-{next(_ids)}", "title": title,
+            "kind": "edit", "status": "failed",
+            "content": [{"type": "content", "content": {"type": "text", "text": text}}],
+        })
+
+    def next_input(self, text: str) -> str:
+        """A new cell below the running one when it ends (``set_next_input``), one per turn;
+        "" when it will be, else why not (said to the agent)."""
+        session = self._turn_session()
+        if session is None:
+            return "no cell is running a prompt of this session"
+        if session._active.origin in self._inserted:
+            return "one new cell per turn goes below the turn's cell, and this turn has one"
+        if not self.controller.frontend.next_input(text):
+            return "this front-end takes no new cell from the kernel (a headless run: nobody would see it)"
+        self._inserted.add(session._active.origin)
+        return ""
 
     def started(self, code: str) -> _Run:
         session = self._turn_session() or self.controller.session

@@ -136,6 +136,15 @@ class IPythonFrontend:
         kernel = getattr(_ipython(), "kernel", None)
         return Origin.of(_parent(kernel)) if kernel is not None else NO_ORIGIN
 
+    def next_input(self, text: str) -> bool:
+        """IPython's own ``set_next_input`` (a payload of this cell's reply; terminal IPython
+        puts it in the next prompt)."""
+        ip = _ipython()
+        if ip is None or not self.render or not self.interactive():  # headless: nbclient drops it
+            return False
+        ip.set_next_input(text, replace=False)
+        return True
+
     def interactive(self) -> bool:
         """Someone can answer: buttons in a notebook, a typed line in a console
         or terminal IPython; not a headless run (nbclient: no ``allow_stdin``)."""

@@ -91,6 +91,8 @@ class AcpKernel(Kernel):
         for line in compat.untested():
             self.log.warning(line)
         self._sink: KernelSink | None = None
+        #: A new cell for below the running one, sent with its reply (``set_next_input``).
+        self._next_input: str | None = None
         self._allow_stdin = False
         self._handling = self._interrupted = False  # an interrupt between "busy" and the cell counts
         self.ptys = ptycell.Terminals()
@@ -171,6 +173,7 @@ class AcpKernel(Kernel):
             self.cell_history.append(code)
         self._sink = KernelSink(self, self.get_parent("shell"))
         self._allow_stdin = bool(allow_stdin)
+        self._next_input = None
         if self._interrupted:
             self._interrupted = False
             self._say(Markdown("*Interrupted.*"))
@@ -190,7 +193,11 @@ class AcpKernel(Kernel):
             self._cell = None
 
     def _ok(self, payload: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-        return {"status": "ok", "execution_count": self.execution_count, "payload": payload or [], "user_expressions": {}}
+        payload = list(payload or [])
+        if self._next_input is not None:  # a new cell below this one (KernelFrontend.next_input)
+            payload.append({"source": "set_next_input", "text": self._next_input, "replace": False})
+            self._next_input = None
+        return {"status": "ok", "execution_count": self.execution_count, "payload": payload, "user_expressions": {}}
 
     def _error(self, ename: str, evalue: str, *, note: str = "") -> dict[str, Any]:
         """The cell's one error: an ``error`` message and the error reply, and no

@@ -78,6 +78,14 @@ class KernelFrontend:
     def origin(self) -> Origin:
         return Origin.of(self.kernel.get_parent("shell"))
 
+    def next_input(self, text: str) -> bool:
+        """Sent with this cell's reply (:meth:`AcpKernel._ok`); not in a headless run (nbclient
+        drops the payload: nobody would see the cell)."""
+        if self.kernel._next_input is not None or not self.interactive():
+            return False
+        self.kernel._next_input = text
+        return True
+
     def asker(self) -> Any:
         """A console's questions go through ``input_request`` (widgets answer in a notebook)."""
         if self.frontend().ask != "stdin":

@@ -22,7 +22,7 @@ from typing import Any, Iterator, Protocol, runtime_checkable
 from pydantic import ValidationError
 
 from .. import compat
-from ..client.notebook import Origin
+from ..client.notebook import INSERT_TITLE, Origin
 from . import document, tools
 from .wire import (ARGS, COMM_TARGET, PROPOSAL_TIMEOUT, TOOLS, DeleteCellArgs, EditCellArgs, ExecuteArgs,
                    InsertCellArgs, Open, Ready, Refused, Reply, Request, RunCellArgs, Text, VariablesArgs, error_reply)
@@ -48,11 +48,13 @@ class NotebookBridge(Protocol):
     def namespace(self) -> dict | None: ...
     def notebook_path(self) -> str | None: ...
     def history(self) -> list[str]: ...
-    async def authorize(self, code: str) -> tuple[bool, str]: ...
+    async def authorize(self, code: str, title: str = ..., kind: str = ...) -> tuple[bool, str]: ...
     def started(self, code: str) -> RunView: ...
     def interrupted(self) -> None: ...
     def policy(self) -> str: ...  # the permission policy: ask, allow-reads, allow-all, deny
     def origin(self) -> Origin: ...  # the notebook request of the running turn (the page groups proposals by it)
+    def show(self, title: str, text: str) -> None: ...  # a proposal no page shows: as text in the turn
+    def next_input(self, text: str) -> str: ...  # a new cell below the turn's when it ends (set_next_input): "" or why not
 
 
 _bridges: dict[str, NotebookBridge] = {}
@@ -260,10 +262,32 @@ async def propose(bridge: NotebookBridge, rid: int, args: InsertCellArgs | EditC
     origin = bridge.origin()
     proposal["turn"], proposal["turn_cell"] = origin.request, origin.cell
     decided, why = await document.propose(bridge.notebook_path(), proposal, PROPOSAL_TIMEOUT)
+    if decided is None and why == document.NO_PAGE:
+        return await _without_page(bridge, rid, proposal)
     if decided is None:
         return error_reply(rid, f"not proposed: {why}; the notebook was not changed")
     return Reply(id=rid, isError=decided.outcome != "applied",
                  content=[Text(text=tools.decided_text(proposal["kind"], decided, proposal.get("cell_id", "")))])
+
+
+async def _without_page(bridge: NotebookBridge, rid: int, proposal: dict) -> Reply:
+    """No page of ours shows this notebook (VS Code, JupyterLab without the extension, a
+    console): a new cell can still go below the turn's cell when the turn ends (Jupyter's
+    ``set_next_input``) once the user allows it; an edit or a delete is shown in the turn as
+    text, never applied. Nothing is dropped silently."""
+    kind, source = proposal["kind"], proposal.get("source") or ""
+    nothing = f"not proposed: {document.NO_PAGE}; the notebook was not changed"
+    if kind != "insert":
+        bridge.show(*tools.proposal_shown(proposal))
+        return error_reply(rid, nothing + " (the change is shown in the turn as text, for the user to make)")
+    allowed, why = await bridge.authorize(source, title=INSERT_TITLE, kind="edit")
+    if allowed:
+        why = bridge.next_input(source)
+        if not why:
+            return Reply(id=rid, content=[Text(text=tools.BELOW_TEXT)])
+    if "user refused" not in why:  # the user saw it in the question they refused
+        bridge.show(*tools.proposal_shown(proposal))
+    return error_reply(rid, f"not inserted: {why}; the cell is shown in the turn as text")
 
 
 async def run_cell(bridge: NotebookBridge, rid: int, cell_id: str) -> Reply:

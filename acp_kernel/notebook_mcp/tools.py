@@ -631,6 +631,26 @@ def proposal_of(args: Any) -> dict[str, Any] | str:
     return {"kind": "edit", "cell_id": args.cell_id, "old": args.old, "new": args.new}
 
 
+#: What the agent hears of a new cell the front-end puts below the turn's cell (``set_next_input``).
+BELOW_TEXT = ("Accepted, not yet in the notebook: this front-end has no acp-kernel extension, so the new cell "
+              "goes below the cell running this turn when the turn ends (Jupyter's set_next_input; VS Code, "
+              "JupyterLab and Notebook 7 do it; a console puts it in the next prompt). Its id is not known "
+              "until then: read the cells again in a later turn.")
+
+
+def proposal_shown(proposal: dict[str, Any]) -> tuple[str, str]:
+    """(title, text) of a proposal shown in the turn as text (no page of ours to show it)."""
+    cell = json.dumps(proposal.get("cell_id") or "")
+    if proposal["kind"] == "insert":
+        return "Proposed new cell (not inserted: no acp-kernel extension here)", proposal.get("source") or ""
+    if proposal["kind"] == "delete":
+        return f"Proposed: delete cell {cell} (not applied: no acp-kernel extension here)", ""
+    if proposal.get("source") is not None:
+        return f"Proposed new source of cell {cell} (not applied: no acp-kernel extension here)", proposal["source"]
+    return (f"Proposed change to cell {cell} (not applied: no acp-kernel extension here)",
+            f"replace:\n{proposal.get('old') or ''}\nwith:\n{proposal.get('new') or ''}")
+
+
 _WHAT = {"insert": "the new cell", "edit": "the change to cell {cell}", "delete": "deleting cell {cell}"}
 _CONFLICT = {"insert": "the cell to insert below changed or went", "edit": "the user changed cell {cell}",
              "delete": "the user changed cell {cell}"}

@@ -131,7 +131,15 @@ class PassthroughBridge:
         """The front-end's cells as typed; else the prompts typed here."""
         return [str(s) for s in self.side.history() if str(s).strip()] or list(self.prompts)
 
-    async def authorize(self, code_: str) -> tuple[bool, str]:
+    def show(self, title: str, text_: str) -> None:
+        """A proposal that cannot be shown as one (no page of ours): its text in the cell."""
+        self._say(Markdown("*{}:*\n\n").format(text(title)) + block(text_))
+
+    def next_input(self, text_: str) -> str:
+        """None: the cell that typed into the terminal has ended by the time the CLI works."""
+        return "a terminal's cell cannot take a new cell below it"
+
+    async def authorize(self, code_: str, title: str = "", kind: str = "execute") -> tuple[bool, str]:
         policy = self.policy()
         if policy == ALLOW:
             return True, ""

@@ -717,7 +717,7 @@ class TurnBar {
   private said = text('div', '', `${TURN_CLASS}-status`);
   private words = wordsInput(`${TURN_CLASS}-words`);
 
-  constructor(private panel: NotebookPanel, readonly turn: string, private cellId: string) {
+  constructor(private panel: NotebookPanel, readonly turn: string, readonly cellId: string) {
     this.node.className = TURN_CLASS;
     this.node.style.cssText = 'margin:4px 0 4px 64px;padding:4px 8px;border-left:3px solid var(--jp-brand-color1);' +
       'font-size:var(--jp-ui-font-size1)';
@@ -728,6 +728,10 @@ class TurnBar {
   add(proposal: Proposal): void {
     this.proposals.push(proposal);
     this.refresh();
+  }
+
+  remove(): void {
+    this.node.remove();
   }
 
   /** Redraw the counts and buttons; put the bar on the turn's cell (again: cells move). */
@@ -843,7 +847,15 @@ class Proposals {
     if (turn) {
       bar = this.turns.get(turn);
       if (!bar) {
-        bar = new TurnBar(panel, turn, (str(data.turn_cell) ?? '').slice(0, 300));
+        const cellId = (str(data.turn_cell) ?? '').slice(0, 300);
+        // The cell ran again: an earlier turn's bar there goes, unless it can still undo something.
+        for (const [key, old] of this.turns) {
+          if (old.cellId === cellId && !old.proposals.some(p => p.state === 'applied' || p.state === 'waiting')) {
+            old.remove();
+            this.turns.delete(key);
+          }
+        }
+        bar = new TurnBar(panel, turn, cellId);
         this.turns.set(turn, bar);
       }
     }

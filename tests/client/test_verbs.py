@@ -98,6 +98,9 @@ class _Frontend:
     def origin(self) -> Origin:
         return NO_ORIGIN
 
+    def next_input(self, text: str) -> bool:
+        return False
+
     def asker(self) -> None:
         return None
 

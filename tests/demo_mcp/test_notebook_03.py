@@ -73,8 +73,16 @@ def test_notebook_mcp_demo_runs_through_nbclient(kernel_env, tmp_path, monkeypat
     assert ("This kernel does not know its notebook file and no notebook page with acp-kernel's "
             "JupyterLab / Notebook 7 extension is connected to this kernel") in " ".join(cells.split())
 
-    # nbclient: no notebook page to show the proposal in, so the agent is told and nothing changes.
+    # nbclient: no notebook page to show the proposal in, and a headless run takes no new cell
+    # below (set_next_input): the agent is told, the cell is shown in the turn, nothing changes.
     insert = next(out for src, out in by_source.items() if src.startswith("%%acp\nnotebook insert"))
     assert "notebook: insert&#95;cell" in insert  # (markdown: the underscore as a reference)
-    assert "not proposed: no notebook page with acp-kernel's JupyterLab / Notebook 7 extension" in " ".join(insert.split())
+    assert "not inserted: this front-end takes no new cell from the kernel (a headless run" in " ".join(insert.split())
+    assert "Proposed new cell (not inserted" in insert and "print(region, max(sales))" in insert
+    both = next(out for src, out in by_source.items() if src.startswith("%%acp\nnotebook all"))
+    assert both.count("not inserted: this front-end takes no new cell") == 2, both
+    assert "I made 2 notebook calls at once" in both
+    # run_cell: no page and no file name here, so the agent is told why it did not run
+    run_cell = next(out for src, out in by_source.items() if src.startswith("%%acp\nnotebook run-cell"))
+    assert "not run: no notebook page" in " ".join(run_cell.split()) and "does not know its notebook file" in run_cell
     assert len(saved.cells) == len(nb.cells)

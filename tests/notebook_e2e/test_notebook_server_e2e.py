@@ -177,13 +177,34 @@ async def test_one_question_when_the_agent_asks_for_its_own_execute(magics):
 
 
 async def test_proposals_without_a_page_say_so_and_deny_refuses(acp_kernel):
-    """No front-end extension page here (jupyter_client): the agent is told, and nothing changes.
-    Under deny the tools refuse before asking any page."""
+    """No front-end extension page here (jupyter_client): an edit is shown in the turn as text
+    and not applied; a new cell needs someone to allow it (nobody can in a headless run), and
+    under allow-all goes below the turn's cell with the cell's reply (set_next_input), one per
+    turn. Under deny the tools refuse before asking any page."""
     hostile = "print('<img src=x onerror=alert(1)> `a\\nb` $x$ /tmp/a\\nb.py')"
-    res = await acp_kernel.execute(f"notebook insert\n```\n{hostile}\n```", timeout=60)
+    res = await acp_kernel.execute(f"notebook edit c1\n```\n{hostile}\n```", timeout=60, allow_stdin=False)
     shown = tool_text(res)
     assert "not proposed: no notebook page with acp-kernel's JupyterLab / Notebook 7 extension" in shown, shown[-2000:]
-    assert "the notebook was not changed" in shown
+    assert "the notebook was not changed (the change is shown in the turn as text" in shown
+    assert 'Proposed new source of cell \\"c1\\" (not applied' in shown and "onerror=alert(1)" in shown, shown[-3000:]
+    res = await acp_kernel.execute(f"notebook insert\n```\n{hostile}\n```", timeout=60, allow_stdin=False)
+    shown = tool_text(res)
+    assert "not inserted: refused: nobody can answer a permission question here (a headless run); " \
+           "the notebook was not changed" in shown, shown[-2000:]
+    assert not res.reply["content"]["payload"]
+    assert (await acp_kernel.execute("%permissions allow-all")).status == "ok"
+    two = f"notebook all\ninsert\n```\n{hostile}\n```\ninsert\n```\nsecond = 2\n```"
+    res = await acp_kernel.execute(two, timeout=60, allow_stdin=False)  # headless: nobody would see the cell
+    shown = tool_text(res)
+    assert not res.reply["content"]["payload"] and "Accepted, not yet" not in shown
+    assert "not inserted: this front-end takes no new cell from the kernel (a headless run" in shown, shown[-2000:]
+    res = await acp_kernel.execute(two, timeout=60)  # a console: it takes set_next_input
+    shown = tool_text(res)
+    payload = res.reply["content"]["payload"]  # the two calls race: one of them is the cell put below
+    assert payload in ([{"source": "set_next_input", "text": t, "replace": False}] for t in (hostile, "second = 2")), \
+        shown[-3000:]
+    assert "Accepted, not yet in the notebook" in shown
+    assert "not inserted: one new cell per turn goes below the turn's cell, and this turn has one" in shown
     assert (await acp_kernel.execute("%permissions deny")).status == "ok"
     res = await acp_kernel.execute("notebook delete c1", timeout=60)
     assert "refused by the permission policy (deny): the notebook was not changed" in tool_text(res)

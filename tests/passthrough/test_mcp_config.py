@@ -138,7 +138,7 @@ async def test_bridge_policies():
     policy = ["allow-all"]
     bridge = notebook.PassthroughBridge("cli", lambda: policy[0],
                                         side=NotebookSide(ALL_TOOLS, namespace=lambda: {"x": 1}))
-    assert bridge.tools == {"execute", "variables", "cells", "insert_cell", "edit_cell", "delete_cell"}
+    assert bridge.tools == ALL_TOOLS
     assert await bridge.authorize("x = 2") == (True, "")
     policy[0] = "deny"
     bridge.cell = notebook.Cell(sink, interactive=True, widgets=True, live=True)
@@ -215,7 +215,7 @@ async def test_standin_reaches_the_server_from_the_generated_file(ipython, tmp_p
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     server = json.loads(open(path).read())["mcpServers"]["notebook"]
     assert server["args"][:2] == ["-m", "acp_kernel.notebook_mcp"] and "--token" in server["args"]
-    assert ready["tools"] == ["cells", "delete_cell", "edit_cell", "execute", "insert_cell", "variables"]
+    assert ready["tools"] == sorted(ALL_TOOLS)
     servers = set(ready["pids"])
     assert servers and all(proctree.alive(p) for p in servers)
 

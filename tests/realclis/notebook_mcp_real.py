@@ -66,6 +66,8 @@ from run_matrix import (Cell, Notebook, alive, cmdline, descendants, kernelspec_
                         under, wait_for)
 from stub_model_server import StubServer  # noqa: E402
 
+from acp_kernel.notebook_mcp.wire import TOOLS  # noqa: E402
+
 SERVER_MARK = "acp_kernel.notebook_mcp"
 VARIABLES = "TOOL:variables {}"
 EXECUTE = 'TOOL:execute {"code": "x = 41 + 1"}'
@@ -149,9 +151,9 @@ def log_entries(log: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
 
 
-#: The notebook server's tools (acp_kernel.notebook_mcp.wire.TOOLS): a python3 kernel with the
-#: magics offers all six, the ACP kernel (no Python namespace) cells and the three edit tools.
-NOTEBOOK_TOOLS = ("execute", "variables", "cells", "insert_cell", "edit_cell", "delete_cell")
+#: The notebook server's tools: a python3 kernel with the magics offers all of them, the ACP
+#: kernel (no Python namespace) cells and the three edit tools.
+NOTEBOOK_TOOLS = TOOLS
 
 
 def tool_of(name: str) -> str:
