@@ -462,6 +462,8 @@ def _parsers() -> tuple[Any, Any]:
         from mdformat.renderer import MDRenderer
         import mdformat_tables
 
+        from .mdfast import speed_up  # lazy: start-up time (it imports markdown-it)
+
         writer = MarkdownIt(renderer_cls=MDRenderer)  # type: ignore[arg-type]  # mdformat's renderer: a class, as mdformat passes it
         writer.options["mdformat"] = {}
         writer.options["store_labels"] = False
@@ -470,7 +472,7 @@ def _parsers() -> tuple[Any, Any]:
         mdformat_tables.plugin.update_mdit(writer)
         checker = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
         checker.validateLink = lambda url: True  # type: ignore[method-assign]  # markdown-it's way: see every link, judge it ourselves
-        pair = _local.pair = (writer, checker)
+        pair = _local.pair = (speed_up(writer), speed_up(checker))
     return pair
 
 
@@ -583,13 +585,15 @@ def _html_renderers() -> tuple[Any, Any]:
     if pair is None:
         from markdown_it import MarkdownIt
 
+        from .mdfast import speed_up  # lazy: start-up time (it imports markdown-it)
+
         made = []
         for raw in (False, True):
             md = MarkdownIt("commonmark", {"html": raw}).enable(["table", "strikethrough"])
             md.validateLink = lambda url: safe_url(url) or is_data_image(url)  # type: ignore[method-assign]  # markdown-it's way
             md.add_render_rule("link_open", _link_open)
             md.add_render_rule("image", _image)
-            made.append(md)
+            made.append(speed_up(md))
         pair = _html_local.pair = (made[0], made[1])
     return pair
 
