@@ -541,7 +541,8 @@ def markdown(value: Any) -> Markdown:
 
     Text that needs none of that (no ``<``, ``[``, ``\\``, ``@@N@@`` or
     fence) is returned as is, its ``$`` as references when no code could
-    hold one (the common case, and the fast one)."""
+    hold one (the common case, and the fast one). The result for text up to
+    16 KiB that needs a parse is cached (the last 128)."""
     if isinstance(value, Markdown):
         return value
     s = visible_controls(str(value))
@@ -550,16 +551,33 @@ def markdown(value: Any) -> Markdown:
             return Markdown(s)
         if not _code_like(s):  # prose with "$": a reference decodes to the same "$" everywhere
             return Markdown(s.replace("$", "&#36;"))
+    if len(s) > _CACHED_CHARS:
+        return Markdown(_parsed(s, REMOTE_IMAGES))
+    return Markdown(_parsed_cached(s, REMOTE_IMAGES))
+
+
+#: Longest text whose :func:`markdown` is cached (a view's block or tail is 4,000 characters at most).
+_CACHED_CHARS = 16_384
+
+
+def _parsed(s: str, images: str) -> str:
+    """:func:`markdown` of text that needs a parse: written back, checked, or a code block.
+    ``images`` is :data:`REMOTE_IMAGES` (part of the cache's key)."""
     writer, _ = _parsers()
     try:
         out = writer.render(s)
     except (RecursionError, ValueError, AssertionError, IndexError, KeyError):  # a parser corner
-        return block(s)
+        return str(block(s))
     out = _MD_ESCAPE.sub(lambda m: f"&#{ord(m.group(1))};", out)
     if problems(out):
-        return block(s)
+        return str(block(s))
     # mdformat ends with one newline; the stream's pieces are joined by us.
-    return Markdown(out[:-1] if out.endswith("\n") and not s.endswith("\n") else out)
+    return out[:-1] if out.endswith("\n") and not s.endswith("\n") else out
+
+
+# A view renders a block again when it completes (its last tail was the same
+# text) and a transcript renders what a view did: the same text, the same result.
+_parsed_cached = functools.lru_cache(maxsize=128)(_parsed)
 
 
 _html_local = threading.local()
