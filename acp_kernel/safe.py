@@ -462,6 +462,8 @@ def _parsers() -> tuple[Any, Any]:
         from mdformat.renderer import MDRenderer
         import mdformat_tables
 
+        from .mdfast import speed_up  # lazy: start-up time (it imports markdown-it)
+
         writer = MarkdownIt(renderer_cls=MDRenderer)  # type: ignore[arg-type]  # mdformat's renderer: a class, as mdformat passes it
         writer.options["mdformat"] = {}
         writer.options["store_labels"] = False
@@ -470,7 +472,7 @@ def _parsers() -> tuple[Any, Any]:
         mdformat_tables.plugin.update_mdit(writer)
         checker = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
         checker.validateLink = lambda url: True  # type: ignore[method-assign]  # markdown-it's way: see every link, judge it ourselves
-        pair = _local.pair = (writer, checker)
+        pair = _local.pair = (speed_up(writer), speed_up(checker))
     return pair
 
 
@@ -539,7 +541,8 @@ def markdown(value: Any) -> Markdown:
 
     Text that needs none of that (no ``<``, ``[``, ``\\``, ``@@N@@`` or
     fence) is returned as is, its ``$`` as references when no code could
-    hold one (the common case, and the fast one)."""
+    hold one (the common case, and the fast one). The result for text up to
+    16 KiB that needs a parse is cached (the last 128)."""
     if isinstance(value, Markdown):
         return value
     s = visible_controls(str(value))
@@ -548,16 +551,33 @@ def markdown(value: Any) -> Markdown:
             return Markdown(s)
         if not _code_like(s):  # prose with "$": a reference decodes to the same "$" everywhere
             return Markdown(s.replace("$", "&#36;"))
+    if len(s) > _CACHED_CHARS:
+        return Markdown(_parsed(s, REMOTE_IMAGES))
+    return Markdown(_parsed_cached(s, REMOTE_IMAGES))
+
+
+#: Longest text whose :func:`markdown` is cached (a view's block or tail is 4,000 characters at most).
+_CACHED_CHARS = 16_384
+
+
+def _parsed(s: str, images: str) -> str:
+    """:func:`markdown` of text that needs a parse: written back, checked, or a code block.
+    ``images`` is :data:`REMOTE_IMAGES` (part of the cache's key)."""
     writer, _ = _parsers()
     try:
         out = writer.render(s)
     except (RecursionError, ValueError, AssertionError, IndexError, KeyError):  # a parser corner
-        return block(s)
+        return str(block(s))
     out = _MD_ESCAPE.sub(lambda m: f"&#{ord(m.group(1))};", out)
     if problems(out):
-        return block(s)
+        return str(block(s))
     # mdformat ends with one newline; the stream's pieces are joined by us.
-    return Markdown(out[:-1] if out.endswith("\n") and not s.endswith("\n") else out)
+    return out[:-1] if out.endswith("\n") and not s.endswith("\n") else out
+
+
+# A view renders a block again when it completes (its last tail was the same
+# text) and a transcript renders what a view did: the same text, the same result.
+_parsed_cached = functools.lru_cache(maxsize=128)(_parsed)
 
 
 _html_local = threading.local()
@@ -583,13 +603,15 @@ def _html_renderers() -> tuple[Any, Any]:
     if pair is None:
         from markdown_it import MarkdownIt
 
+        from .mdfast import speed_up  # lazy: start-up time (it imports markdown-it)
+
         made = []
         for raw in (False, True):
             md = MarkdownIt("commonmark", {"html": raw}).enable(["table", "strikethrough"])
             md.validateLink = lambda url: safe_url(url) or is_data_image(url)  # type: ignore[method-assign]  # markdown-it's way
             md.add_render_rule("link_open", _link_open)
             md.add_render_rule("image", _image)
-            made.append(md)
+            made.append(speed_up(md))
         pair = _html_local.pair = (made[0], made[1])
     return pair
 

@@ -436,3 +436,39 @@ def test_the_prose_fast_path_takes_prose_and_leaves_markdown_and_hostile_text_to
     for s in [*PAYLOADS, "a *b*", "- item", "1. one", "    code", "a  \nb", "> quote", "# h", "a\n===", "x &amp; y",
               "`a\nb`", "$x$ and \\(y\\)", "www.example.com/<x>", "| a | b |"]:
         assert safe._prose_html(s) is None, s
+
+
+# -- the cache of safe.markdown (issue 25): the same text, the same checked result --------------
+
+CACHED = [
+    "raw <b onclick=alert(1)>HTML</b> <img src=x onerror=alert(1)> and [a link](https://ok.example/a)",
+    f"`a code span\nacross a line break` {IMG}",
+    "math $x$, $$y$$, \\(z\\), \\[w\\] and [it](https://ok.example/) @@0@@",
+    "a path `/tmp/a\nb.txt` and [p](/tmp/a%0Ab.txt)",
+    "[x](javascript:alert(1)) [y](JaVaScRiPt:alert(1)) [z](<java\tscript:alert(1)>)",
+    "![leak](http://127.0.0.1:9/x.png?secret=1) [![i](http://h/i.png)](http://ok)",
+]
+
+
+@pytest.mark.parametrize("payload", CACHED)
+def test_a_cached_result_is_the_checked_one(payload):
+    first = safe.markdown(payload)
+    hits = safe._parsed_cached.cache_info().hits
+    again = safe.markdown(payload)
+    assert safe._parsed_cached.cache_info().hits == hits + 1  # from the cache this time
+    assert isinstance(again, safe.Markdown) and again == first
+    assert again == safe._parsed(safe.visible_controls(payload), safe.REMOTE_IMAGES)  # what a parse makes
+    assert live(again) == [] and math_openings(again) == [] and safe.problems(again) == [], again
+    assert inert_data(safe.bundle(again)) == []
+
+
+def test_the_cache_keys_on_the_image_setting_and_skips_long_text(monkeypatch):
+    img = "![chart](https://img.example.com/cached.png)"
+    assert "img.example.com" in safe.markdown(img)
+    monkeypatch.setattr(safe, "REMOTE_IMAGES", "drop")
+    assert "img.example.com" not in safe.markdown(img)  # not the result cached under "click"
+    long = ("[a link](https://ok.example/) <b>x</b> $y$ " * 500)[: safe._CACHED_CHARS + 100]
+    misses = safe._parsed_cached.cache_info().misses
+    out = safe.markdown(long)
+    assert safe._parsed_cached.cache_info().misses == misses  # past the limit: parsed, never kept
+    assert live(out) == [] and math_openings(out) == [] and safe.problems(out) == []

@@ -1,0 +1,71 @@
+"""acp_kernel.mdfast: markdown-it with its two per-character loops done by
+``re`` parses exactly as markdown-it does, token for token, on hostile and
+generated markdown (the escaping boundary's writer and checker use it)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from markdown_it import MarkdownIt
+from markdown_it.rules_block import StateBlock
+
+from acp_kernel import mdfast, safe
+from acp_kernel.mdfast import speed_up
+from tests.hostile.test_boundary import PAYLOADS, PIECES
+
+# Line starts and indents (tabs, spaces, a last line of spaces left unended),
+# blocks, inline rules and the terminator characters of the text rule.
+MORE = [
+    "\t", " \t", "\t ", "  \t- x", "   ", "\n   ", "\n\t", "{", "}", "^", "%", "+", "=", "@", "~", "é", "\u00a0",
+    "1) ", "# ", "===", "***", "<pre>", "</pre>", "![i](http://h/i.png)", "[t](http://ok/a_b)", "**b**",
+    "|a|b|\n|-|-|\n|c|d|", "~~s~~", "&amp;", "&#36;", "$$", "\\(", "\\[", "@@1@@", "```py\n", "> > ",
+]
+markdownish = st.lists(st.sampled_from(PIECES + MORE), max_size=60).map("".join)
+
+
+def _parsers(html: bool) -> tuple[MarkdownIt, MarkdownIt]:
+    def make() -> MarkdownIt:
+        return MarkdownIt("commonmark", {"html": html}).enable(["table", "strikethrough"])
+
+    return make(), speed_up(make())
+
+
+STOCK = {html: _parsers(html) for html in (True, False)}
+
+
+def _dump(tokens):
+    return [(t.type, t.tag, t.nesting, t.attrs, t.map, t.level, t.content, t.markup, t.info, t.meta, t.block,
+             t.hidden, _dump(t.children or [])) for t in tokens]
+
+
+def _table(state: StateBlock) -> tuple:
+    return state.bMarks, state.eMarks, state.tShift, state.sCount, state.bsCount, state.lineMax, state.src
+
+
+def _same(src: str) -> None:
+    md = STOCK[True][0]
+    # The line table itself, not only what the rules make of it.
+    assert _table(mdfast._StateBlock(src, md, {}, [])) == _table(StateBlock(src, md, {}, [])), repr(src)
+    for stock, fast in STOCK.values():
+        assert _dump(fast.parse(src)) == _dump(stock.parse(src)), repr(src)
+        assert fast.render(src) == stock.render(src), repr(src)
+
+
+@pytest.mark.parametrize("src", PAYLOADS + ["", " ", "\n", "a", "a\n", "  ", "a\n  ", "a\n\t", "\t\tx",
+                                            " \t x\n\t  - y\n", "x\n\n\n", "- a\n\n  b\n\n\tc"])
+def test_same_tokens_on_hostile_markdown(src):
+    _same(src)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(markdownish)
+def test_property_same_tokens(src):
+    _same(src)
+
+
+def test_the_boundary_parsers_are_the_fast_ones():
+    writer, checker = safe._parsers()
+    for md in (writer, checker, *safe._html_renderers()):
+        assert md.inline.ruler.getRules("")[0].__name__ == "text_rule"
+        assert type(md.block).__module__ == "acp_kernel.mdfast"
