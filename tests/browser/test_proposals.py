@@ -137,6 +137,10 @@ def test_under_allow_all_a_change_applies_at_once_and_can_be_undone(nb3: Noteboo
     box.get_by_role("button", name="Undo").click()
     expect(box).to_have_attribute("data-state", "undone")
     assert _sources(nb)[1] == "x = 1"
+    # JupyterLab's own undo, in the cell, still steps through the change and its undo.
+    nb.cell(1).locator(".cm-content").click()
+    nb.page.keyboard.press("ControlOrMeta+z")
+    expect(nb.cell(1).locator(".cm-content")).to_have_text("x = 3")
 
 
 @pytest.fixture
@@ -312,3 +316,33 @@ def test_run_cell_asks_with_the_cells_live_source_and_runs_it(pynb: Notebook) ->
     expect(row).to_contain_text("<img src=x onerror=alert(1)>")
     expect(out.locator("img[src='x']")).to_have_count(0)
     expect(nb.run(3, "x")).to_contain_text("42", timeout=TURN)
+
+
+@pytest.fixture
+def nb7_3(notebook7, browser_context, request):
+    """Notebook 7's notebook page: a cell for prompts and two of the user's."""
+    yield from _open_notebook(notebook7, browser_context, request, "/notebooks/{name}", cells=["", "x = 1", "y = 2"])
+
+
+def test_accept_all_and_undo_this_turns_edits_in_notebook7(nb7_3: Notebook) -> None:
+    nb = nb7_3
+    expect(nb.panel).to_have_attribute(OPEN, "open", timeout=START)
+    listed = _ask(nb, "notebook cells")
+    expect(status_line(listed)).to_have_text(END_TURN, timeout=TURN)
+    result = _fold(listed, "notebook: cells").text_content() or ""
+    ids = dict(re.findall(r'## Cell (\d+): code, id "([A-Za-z0-9_-]+)"', result))
+    out = _ask(nb, f"notebook all\nedit {ids['2']}\n```\nx = 10\n```\nedit {ids['3']}\n```\n{HOSTILE}\n```")
+    bar = _bar(nb)
+    expect(bar).to_have_attribute("data-waiting", "2", timeout=TURN)
+    expect(nb.cell(2).locator(".acp-add")).to_have_text(f"+ {HOSTILE}")
+    assert nb.page.locator("img[src='x']").count() == 0
+    bar.get_by_role("button", name="Accept all").click()
+    expect(status_line(out)).to_have_text(END_TURN, timeout=TURN)
+    expect(_fold(out, "notebook: edit_cell")).to_have_count(2)
+    for i in range(2):
+        expect(_fold(out, "notebook: edit_cell").nth(i)).to_contain_text("Applied")
+    expect(nb.cell(1).locator(".cm-content")).to_have_text("x = 10")
+    bar.get_by_role("button", name="Undo this turn's edits").click()
+    expect(bar.locator(".acp-proposals-turn-status")).to_have_text("Undid this turn's 2 changes.")
+    expect(nb.cell(1).locator(".cm-content")).to_have_text("x = 1")
+    expect(nb.cell(2).locator(".cm-content")).to_have_text("y = 2")
