@@ -370,6 +370,18 @@ class Notebook:
 
         expect(self.cell(i).locator(".jp-InputPrompt")).to_have_text(re.compile(r"\[\d+\]:"), timeout=TURN)
 
+    def cell_ids(self) -> list[str]:
+        """The cells' ids in the live model (JupyterLab's ``jupyterapp``; not Notebook 7)."""
+        return self.page.evaluate(
+            "() => { const m = window.jupyterapp.shell.currentWidget.content.model;"
+            " return Array.from({length: m.cells.length}, (_, i) => m.cells.get(i).id); }")
+
+    def sources(self) -> list[str]:
+        """The cells' sources in the live model, unsaved edits included (JupyterLab)."""
+        return self.page.evaluate(
+            "() => { const m = window.jupyterapp.shell.currentWidget.content.model;"
+            " return Array.from({length: m.cells.length}, (_, i) => m.cells.get(i).sharedModel.getSource()); }")
+
     def screenshot(self, name: str) -> Path:
         path = ARTIFACTS / name
         self.page.screenshot(path=str(path), full_page=True)

@@ -31,18 +31,6 @@ def nb3(lab, lab_page, request):
     yield from _open_notebook(lab, lab_page, request, cells=["", "x = 1", "y = 2"])
 
 
-def _ids(nb: Notebook) -> list[str]:
-    return nb.page.evaluate(
-        "() => { const m = window.jupyterapp.shell.currentWidget.content.model;"
-        " return Array.from({length: m.cells.length}, (_, i) => m.cells.get(i).id); }")
-
-
-def _sources(nb: Notebook) -> list[str]:
-    return nb.page.evaluate(
-        "() => { const m = window.jupyterapp.shell.currentWidget.content.model;"
-        " return Array.from({length: m.cells.length}, (_, i) => m.cells.get(i).sharedModel.getSource()); }")
-
-
 def _ask(nb: Notebook, prompt: str):
     """Run ``prompt`` in cell 0 (the agent's turn); its output area."""
     return nb.run(0, prompt)
@@ -51,7 +39,7 @@ def _ask(nb: Notebook, prompt: str):
 def test_insert_edit_delete_are_proposals_the_user_answers(nb3: Notebook) -> None:
     nb = nb3
     expect(nb.panel).to_have_attribute(OPEN, "open", timeout=START)
-    _, x_id, y_id = _ids(nb)
+    _, x_id, y_id = nb.cell_ids()
 
     # Insert below x: shown on x's cell as text; accepted, a real cell with that source.
     out = _ask(nb, f"notebook insert after {x_id}\n```\n{HOSTILE}\n```")
@@ -63,7 +51,7 @@ def test_insert_edit_delete_are_proposals_the_user_answers(nb3: Notebook) -> Non
     box.get_by_role("button", name="Accept").click()
     expect(status_line(out)).to_have_text(END_TURN, timeout=TURN)
     expect(_fold(out, "notebook: insert_cell")).to_contain_text("Applied: inserted as cell")
-    assert _sources(nb)[1:] == ["x = 1", HOSTILE, "y = 2"]
+    assert nb.sources()[1:] == ["x = 1", HOSTILE, "y = 2"]
     expect(box).to_have_attribute("data-state", "applied")
 
     # Edit x: the old and new lines; rejected with the user's words, which reach the agent.
@@ -79,7 +67,7 @@ def test_insert_edit_delete_are_proposals_the_user_answers(nb3: Notebook) -> Non
     row = _fold(out, "notebook: edit_cell")
     expect(row).to_contain_text("Rejected", timeout=TURN)
     expect(row).to_contain_text("keep x small")
-    assert _sources(nb)[1] == "x = 1"
+    assert nb.sources()[1] == "x = 1"
 
     # Edit y while the user edits it too: a conflict, never applied over the user's text.
     out = _ask(nb, f"notebook edit {y_id}\n```\ny = 20\n```")
@@ -92,20 +80,20 @@ def test_insert_edit_delete_are_proposals_the_user_answers(nb3: Notebook) -> Non
     expect(box).to_have_attribute("data-state", "conflict", timeout=TURN)
     nb.screenshot("proposal-conflict.png")
     expect(_fold(out, "notebook: edit_cell")).to_contain_text("Conflict", timeout=TURN)
-    assert _sources(nb)[-1] == "y = 2  # mine"
+    assert nb.sources()[-1] == "y = 2  # mine"
 
     # Delete the inserted cell: accepted, gone; Undo brings it back.
-    inserted = _ids(nb)[2]
+    inserted = nb.cell_ids()[2]
     out = _ask(nb, f"notebook delete {inserted}")
     box = nb.panel.locator(".acp-proposal-delete")
     expect(box).to_be_visible(timeout=TURN)
     box.get_by_role("button", name="Accept").click()
     expect(_fold(out, "notebook: delete_cell")).to_contain_text("Applied", timeout=TURN)
-    assert HOSTILE not in _sources(nb)
+    assert HOSTILE not in nb.sources()
     expect(box).to_have_attribute("data-state", "applied")  # kept on the cell above, with Undo
     box.get_by_role("button", name="Undo").click()
     expect(box).to_have_attribute("data-state", "undone")
-    assert _sources(nb)[1:] == ["x = 1", HOSTILE, "y = 2  # mine"]
+    assert nb.sources()[1:] == ["x = 1", HOSTILE, "y = 2  # mine"]
     nb.screenshot("proposal-undone.png")
     # The insert's Undo, after the user edited the inserted cell: never over their edit.
     inserted_cell = nb.cell(2)
@@ -116,7 +104,7 @@ def test_insert_edit_delete_are_proposals_the_user_answers(nb3: Notebook) -> Non
     first.get_by_role("button", name="Undo").click()
     expect(first).to_have_attribute("data-state", "kept")
     expect(first.locator(".acp-proposal-status")).to_have_text("Not undone: the cell changed since.")
-    assert _sources(nb)[2] == HOSTILE + "  # kept"
+    assert nb.sources()[2] == HOSTILE + "  # kept"
     errors = ours(nb.console_errors)  # type: ignore[attr-defined]
     assert not errors, errors
 
@@ -124,19 +112,19 @@ def test_insert_edit_delete_are_proposals_the_user_answers(nb3: Notebook) -> Non
 def test_under_allow_all_a_change_applies_at_once_and_can_be_undone(nb3: Notebook) -> None:
     nb = nb3
     expect(nb.panel).to_have_attribute(OPEN, "open", timeout=START)
-    _, x_id, _ = _ids(nb)
+    _, x_id, _ = nb.cell_ids()
     expect(nb.run(0, "%permissions allow-all")).to_contain_text("allow-all", timeout=TURN)
     out = _ask(nb, f"notebook edit {x_id}\n```\nx = 3\n```")
     expect(status_line(out)).to_have_text(END_TURN, timeout=TURN)
     expect(_fold(out, "notebook: edit_cell")).to_contain_text("Applied")
-    assert _sources(nb)[1] == "x = 3"
+    assert nb.sources()[1] == "x = 3"
     box = nb.cell(1).locator(".acp-proposal-edit")
     expect(box).to_have_attribute("data-state", "applied")
     expect(box.locator(".acp-proposal-status")).to_have_text(re.compile("allow-all"))
     nb.screenshot("proposal-applied.png")
     box.get_by_role("button", name="Undo").click()
     expect(box).to_have_attribute("data-state", "undone")
-    assert _sources(nb)[1] == "x = 1"
+    assert nb.sources()[1] == "x = 1"
     # JupyterLab's own undo, in the cell, still steps through the change and its undo.
     nb.cell(1).locator(".cm-content").click()
     nb.page.keyboard.press("ControlOrMeta+z")
@@ -174,13 +162,13 @@ def test_a_proposal_through_the_magics_in_a_python_notebook(pynb: Notebook) -> N
     nb.run(0, "%load_ext acp_kernel")
     expect(nb.run(1, "%acp connect demo --permissions ask")).to_contain_text("Connected", timeout=TURN)
     expect(nb.panel).to_have_attribute(OPEN, "open", timeout=START)
-    anchor = _ids(nb)[1]
+    anchor = nb.cell_ids()[1]
     nb.run(2, f"%%acp\nnotebook insert after {anchor}\n```\nz = 3\n```")
     box = nb.cell(1).locator(".acp-proposal-insert")
     expect(box).to_be_visible(timeout=TURN)
     box.get_by_role("button", name="Accept").click()
     expect(_fold(nb.output(3), "notebook: insert_cell")).to_contain_text("Applied", timeout=TURN)  # below the new cell
-    assert _sources(nb)[2] == "z = 3"
+    assert nb.sources()[2] == "z = 3"
 
 
 def _bar(nb: Notebook):
@@ -198,7 +186,7 @@ def test_a_turns_proposals_are_rejected_or_accepted_together_and_undone_in_one_s
     """Two proposals made at once (parallel tool calls) share a bar on the turn's cell."""
     nb = nb3
     expect(nb.panel).to_have_attribute(OPEN, "open", timeout=START)
-    _, x_id, y_id = _ids(nb)
+    _, x_id, y_id = nb.cell_ids()
     both = (f"notebook all\ninsert after {x_id}\n```\n{HOSTILE}\n```\n"
             f"edit {y_id}\n```\ny = 20\n```")
 
@@ -213,7 +201,7 @@ def test_a_turns_proposals_are_rejected_or_accepted_together_and_undone_in_one_s
     for title in ("notebook: insert_cell", "notebook: edit_cell"):
         expect(_fold(out, title)).to_contain_text("Rejected")
         expect(_fold(out, title)).to_contain_text("not now")
-    assert _sources(nb)[1:] == ["x = 1", "y = 2"]
+    assert nb.sources()[1:] == ["x = 1", "y = 2"]
     expect(bar.locator(".acp-proposals-turn-summary")).to_have_text("This turn's proposals: 2 rejected.")
 
     # Accept all: both applied; then the turn's edits undone in one step.
@@ -228,13 +216,13 @@ def test_a_turns_proposals_are_rejected_or_accepted_together_and_undone_in_one_s
     expect(status_line(out)).to_have_text(END_TURN, timeout=TURN)
     expect(_fold(out, "notebook: insert_cell")).to_contain_text("Applied: inserted as cell")
     expect(_fold(out, "notebook: edit_cell")).to_contain_text("Applied")
-    assert _sources(nb)[1:] == ["x = 1", HOSTILE, "y = 20"]
+    assert nb.sources()[1:] == ["x = 1", HOSTILE, "y = 20"]
     assert _saved_sources(nb)[1:] == ["x = 1", HOSTILE, "y = 20"]
     expect(bar).to_have_attribute("data-applied", "2")
     bar.get_by_role("button", name="Undo this turn's edits").click()
     expect(bar.locator(".acp-proposals-turn-status")).to_have_text("Undid this turn's 2 changes.")
     expect(bar.locator(".acp-proposals-turn-summary")).to_have_text("This turn's proposals: 2 undone.")
-    assert _sources(nb)[1:] == ["x = 1", "y = 2"]
+    assert nb.sources()[1:] == ["x = 1", "y = 2"]
     nb.screenshot("proposal-turn-undone.png")
     assert _saved_sources(nb)[1:] == ["x = 1", "y = 2"]  # the saved notebook after
     errors = ours(nb.console_errors)  # type: ignore[attr-defined]
@@ -244,7 +232,7 @@ def test_a_turns_proposals_are_rejected_or_accepted_together_and_undone_in_one_s
 def test_an_interrupt_withdraws_the_turns_waiting_proposals(nb3: Notebook) -> None:
     nb = nb3
     expect(nb.panel).to_have_attribute(OPEN, "open", timeout=START)
-    _, x_id, _ = _ids(nb)
+    _, x_id, _ = nb.cell_ids()
     out = _ask(nb, f"notebook edit {x_id}\n```\nx = 99\n```")
     box = nb.cell(1).locator(".acp-proposal-edit")
     expect(box).to_have_attribute("data-state", "waiting", timeout=TURN)
@@ -253,7 +241,7 @@ def test_an_interrupt_withdraws_the_turns_waiting_proposals(nb3: Notebook) -> No
     expect(box).to_have_attribute("data-state", "withdrawn", timeout=TURN)
     expect(box.locator(".acp-proposal-status")).to_have_text("Withdrawn: the turn ended before you answered.")
     expect(box.get_by_role("button", name="Accept")).to_have_count(0)
-    assert _sources(nb)[1] == "x = 1"
+    assert nb.sources()[1] == "x = 1"
     # The kernel lives on, and the next turn runs.
     out = _ask(nb, "echo still here")
     expect(status_line(out)).to_have_text(END_TURN, timeout=TURN)
@@ -270,7 +258,7 @@ def test_a_proposal_waits_through_a_reload_of_the_page(own_page: Notebook) -> No
     left, the same buttons); answered there, the agent hears it and its turn ends."""
     nb = own_page
     expect(nb.panel).to_have_attribute(OPEN, "open", timeout=START)
-    _, x_id, _ = _ids(nb)
+    _, x_id, _ = nb.cell_ids()
     _ask(nb, f"notebook insert after {x_id}\n```\n{HOSTILE}\n```")
     expect(nb.cell(1).locator(".acp-proposal-insert")).to_be_visible(timeout=TURN)
     nb.page.reload()
@@ -282,7 +270,7 @@ def test_a_proposal_waits_through_a_reload_of_the_page(own_page: Notebook) -> No
     assert box.locator("img").count() == 0
     box.get_by_role("button", name="Accept").click()
     expect(box).to_have_attribute("data-state", "applied")
-    assert _sources(nb)[1:] == ["x = 1", HOSTILE, "y = 2"]
+    assert nb.sources()[1:] == ["x = 1", HOSTILE, "y = 2"]
     # The agent heard "applied" and its turn ended: the kernel is idle, and the next turn runs.
     expect(nb.panel.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_have_count(1, timeout=TURN)
     out = _ask(nb, "notebook cells")
@@ -302,7 +290,7 @@ def test_run_cell_asks_with_the_cells_live_source_and_runs_it(pynb: Notebook) ->
     editor.click()
     nb.page.keyboard.insert_text(code)
     expect(editor).to_have_text(code.replace("\n", ""), use_inner_text=False)
-    target = _ids(nb)[5]
+    target = nb.cell_ids()[5]
     out = nb.run(2, f"%%acp\nnotebook run-cell {target}")
     form = out.locator(".acp-permission")
     expect(form).to_have_count(1, timeout=TURN)

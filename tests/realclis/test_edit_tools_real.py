@@ -218,18 +218,6 @@ def nb3_cli(lab, lab_page, request, claude_cli) -> Any:
 # -- the page ----------------------------------------------------------------------------
 
 
-def _ids(nb: Notebook) -> list[str]:
-    return nb.page.evaluate(
-        "() => { const m = window.jupyterapp.shell.currentWidget.content.model;"
-        " return Array.from({length: m.cells.length}, (_, i) => m.cells.get(i).id); }")
-
-
-def _sources(nb: Notebook) -> list[str]:
-    return nb.page.evaluate(
-        "() => { const m = window.jupyterapp.shell.currentWidget.content.model;"
-        " return Array.from({length: m.cells.length}, (_, i) => m.cells.get(i).sharedModel.getSource()); }")
-
-
 def _status_line(out: Any) -> Any:
     """The turn's status line: the ``<sub>`` of the cell's last markdown output."""
     return out.locator(".jp-OutputArea-output sub").last
@@ -313,7 +301,7 @@ def test_a_real_agent_inserts_edits_and_deletes_cells_through_proposals(nb3: Not
     dialogs: list[str] = []
     nb.page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
     expect(nb.panel).to_have_attribute(OPEN, "open", timeout=START)
-    _, x_id, y_id = _ids(nb)
+    _, x_id, y_id = nb.cell_ids()
     asked: list[str] = []
     seconds: dict[str, float] = {}
 
@@ -331,8 +319,8 @@ def test_a_real_agent_inserts_edits_and_deletes_cells_through_proposals(nb3: Not
     box.get_by_role("button", name="Accept").click()
     _end(out, asked)
     expect(box).to_have_attribute("data-state", "applied")
-    assert _sources(nb)[1:] == ["x = 1", HOSTILE, "y = 2"], _why(agent, asked)
-    inserted_id = _ids(nb)[2]
+    assert nb.sources()[1:] == ["x = 1", HOSTILE, "y = 2"], _why(agent, asked)
+    inserted_id = nb.cell_ids()[2]
     seconds["insert turn"] = round(time.monotonic() - t0, 1)
 
     # 2. cells, then an edit of x: rejected with the user's words.
@@ -346,7 +334,7 @@ def test_a_real_agent_inserts_edits_and_deletes_cells_through_proposals(nb3: Not
     box.get_by_role("button", name="Reject").click()
     _end(out, asked)
     expect(box).to_have_attribute("data-state", "rejected")
-    assert _sources(nb)[1] == "x = 1", _why(agent, asked)
+    assert nb.sources()[1] == "x = 1", _why(agent, asked)
     seconds["edit turn"] = round(time.monotonic() - t0, 1)
 
     # 3. cells, then delete cell 4 (y, below the inserted cell): accepted.
@@ -359,8 +347,8 @@ def test_a_real_agent_inserts_edits_and_deletes_cells_through_proposals(nb3: Not
     seconds["delete turn"] = round(time.monotonic() - t0, 1)
 
     # What the notebook holds: the insert applied, the edit not, y deleted.
-    assert _sources(nb)[1:] == ["x = 1", HOSTILE], _why(agent, asked)
-    assert _ids(nb)[1:] == [x_id, inserted_id], _why(agent, asked)
+    assert nb.sources()[1:] == ["x = 1", HOSTILE], _why(agent, asked)
+    assert nb.cell_ids()[1:] == [x_id, inserted_id], _why(agent, asked)
     assert nb.page.locator("img[src='x']").count() == 0
     assert not dialogs, dialogs
     nb.screenshot(f"realcli-{agent.name}-done.png")
@@ -397,7 +385,7 @@ def test_claude_code_in_a_passthrough_terminal_inserts_edits_and_deletes_through
     dialogs: list[str] = []
     nb.page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
     expect(nb.panel).to_have_attribute(OPEN, "open", timeout=START)
-    _, x_id, y_id = _ids(nb)
+    _, x_id, y_id = nb.cell_ids()
     asked: list[str] = []  # Claude Code asks nothing here: the profile allows mcp__notebook
     opened = nb.run(0, "%passthrough claude")
     expect(opened.locator(".acp-pty-status")).to_have_text("running", timeout=TURN)
@@ -411,8 +399,8 @@ def test_claude_code_in_a_passthrough_terminal_inserts_edits_and_deletes_through
     box.get_by_role("button", name="Accept").click()
     _shown(nb, out, "tool result: Applied: inserted")
     expect(box).to_have_attribute("data-state", "applied")
-    assert _sources(nb)[1:] == ["x = 1", HOSTILE, "y = 2"], _why(agent, asked)
-    inserted_id = _ids(nb)[2]
+    assert nb.sources()[1:] == ["x = 1", HOSTILE, "y = 2"], _why(agent, asked)
+    inserted_id = nb.cell_ids()[2]
 
     box = nb.cell(1).locator(".acp-proposal-edit")
     out = _typed(nb, EDIT, box, asked)
@@ -420,7 +408,7 @@ def test_claude_code_in_a_passthrough_terminal_inserts_edits_and_deletes_through
     box.locator(".acp-proposal-words").fill(WORDS)
     box.get_by_role("button", name="Reject").click()
     _shown(nb, out, "tool result: Rejected")
-    assert _sources(nb)[1] == "x = 1", _why(agent, asked)
+    assert nb.sources()[1] == "x = 1", _why(agent, asked)
 
     box = nb.cell(3).locator(".acp-proposal-delete")
     out = _typed(nb, DELETE, box, asked)
@@ -428,7 +416,7 @@ def test_claude_code_in_a_passthrough_terminal_inserts_edits_and_deletes_through
     _shown(nb, out, "tool result: Applied: cell")
     seconds = round(time.monotonic() - t0, 1)
 
-    assert _sources(nb)[1:] == ["x = 1", HOSTILE], _why(agent, asked)
+    assert nb.sources()[1:] == ["x = 1", HOSTILE], _why(agent, asked)
     assert nb.page.locator("img[src='x']").count() == 0
     assert not dialogs, dialogs
     nb.screenshot("realcli-claude-passthrough-done.png")
