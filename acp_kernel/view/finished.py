@@ -53,16 +53,17 @@ def tool_html(header: str, body: Html, *, open_: bool = False) -> Html:
 
 
 def omitted(count: int) -> Step:
-    line = (f"… {count} step{'s' if count != 1 else ''} of this turn are not kept in the saved output "
-            "(the agent's session keeps its whole history)")
+    line = (f"… {count} step{'s' if count != 1 else ''} of this turn {'are' if count != 1 else 'is'} not kept "
+            "in the saved output (the agent's session keeps its whole history)")
     return Step(Html("<p><em>{}</em></p>").format(html(line)), Markdown("*{}*").format(line), line)
 
 
 def bounded(steps: Sequence[Step], limit: int | None = None, head: int = HEAD) -> list[Step]:
-    """All the steps when they fit in ``limit`` (:data:`LIMIT`); else the first ``head``
-    and the last that fit, with a line saying how many between were left out."""
+    """All the steps when they fit in ``limit`` (:data:`LIMIT`), or when there are no more
+    than the first ``head`` and the last (always kept: nothing would be left out); else the
+    first ``head`` and the last that fit, with a line saying how many between were left out."""
     limit = LIMIT if limit is None else limit
-    if sum(s.size for s in steps) <= limit:
+    if len(steps) <= head + 1 or sum(s.size for s in steps) <= limit:
         return list(steps)
     first = list(steps[:head])
     room = limit - sum(s.size for s in first) - omitted(len(steps)).size

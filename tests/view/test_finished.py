@@ -40,6 +40,20 @@ def test_the_last_step_is_kept_even_when_it_alone_is_over_the_limit():
     assert kept[-1] == steps[-1] and "not kept" in kept[HEAD].text
 
 
+def test_a_turn_of_few_big_steps_leaves_nothing_out_and_says_nothing_of_it():
+    """The first HEAD steps and the last are always kept: with no more than those, over the
+    limit or not, no line says that 0 steps were left out."""
+    for n in range(1, HEAD + 2):
+        steps = [_step(i, size=50_000) for i in range(n)]
+        assert bounded(steps, limit=5_000) == steps
+
+
+def test_the_line_counts_one_step_in_the_singular():
+    steps = [_step(i, size=1_000) for i in range(HEAD + 2)]
+    kept = bounded(steps, limit=(HEAD + 1) * 1_100 + 200)
+    assert kept[HEAD].text.startswith("… 1 step of this turn is not kept"), kept[HEAD].text
+
+
 def test_hostile_strings_in_a_tool_call_and_its_content_stay_inert():
     header = f"✏️ Edit {IMG} {MATH} {NL_PATH.replace(chr(10), ' ')} · ✓ done"
     body = markdown(f"{SPAN}\n\n{MATH}\n\n{IMG}")
