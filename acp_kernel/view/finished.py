@@ -14,6 +14,11 @@ notebook's sanitizer has nothing to strip.
 Bounded: a turn of many steps keeps its first :data:`HEAD` steps and as many of its
 last as fit in :data:`LIMIT` characters of HTML; one line between says how many steps
 were left out of the saved output (the agent's session keeps its whole history).
+
+A step is a tool call, a notice, a question..., or one whole run of message text (or of
+thoughts): the live view sends a message as blocks cut wherever its refreshes fell, so
+how many blocks one message became depends on the machine's load; counted as steps,
+they would make which text the saved notebook keeps depend on timing (:func:`runs`).
 """
 
 from __future__ import annotations
@@ -43,6 +48,36 @@ class Step:
     @property
     def size(self) -> int:
         return len(self.html) + 1  # and the line joining it to the next
+
+
+#: Kinds of block (:class:`.turnoutput.Block`) the live view cuts one run of text into.
+RUN_KINDS = frozenset({"text", "thought", "user"})
+
+
+def joined(steps: Sequence[Step]) -> Step:
+    """Steps as one, joined as :func:`static_bundle` joins steps (the same output)."""
+    return Step(Html("\n").join(s.html for s in steps if s.html), Markdown("\n\n").join(s.md for s in steps if s.md),
+                "\n".join(s.text for s in steps if s.text))
+
+
+def runs(blocks: Sequence[tuple[str, Step]]) -> list[Step]:
+    """The steps of a turn from its blocks (``(kind, step)`` in order): consecutive blocks
+    of one of :data:`RUN_KINDS` are one step; blocks with nothing to show are dropped."""
+    out: list[Step] = []
+    group: list[Step] = []
+    kind = None
+    for k, step in blocks:
+        if not (step.md or step.text):
+            continue
+        if group and k == kind and k in RUN_KINDS:
+            group.append(step)
+            continue
+        if group:
+            out.append(group[0] if len(group) == 1 else joined(group))
+        group, kind = [step], k
+    if group:
+        out.append(group[0] if len(group) == 1 else joined(group))
+    return out
 
 
 def tool_html(header: str, body: Html, *, open_: bool = False) -> Html:
