@@ -54,10 +54,11 @@ class Step:
 RUN_KINDS = frozenset({"text", "thought", "user"})
 
 
-def joined(steps: Sequence[Step]) -> Step:
-    """Steps as one, joined as :func:`static_bundle` joins steps (the same output)."""
+def joined(steps: Sequence[Step], text_sep: str = "\n") -> Step:
+    """Steps as one, joined as :func:`static_bundle` joins steps (the same output), their
+    text with ``text_sep``."""
     return Step(Html("\n").join(s.html for s in steps if s.html), Markdown("\n\n").join(s.md for s in steps if s.md),
-                "\n".join(s.text for s in steps if s.text))
+                text_sep.join(s.text for s in steps if s.text))
 
 
 def runs(blocks: Sequence[tuple[str, Step]]) -> list[Step]:
@@ -73,11 +74,20 @@ def runs(blocks: Sequence[tuple[str, Step]]) -> list[Step]:
             group.append(step)
             continue
         if group:
-            out.append(group[0] if len(group) == 1 else joined(group))
+            out.append(_run(kind, group))
         group, kind = [step], k
     if group:
-        out.append(group[0] if len(group) == 1 else joined(group))
+        out.append(_run(kind, group))
     return out
+
+
+def _run(kind: str | None, group: list[Step]) -> Step:
+    # A message's text is its markdown source: the live view's blocks of it are pieces the
+    # splitter (:mod:`.markdown`) cut, which it joins with a blank line; so here too, and
+    # the saved text of a message is the same wherever the refreshes fell.
+    if len(group) == 1:
+        return group[0]
+    return joined(group, "\n\n" if kind == "text" else "\n")
 
 
 def tool_html(header: str, body: Html, *, open_: bool = False) -> Html:

@@ -64,7 +64,10 @@ def test_a_run_of_message_text_is_one_step_however_many_blocks_the_live_view_cut
     assert bounded(steps, limit=5_000) == steps  # nothing of the message left out
     assert all(f"step {i} " in static_bundle(steps)["text/plain"] for i in range(HEAD + 3))
     small = [*[("text", _step(i)) for i in range(HEAD + 3)], ("status", _step(99))]
-    assert static_bundle(runs(small)) == static_bundle([s for _, s in small])  # joined, it reads the same
+    one, apart = static_bundle(runs(small)), static_bundle([s for _, s in small])
+    assert {k: one[k] for k in ("text/markdown", "text/html")} == {k: apart[k] for k in ("text/markdown", "text/html")}
+    # the text's pieces apart by a blank line, as the splitter joins them within a block
+    assert one["text/plain"] == "\n\n".join(s.text for _, s in small[:-1]) + "\n" + small[-1][1].text
 
 
 def test_runs_join_only_consecutive_blocks_of_one_kind_of_text():
