@@ -14,6 +14,7 @@ import shlex
 import sys
 
 import nbformat
+import pytest
 from nbclient import NotebookClient
 
 from tests.kernels import IpcKernelManager
@@ -29,6 +30,7 @@ def _words(i: int) -> list[str]:
     return [f"p{i}w{j}" for j in range(WORDS)]
 
 
+@pytest.mark.slow
 def test_a_long_message_streamed_over_many_refreshes_is_whole_in_the_saved_notebook(kernel_env, tmp_path, monkeypatch):
     for key, value in kernel_env.items():
         monkeypatch.setenv(key, value)
