@@ -14,6 +14,11 @@ notebook's sanitizer has nothing to strip.
 Bounded: a turn of many steps keeps its first :data:`HEAD` steps and as many of its
 last as fit in :data:`LIMIT` characters of HTML; one line between says how many steps
 were left out of the saved output (the agent's session keeps its whole history).
+
+A step is a tool call, a notice, a question..., or one whole run of message text (or of
+thoughts): the live view sends a message as blocks cut wherever its refreshes fell, so
+how many blocks one message became depends on the machine's load; counted as steps,
+they would make which text the saved notebook keeps depend on timing (:func:`runs`).
 """
 
 from __future__ import annotations
@@ -45,6 +50,46 @@ class Step:
         return len(self.html) + 1  # and the line joining it to the next
 
 
+#: Kinds of block (:class:`.turnoutput.Block`) the live view cuts one run of text into.
+RUN_KINDS = frozenset({"text", "thought", "user"})
+
+
+def joined(steps: Sequence[Step], text_sep: str = "\n") -> Step:
+    """Steps as one, joined as :func:`static_bundle` joins steps (the same output), their
+    text with ``text_sep``."""
+    return Step(Html("\n").join(s.html for s in steps if s.html), Markdown("\n\n").join(s.md for s in steps if s.md),
+                text_sep.join(s.text for s in steps if s.text))
+
+
+def runs(blocks: Sequence[tuple[str, Step]]) -> list[Step]:
+    """The steps of a turn from its blocks (``(kind, step)`` in order): consecutive blocks
+    of one of :data:`RUN_KINDS` are one step; blocks with nothing to show are dropped."""
+    out: list[Step] = []
+    group: list[Step] = []
+    kind = None
+    for k, step in blocks:
+        if not (step.md or step.text):
+            continue
+        if group and k == kind and k in RUN_KINDS:
+            group.append(step)
+            continue
+        if group:
+            out.append(_run(kind, group))
+        group, kind = [step], k
+    if group:
+        out.append(_run(kind, group))
+    return out
+
+
+def _run(kind: str | None, group: list[Step]) -> Step:
+    # A message's text is its markdown source: the live view's blocks of it are pieces the
+    # splitter (:mod:`.markdown`) cut, which it joins with a blank line; so here too, and
+    # the saved text of a message is the same wherever the refreshes fell.
+    if len(group) == 1:
+        return group[0]
+    return joined(group, "\n\n" if kind == "text" else "\n")
+
+
 def tool_html(header: str, body: Html, *, open_: bool = False) -> Html:
     """A tool call: its header (plain text: icon, title, status) as the summary, its
     content (our markdown's :func:`~acp_kernel.safe.inert_html_inner`) folded under it;
@@ -53,16 +98,17 @@ def tool_html(header: str, body: Html, *, open_: bool = False) -> Html:
 
 
 def omitted(count: int) -> Step:
-    line = (f"… {count} step{'s' if count != 1 else ''} of this turn are not kept in the saved output "
-            "(the agent's session keeps its whole history)")
+    line = (f"… {count} step{'s' if count != 1 else ''} of this turn {'are' if count != 1 else 'is'} not kept "
+            "in the saved output (the agent's session keeps its whole history)")
     return Step(Html("<p><em>{}</em></p>").format(html(line)), Markdown("*{}*").format(line), line)
 
 
 def bounded(steps: Sequence[Step], limit: int | None = None, head: int = HEAD) -> list[Step]:
-    """All the steps when they fit in ``limit`` (:data:`LIMIT`); else the first ``head``
-    and the last that fit, with a line saying how many between were left out."""
+    """All the steps when they fit in ``limit`` (:data:`LIMIT`), or when there are no more
+    than the first ``head`` and the last (always kept: nothing would be left out); else the
+    first ``head`` and the last that fit, with a line saying how many between were left out."""
     limit = LIMIT if limit is None else limit
-    if sum(s.size for s in steps) <= limit:
+    if len(steps) <= head + 1 or sum(s.size for s in steps) <= limit:
         return list(steps)
     first = list(steps[:head])
     room = limit - sum(s.size for s in first) - omitted(len(steps)).size

@@ -69,7 +69,7 @@ from .transcript import (
 )
 from .turnbase import TurnBase, notice_icon, outcome_of, record_metadata
 from .turnwidget import block_key, turn_widget_class
-from .finished import Step, static_bundle, tool_html
+from .finished import Step, runs, static_bundle, tool_html
 from .form import UNSET
 from .turnview import TurnView
 
@@ -730,7 +730,8 @@ class TurnOutput(TurnBase):
         (:mod:`.finished`: a saved notebook then reads everywhere, no widget model)."""
         chosen = {**(self.widget.expanded if isinstance(self.widget.expanded, dict) else {}), **self._chosen}
         self._refresh_rows()
-        steps = [Step(b.fallback_html(chosen.get(b.key)) if b.md else Html(""), b.md, b.text) for b in self.blocks]
+        steps = runs([(b.kind, Step(b.fallback_html(chosen.get(b.key)) if b.md else Html(""), b.md, b.text))
+                      for b in self.blocks])
         self.sink.update(static_bundle(steps), record_metadata(self.turn), display_id=self.display_id)
         self.widget.retire()
 

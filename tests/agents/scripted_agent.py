@@ -46,6 +46,10 @@ Actions (one key each):
                            chunk "RESULT <json>" or "ERROR <json>" ("$TERM" in
                            params: the terminalId the client last created)
   {"send": {...}}          send this JSON message as is ($SID replaced)
+  {"round_trip": "method"} ask the client this method (e.g. an unknown one) and wait
+                           for its answer, reporting nothing: the client has then
+                           read everything sent before (its notifications are
+                           handled in order, before the request)
   {"stderr": "text"}       log to stderr
   {"stderr_flood": N}      write N bytes of log lines to stderr
   {"sleep": seconds}
@@ -204,6 +208,9 @@ class Agent:
             self.chunk("ERROR " + json.dumps(reply["error"]))
         else:
             self.chunk("RESULT " + json.dumps(reply.get("result")))
+
+    def do_round_trip(self, value):
+        self.ask(value, {})
 
     def do_send(self, value):
         send(json.loads(json.dumps(value).replace("$SID", self.sid or "")))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from acp_kernel.safe import Html, Markdown, inert_html_inner, markdown, text
-from acp_kernel.view.finished import HEAD, Step, bounded, static_bundle, tool_html
+from acp_kernel.view.finished import HEAD, Step, bounded, runs, static_bundle, tool_html
 from tests.hostile.render import inert_data, live_html
 
 IMG = "<img src=x onerror=alert(1)>"
@@ -38,6 +38,46 @@ def test_the_last_step_is_kept_even_when_it_alone_is_over_the_limit():
     steps = [_step(i) for i in range(10)] + [_step(10, size=50_000)]
     kept = bounded(steps, limit=5_000)
     assert kept[-1] == steps[-1] and "not kept" in kept[HEAD].text
+
+
+def test_a_turn_of_few_big_steps_leaves_nothing_out_and_says_nothing_of_it():
+    """The first HEAD steps and the last are always kept: with no more than those, over the
+    limit or not, no line says that 0 steps were left out."""
+    for n in range(1, HEAD + 2):
+        steps = [_step(i, size=50_000) for i in range(n)]
+        assert bounded(steps, limit=5_000) == steps
+
+
+def test_the_line_counts_one_step_in_the_singular():
+    steps = [_step(i, size=1_000) for i in range(HEAD + 2)]
+    kept = bounded(steps, limit=(HEAD + 1) * 1_100 + 200)
+    assert kept[HEAD].text.startswith("… 1 step of this turn is not kept"), kept[HEAD].text
+
+
+def test_a_run_of_message_text_is_one_step_however_many_blocks_the_live_view_cut_it_into():
+    """The live view cuts a message into blocks where its refreshes fell (the machine's load
+    decides how many): the static end counts the run as one step, and shows it the same."""
+    text_run = [("text", _step(i, size=50_000)) for i in range(HEAD + 3)]
+    blocks = [*text_run, ("status", _step(99))]
+    steps = runs(blocks)
+    assert len(steps) == 2 and steps[1] == blocks[-1][1]
+    assert bounded(steps, limit=5_000) == steps  # nothing of the message left out
+    assert all(f"step {i} " in static_bundle(steps)["text/plain"] for i in range(HEAD + 3))
+    small = [*[("text", _step(i)) for i in range(HEAD + 3)], ("status", _step(99))]
+    one, apart = static_bundle(runs(small)), static_bundle([s for _, s in small])
+    assert {k: one[k] for k in ("text/markdown", "text/html")} == {k: apart[k] for k in ("text/markdown", "text/html")}
+    # the text's pieces apart by a blank line, as the splitter joins them within a block
+    assert one["text/plain"] == "\n\n".join(s.text for _, s in small[:-1]) + "\n" + small[-1][1].text
+
+
+def test_runs_join_only_consecutive_blocks_of_one_kind_of_text():
+    t, u, th, tool = (("text", _step(0)), ("user", _step(1)), ("thought", _step(2)), ("tool", _step(3)))
+    empty = ("text", Step(Html(""), Markdown(""), ""))
+    assert runs([t, tool, t]) == [t[1], tool[1], t[1]]  # text, a tool call, text: three steps
+    assert runs([t, th, u]) == [t[1], th[1], u[1]]
+    assert runs([tool, tool]) == [tool[1], tool[1]]  # each tool call is a step
+    assert len(runs([th, th, t, empty, t])) == 2  # an emptied block shows nothing and splits nothing
+    assert runs([empty]) == []
 
 
 def test_hostile_strings_in_a_tool_call_and_its_content_stay_inert():
