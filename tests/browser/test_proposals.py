@@ -247,6 +247,25 @@ def test_an_interrupt_withdraws_the_turns_waiting_proposals(nb3: Notebook) -> No
     expect(status_line(out)).to_have_text(END_TURN, timeout=TURN)
 
 
+def test_a_kernel_restart_withdraws_waiting_proposals(nb3: Notebook) -> None:
+    """The kernel that waited for the answer is gone: the box says so and offers no Accept."""
+    nb = nb3
+    expect(nb.panel).to_have_attribute(OPEN, "open", timeout=START)
+    _, x_id, _ = nb.cell_ids()
+    _ask(nb, f"notebook delete {x_id}")
+    box = nb.cell(1).locator(".acp-proposal-delete")
+    expect(box).to_have_attribute("data-state", "waiting", timeout=TURN)
+    nb.page.evaluate("() => { window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.restart(); }")
+    expect(box).to_have_attribute("data-state", "withdrawn", timeout=TURN)
+    expect(box.locator(".acp-proposal-status")).to_have_text("Withdrawn: the kernel restarted or changed.")
+    expect(box.get_by_role("button", name="Accept")).to_have_count(0)
+    assert nb.sources()[1] == "x = 1"
+    # The restarted kernel opens the document comm again, and a new proposal is shown.
+    expect(nb.panel).to_have_attribute(OPEN, "open", timeout=START)
+    _ask(nb, f"notebook delete {x_id}")
+    expect(nb.cell(1).locator(".acp-proposal-delete[data-state='waiting']")).to_have_count(1, timeout=TURN)
+
+
 @pytest.fixture
 def own_page(lab, browser_context, request):
     """A JupyterLab page of its own (the test reloads it), on a notebook like nb3's."""
