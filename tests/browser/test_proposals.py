@@ -122,13 +122,16 @@ def test_under_allow_all_a_change_applies_at_once_and_can_be_undone(nb3: Noteboo
     expect(box).to_have_attribute("data-state", "applied")
     expect(box.locator(".acp-proposal-status")).to_have_text(re.compile("allow-all"))
     nb.screenshot("proposal-applied.png")
+    # JupyterLab's own undo and redo, in the cell, step through the agent's change too.
+    editor = nb.cell(1).locator(".cm-content")
+    editor.click()
+    nb.page.keyboard.press("ControlOrMeta+z")
+    expect(editor).to_have_text("x = 1")
+    nb.page.keyboard.press("ControlOrMeta+Shift+z")
+    expect(editor).to_have_text("x = 3")
     box.get_by_role("button", name="Undo").click()
     expect(box).to_have_attribute("data-state", "undone")
     assert nb.sources()[1] == "x = 1"
-    # JupyterLab's own undo, in the cell, still steps through the change and its undo.
-    nb.cell(1).locator(".cm-content").click()
-    nb.page.keyboard.press("ControlOrMeta+z")
-    expect(nb.cell(1).locator(".cm-content")).to_have_text("x = 3")
 
 
 @pytest.fixture
