@@ -69,3 +69,15 @@ def test_the_boundary_parsers_are_the_fast_ones():
     for md in (writer, checker, *safe._html_renderers()):
         assert md.inline.ruler.getRules("")[0].__name__ == "text_rule"
         assert type(md.block).__module__ == "acp_kernel.mdfast"
+
+
+def test_the_text_rule_stops_where_markdown_its_does():
+    """The text run's character class is markdown-it's own terminator set, exactly: a
+    terminator missing here would let a link, code or HTML start be read as plain text
+    by the writer and by the checker alike (a markdown-it release that adds one fails here)."""
+    import importlib
+    import re
+
+    stock_text = importlib.import_module("markdown_it.rules_inline.text")  # the module, not its rule
+    stops = {chr(c) for c in range(0x2000) if not re.fullmatch(mdfast._TEXT.pattern, chr(c))}
+    assert stops == set(stock_text._TerminatorChars)
