@@ -2,8 +2,8 @@
 gets, who allows an ``execute``, and where its run is shown.
 
 A front-end says what it can serve (:class:`NotebookSide`: the ACP kernel has
-no Python namespace, so only ``cells``; a python3 kernel with the magics has
-all three); :class:`SessionBridge` answers the server
+no Python namespace, so only the document's tools, :data:`DOCUMENT_TOOLS`; a
+python3 kernel with the magics has them all); :class:`SessionBridge` answers the server
 (:mod:`acp_kernel.notebook_mcp`) for the controller's *current* session: the
 permission question goes through the same broker and turn view as the
 agent's own tool calls, and the run is a tool call of the running turn.
@@ -92,17 +92,17 @@ def known_notebook(namespace: dict[str, Any] | None = None) -> str | None:
     return None
 
 
-def reason_refused(by: str) -> str:
-    """What the agent is told when an ``execute`` was not allowed (``Verdict.by``)."""
+def reason_refused(by: str, outcome: str = "the code did not run") -> str:
+    """What the agent is told when an ``execute`` (or a new cell: ``outcome``) was not
+    allowed (``Verdict.by``)."""
     return {
-        "policy": "refused by the permission policy (deny): the code did not run",
-        "remembered": "the user refused this code for the session: it did not run",
-        "user": "the user refused: the code did not run",
-        "headless": "refused: nobody can answer a permission question here (a headless run); "
-                    "the code did not run",
-        "limit": "refused: too many questions already wait for the user; the code did not run",
-        "between-turns": "refused: no turn was running in this session; the code did not run",
-    }.get(by, "the question was cancelled: the code did not run")
+        "policy": f"refused by the permission policy (deny): {outcome}",
+        "remembered": f"the user refused this for the session: {outcome}",
+        "user": f"the user refused: {outcome}",
+        "headless": f"refused: nobody can answer a permission question here (a headless run); {outcome}",
+        "limit": f"refused: too many questions already wait for the user; {outcome}",
+        "between-turns": f"refused: no turn was running in this session; {outcome}",
+    }.get(by, f"the question was cancelled: {outcome}")
 
 
 class _Run:
@@ -149,7 +149,7 @@ class SessionBridge:
         self.controller = controller
         self.side = side
         self.tools = frozenset(side.tools) & ALL_TOOLS
-        self._inserted: set[Origin] = set()  # turns that put a cell below theirs (one each)
+        self._below: Any = None  # the last turn that put a cell below its own (one per turn)
 
     def namespace(self) -> dict[str, Any] | None:
         return self.side.namespace()
@@ -182,9 +182,8 @@ class SessionBridge:
         verdict = await session.client.services.permissions.authorize(
             session, title=title, kind=kind, raw_input={"code": code}, code=code,
             hint="%permissions allow-all (or --permissions allow-all) lets it run.")
-        said = reason_refused(verdict.by)
-        return verdict.allowed, "" if verdict.allowed else (said if kind == "execute" else said.replace(
-            "the code did not run", "the notebook was not changed"))
+        outcome = "the code did not run" if kind == "execute" else "the notebook was not changed"
+        return verdict.allowed, "" if verdict.allowed else reason_refused(verdict.by, outcome)
 
     def show(self, title: str, text: str) -> None:
         """A row of ours in the running turn: ``text`` shown verbatim under ``title``."""
@@ -203,11 +202,11 @@ class SessionBridge:
         session = self._turn_session()
         if session is None:
             return "no cell is running a prompt of this session"
-        if session._active.origin in self._inserted:
+        if session._active is self._below:
             return "one new cell per turn goes below the turn's cell, and this turn has one"
         if not self.controller.frontend.next_input(text):
             return "this front-end takes no new cell from the kernel (a headless run: nobody would see it)"
-        self._inserted.add(session._active.origin)
+        self._below = session._active
         return ""
 
     def started(self, code: str) -> _Run:

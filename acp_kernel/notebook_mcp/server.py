@@ -61,9 +61,11 @@ DESCRIPTIONS = {
 }
 _PROPOSAL = ("The user sees it in their JupyterLab or Notebook 7 page as a proposal and accepts or rejects "
              "it (under the allow-all policy it applies at once, marked); the answer says which: applied "
-             "(with the cell's id), rejected, or a conflict (the user changed that cell meanwhile: read it "
-             "again with cells). Nothing is written behind the open notebook's back: without such a page "
-             f"(VS Code, a headless run) the tool says so and nothing changes. Sources up to {MAX_SOURCE:,} "
+             "(with the cell's id), rejected, a conflict (the user changed that cell meanwhile: read it "
+             "again with cells), or withdrawn (your turn ended first). Nothing is written behind the open "
+             "notebook's back: without such a page (VS Code, a console, a headless run) an edit or a delete "
+             "is only shown to the user, and a new cell, once the user allows it, goes below the cell "
+             f"running your turn when the turn ends; the answer says which. Sources up to {MAX_SOURCE:,} "
              f"characters; at most {PROPOSALS_WAITING} proposals wait for the user at once; cell ids come "
              "from the cells tool.")
 DESCRIPTIONS.update({

@@ -499,8 +499,7 @@ class Proposal {
   private timer = 0;
   private undoing: (() => boolean) | null = null;
   private readonly watched: ICellModel | null;
-  private readonly onChange = () => this.check();
-  private readonly onCells = () => this.check();
+  private readonly onModel = () => this.check();
 
   constructor(
     private panel: NotebookPanel,
@@ -517,8 +516,8 @@ class Proposal {
   ) {
     this.watched = findCell(panel, targetId)?.cell ?? null;
     this.draw();
-    this.watched?.contentChanged.connect(this.onChange);
-    panel.content.model?.cells.changed.connect(this.onCells);
+    this.watched?.contentChanged.connect(this.onModel);
+    panel.content.model?.cells.changed.connect(this.onModel);
   }
 
   private draw(): void {
@@ -582,11 +581,11 @@ class Proposal {
 
   private unwatch(): void {
     window.clearTimeout(this.timer);
-    this.watched?.contentChanged.disconnect(this.onChange);
-    this.panel.content.model?.cells.changed.disconnect(this.onCells);
+    this.watched?.contentChanged.disconnect(this.onModel);
+    this.panel.content.model?.cells.changed.disconnect(this.onModel);
   }
 
-  /** Settle it: say so in the box, answer the kernel (unless `answered` already: withdrawn there). */
+  /** Settle it: say so in the box, and (with `tell`) answer the kernel; not when the kernel withdrew it. */
   private finish(outcome: State, answer: JSONish, said: string, tell = true): void {
     if (this.state !== 'waiting') {
       return;
