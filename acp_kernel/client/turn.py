@@ -24,6 +24,8 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+import msgspec
+
 from ..services.events import SERVICE_EVENTS, Notice  # a turn event the services emit too; its home is there
 from .notebook import NO_ORIGIN, Origin
 from .record import Provenance, turn_record
@@ -99,22 +101,21 @@ class _Raw:
 _CHUNK_KINDS = {"agent": "agent_message_chunk", "thought": "agent_thought_chunk", "user": "user_message_chunk"}
 
 
-class Chunk(_Raw):
+class Chunk(msgspec.Struct, _Raw, gc=False):
     """A piece of a message or thought. ``text`` is empty for non-text content.
 
     A plain text chunk (nothing but kind, type and text) does not keep its
-    update dict: 100k kept dicts are what the garbage collector scans over
-    and over. ``raw`` rebuilds it on demand.
+    update dict, and the chunk itself is not tracked by the garbage collector
+    (``gc=False``: it refers only to strings and its update, never back to
+    itself): 100k kept objects are what a full collection walks over and
+    over. ``raw`` rebuilds the update on demand.
     """
 
-    __slots__ = ("role", "text", "_raw", "message_id")
-
-    def __init__(self, role: str, text: str, raw: dict[str, Any] | None = None, message_id: str | None = None) -> None:
-        self.role = role  # "agent", "thought" or "user"
-        self.text = text
-        self._raw = raw
-        #: The agent's ``messageId`` (ACP v1): chunks of one message share it.
-        self.message_id = message_id
+    role: str  # "agent", "thought" or "user"
+    text: str
+    _raw: Optional[dict[str, Any]] = None
+    #: The agent's ``messageId`` (ACP v1): chunks of one message share it.
+    message_id: Optional[str] = None
 
     @property
     def raw(self) -> dict[str, Any]:  # type: ignore[override]
@@ -172,16 +173,21 @@ class _Message:
         self.counted, self.length = len(self.pieces), len(text)
 
 
-@dataclass
-class ToolCall:
-    """The live state of one tool call, merged from all its updates."""
+class ToolCall(msgspec.Struct, gc=False):
+    """The live state of one tool call, merged from all its updates.
+
+    Not tracked by the garbage collector (``gc=False``): a long turn keeps
+    thousands, which full collections walked over and over. It refers to
+    the agent's data only, never back to itself or to a view, so it can be
+    in no reference cycle.
+    """
 
     id: str
     title: str = ""
     kind: Optional[str] = None
     status: str = "pending"
-    content: list[Any] = field(default_factory=list)
-    locations: list[Any] = field(default_factory=list)
+    content: list[Any] = msgspec.field(default_factory=list)
+    locations: list[Any] = msgspec.field(default_factory=list)
     raw_input: Any = None
     raw_output: Any = None
     announced: bool = True  # False when first seen as an update for an unknown id
@@ -331,9 +337,9 @@ class ToolCall:
             self.output = self.output[len(self.output) - limit:]
 
 
-@dataclass(slots=True)
-class ToolCallEvent(_Raw):
-    """A tool call was announced (``new``) or changed; ``call`` is the live state."""
+class ToolCallEvent(msgspec.Struct, _Raw, gc=False):
+    """A tool call was announced (``new``) or changed; ``call`` is the live
+    state. Not tracked by the garbage collector, as :class:`Chunk`."""
 
     call: ToolCall
     new: bool
