@@ -27,6 +27,8 @@ import sys
 import time
 from typing import Any, NoReturn, Sequence, TextIO
 
+import msgspec
+
 # What a permission question shows, and form answers typed on a terminal: shared with stdin questions.
 from .process import tune_own_process
 from .ask import RAW_INPUT_SHOWN, action_details, check_answer, field_question, parse_answer, permission_question  # noqa: F401
@@ -392,7 +394,7 @@ class _Printer:
         name = type(event).__name__
         if self.fmt == "json":
             if name == "Chunk" and event.text:
-                self._emit('{"type": "' + event.role + '", "text": ' + json_safe(_encode(event.text)) + "}\n")
+                self._emit('{"type":"' + event.role + '","text":' + json_safe(_encode(event.text)) + "}\n")
             else:
                 self._emit(json_safe(_encode(event_json(event))) + "\n")
             return
@@ -413,7 +415,19 @@ class _Printer:
                 self.note(detail)
 
 
-_encode = json.JSONEncoder(ensure_ascii=False, default=repr).encode
+_std_encode = json.JSONEncoder(ensure_ascii=False, default=repr).encode
+_fast_encode = msgspec.json.Encoder(enc_hook=repr).encode
+
+
+def _encode(value: Any) -> str:
+    """One event as JSON text (``ensure_ascii=False``: the caller escapes what a
+    terminal must not see). msgspec writes it five to ten times faster than
+    json; a string it cannot write as UTF-8 (a lone surrogate the agent sent
+    as an escape, which json reads) is written by json, as before."""
+    try:
+        return _fast_encode(value).decode("utf-8")
+    except (UnicodeEncodeError, TypeError, ValueError, OverflowError):
+        return _std_encode(value)
 
 
 def json_error(stage: str, headline: str, detail: str = "") -> str:

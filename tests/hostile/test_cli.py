@@ -29,6 +29,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from acp_kernel.protocol import proctree
+from acp_kernel.frontends.cli import _encode as cli_encode
 from acp_kernel.frontends.cli import action_details, parse_answer, permission_question
 from acp_kernel.termsafe import clean, json_safe, scan
 
@@ -138,9 +139,19 @@ def test_property_plain_text_unchanged(text):
 def test_property_json_safe_is_lossless_and_safe(texts):
     # Only strings an agent can send: JSON joins a lone high and low surrogate into one character.
     assume(json.loads(json.dumps(texts)) == texts)
-    encoded = json_safe(json.dumps({"t": texts}, ensure_ascii=False))
-    assert json.loads(encoded) == {"t": texts}
-    assert not FORBIDDEN.search(encoded)
+    for encoded in (json_safe(json.dumps({"t": texts}, ensure_ascii=False)),
+                    json_safe(cli_encode({"t": texts}))):  # what --format json writes (msgspec, else json)
+        assert json.loads(encoded) == {"t": texts}
+        assert not FORBIDDEN.search(encoded)
+
+
+def test_json_lines_fall_back_to_json_for_a_lone_surrogate():
+    """msgspec cannot write a lone surrogate (an agent may send one as an escape, which
+    json reads); the line is then json's, escaped, not an error."""
+    text = "a\ud800b\x9b\u202e"
+    encoded = json_safe(cli_encode({"t": text}))
+    assert json.loads(encoded) == {"t": text} and not FORBIDDEN.search(encoded)
+    assert cli_encode({"t": "é", "n": [1, None]}) == '{"t":"é","n":[1,null]}'
 
 
 # -- the permission question, pure ------------------------------------------------------
