@@ -114,8 +114,9 @@ class _Safe(str):
     def join(self, parts: Iterable[Any]) -> Any:
         cls = type(self)
         escape = cls._escape
-        # _coerce inlined (a list, not a generator: str.join makes one anyway).
-        return cls(str.join(self, [str(p) if isinstance(p, cls) else escape(p) for p in parts]))
+        # _coerce inlined (a list, not a generator: str.join makes one anyway). Ours go in
+        # as they are: str.join reads a str subclass's characters without a copy.
+        return cls(str.join(self, [p if isinstance(p, cls) else escape(p) for p in parts]))
 
     def format(self, *args: Any, **kwargs: Any) -> Any:
         cls = type(self)
