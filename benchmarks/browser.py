@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import Callable
@@ -41,6 +42,7 @@ def lab_rounds(prefix: str, rounds: int, one: Callable[[Any, Any, int, Path], di
             end_sessions(lab, bc.TURN / 1000)
     finally:
         gen.close()  # stops JupyterLab's process group
+        shutil.rmtree(base, ignore_errors=True)
     return {"rounds": done}
 
 

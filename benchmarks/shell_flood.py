@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -74,6 +75,7 @@ def _emit(result: dict) -> None:
 def kernel(args: argparse.Namespace) -> dict[str, Any]:
     from benchmarks.kernel_workers import Kernel
 
+    tmp = None
     if not os.environ.get("JUPYTER_PATH"):  # run alone: a private kernelspec and temp state
         from acp_kernel.frontends.install import install
 
@@ -99,6 +101,8 @@ def kernel(args: argparse.Namespace) -> dict[str, Any]:
         return {"rounds": rounds}
     finally:
         k.close()
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 # -- browser -------------------------------------------------------------------------------

@@ -72,17 +72,17 @@ def run(path: str, save: str | None) -> dict[str, Any]:
     import nbformat
     from nbclient import NotebookClient
 
-    tmp = tempfile.mkdtemp(prefix="acp-widget-state-")
-    _env(tmp)
-    work = os.path.join(tmp, "work")
-    os.makedirs(work)
-    nb = nbformat.read(path, as_version=4)
-    NotebookClient(nb, timeout=120, kernel_name="acp", store_widget_state=True,
-                   resources={"metadata": {"path": work}}).execute()
-    out = save or os.path.join(tmp, "saved.ipynb")
-    nbformat.write(nb, out)
-    saved = nbformat.read(out, as_version=4)
-    return {"notebook": os.path.relpath(path, ROOT), **measure(saved, os.path.getsize(out))}
+    with tempfile.TemporaryDirectory(prefix="acp-widget-state-") as tmp:
+        _env(tmp)
+        work = os.path.join(tmp, "work")
+        os.makedirs(work)
+        nb = nbformat.read(path, as_version=4)
+        NotebookClient(nb, timeout=120, kernel_name="acp", store_widget_state=True,
+                       resources={"metadata": {"path": work}}).execute()
+        out = save or os.path.join(tmp, "saved.ipynb")
+        nbformat.write(nb, out)
+        saved = nbformat.read(out, as_version=4)
+        return {"notebook": os.path.relpath(path, ROOT), **measure(saved, os.path.getsize(out))}
 
 
 def long_turn(steps: int, store_widget_state: bool) -> dict[str, Any]:
@@ -92,29 +92,29 @@ def long_turn(steps: int, store_widget_state: bool) -> dict[str, Any]:
     import nbformat
     from nbclient import NotebookClient
 
-    tmp = tempfile.mkdtemp(prefix="acp-long-saved-")
-    _env(tmp)
-    agent = [sys.executable, os.path.join(HERE, "long_turn_browser.py"), "agent", "--steps", str(steps),
-             "--rate", "0", "--stamp", os.path.join(tmp, "stamp")]
-    with open(os.environ["ACP_KERNEL_CONFIG"], "w", encoding="utf-8") as f:
-        json.dump({"default_agent": "long", "agents": {"long": {"title": "Long", "command": agent}}}, f)
-    work = os.path.join(tmp, "work")
-    os.makedirs(work)
-    nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "acp", "display_name": "ACP", "language": "markdown"}})
-    nb.cells = [nbformat.v4.new_code_cell("go")]
-    NotebookClient(nb, timeout=300, kernel_name="acp", store_widget_state=store_widget_state,
-                   resources={"metadata": {"path": work}}).execute()
-    out = os.path.join(tmp, "saved.ipynb")
-    nbformat.write(nb, out)
-    saved = nbformat.read(out, as_version=4)
-    mimes: dict[str, int] = {}
-    for o in saved.cells[0].outputs:
-        for mime, value in o.get("data", {}).items():
-            mimes[mime] = mimes.get(mime, 0) + _size(value)
-    md = "".join(o.get("data", {}).get("text/markdown", "") for o in saved.cells[0].outputs)
-    return {"steps": steps, "file_bytes": os.path.getsize(out), "mimes": mimes,
-            "widget_state_bytes": _size(saved.get("metadata", {}).get("widgets", {})),
-            "steps_kept": md.count("Step ") - md.count("steps of this turn are not kept")}
+    with tempfile.TemporaryDirectory(prefix="acp-long-saved-") as tmp:
+        _env(tmp)
+        agent = [sys.executable, os.path.join(HERE, "long_turn_browser.py"), "agent", "--steps", str(steps),
+                 "--rate", "0", "--stamp", os.path.join(tmp, "stamp")]
+        with open(os.environ["ACP_KERNEL_CONFIG"], "w", encoding="utf-8") as f:
+            json.dump({"default_agent": "long", "agents": {"long": {"title": "Long", "command": agent}}}, f)
+        work = os.path.join(tmp, "work")
+        os.makedirs(work)
+        nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "acp", "display_name": "ACP", "language": "markdown"}})
+        nb.cells = [nbformat.v4.new_code_cell("go")]
+        NotebookClient(nb, timeout=300, kernel_name="acp", store_widget_state=store_widget_state,
+                       resources={"metadata": {"path": work}}).execute()
+        out = os.path.join(tmp, "saved.ipynb")
+        nbformat.write(nb, out)
+        saved = nbformat.read(out, as_version=4)
+        mimes: dict[str, int] = {}
+        for o in saved.cells[0].outputs:
+            for mime, value in o.get("data", {}).items():
+                mimes[mime] = mimes.get(mime, 0) + _size(value)
+        md = "".join(o.get("data", {}).get("text/markdown", "") for o in saved.cells[0].outputs)
+        return {"steps": steps, "file_bytes": os.path.getsize(out), "mimes": mimes,
+                "widget_state_bytes": _size(saved.get("metadata", {}).get("widgets", {})),
+                "steps_kept": md.count("Step ") - md.count("steps of this turn are not kept")}
 
 
 #: The same measure of the tour saved at f8842c1, before the turn's code became a loader
