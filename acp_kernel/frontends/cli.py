@@ -339,7 +339,8 @@ class _Printer:
         self.fmt, self.out, self.err = fmt, out, err
         self.colour = colour
         self.removed = 0
-        self._buf: list[str] = []
+        self._buf: list[str] = []  # stdout text not written yet
+        self._notes: list[str] = []  # stderr lines not written yet (one of the two is empty)
         self._carry = ""
         self._scheduled = False
         self._ended = False
@@ -351,7 +352,12 @@ class _Printer:
         return self.out.broken
 
     def _emit(self, text: str) -> None:
+        if self._notes:  # stderr lines gathered before this text go out first
+            self._write_notes()
         self._buf.append(text)
+        self._schedule()
+
+    def _schedule(self) -> None:
         if not self._scheduled:
             self._scheduled = True
             try:
@@ -365,11 +371,23 @@ class _Printer:
             data = "".join(self._buf)
             self._buf.clear()
             self.out.write(data)
+        if self._notes:
+            self._write_notes()
+
+    def _write_notes(self) -> None:
+        data = "".join(self._notes)
+        self._notes.clear()
+        self.err.write(data)
 
     def note(self, text: str) -> None:
-        """A line for stderr, after what is already buffered for stdout."""
-        self.flush()
-        self.err.write(text + "\n")
+        """A line for stderr, after what is already buffered for stdout. Lines
+        in a row are gathered like stdout's (a tool-call burst is thousands of
+        them: one write each woke the reader of a pipe each time); a switch
+        between the streams writes what came before, so the order holds."""
+        if self._buf:
+            self.flush()
+        self._notes.append(text + "\n")
+        self._schedule()
 
     def _agent_text(self, text: str) -> None:
         text = self._carry + text

@@ -227,3 +227,37 @@ def test_the_cli_prints_nothing_after_the_turn_ended():
         printer(Chunk("agent", "LATE"))
         printer.flush()
         assert "before" in out.getvalue() and "LATE" not in out.getvalue() + err.getvalue(), fmt
+
+
+async def test_the_cli_gathers_stderr_lines_and_keeps_the_order_of_both_streams():
+    """A burst of tool calls is one stderr write (each line a write woke the reader of a
+    pipe 60,000 times in a 20,000-call turn); text and lines still come out in order."""
+    import asyncio
+
+    from acp_kernel.client.turn import Chunk
+    from acp_kernel.frontends import cli
+
+    writes: list[tuple[str, str]] = []
+
+    class Stream(io.StringIO):
+        def __init__(self, name: str) -> None:
+            super().__init__()
+            self.name = name
+
+        def write(self, text: str) -> int:
+            writes.append((self.name, text))
+            return len(text)
+
+    printer = cli._Printer("text", cli._Out(Stream("out")), cli._Out(Stream("err")))
+    turn = Turn("s1")
+    printer(Chunk("agent", "first "))
+    for i in range(50):
+        printer(turn.apply_update({"sessionUpdate": "tool_call", "toolCallId": f"t{i}", "title": f"Read <b>{i}</b>\n$x$",
+                                   "kind": "read"}))
+    printer(Chunk("agent", "then"))
+    printer(turn.apply_update({"sessionUpdate": "tool_call", "toolCallId": "last", "title": "last", "kind": "read"}))
+    await asyncio.sleep(0)  # the loop runs the gathered write
+    assert [name for name, _ in writes] == ["out", "err", "out", "err"]
+    assert writes[1][1].count("[tool] read:") == 50 and writes[1][1].endswith("\n")
+    assert "Read <b>0</b>␊$x$ (pending)\n" in writes[1][1]  # one line each: the newline shown, not kept
+    assert writes[2][1] == "then" and "last" in writes[3][1]
