@@ -68,6 +68,7 @@ def test_the_boundary_parsers_are_the_fast_ones():
     writer, checker = safe._parsers()
     for md in (writer, checker, *safe._html_renderers()):
         assert md.inline.ruler.getRules("")[0].__name__ == "text_rule"
+        assert md.normalizeLink is mdfast.normalize_link
         assert type(md.block).__module__ == "acp_kernel.mdfast"
 
 
@@ -81,3 +82,27 @@ def test_the_text_rule_stops_where_markdown_its_does():
     stock_text = importlib.import_module("markdown_it.rules_inline.text")  # the module, not its rule
     stops = {chr(c) for c in range(0x2000) if not re.fullmatch(mdfast._TEXT.pattern, chr(c))}
     assert stops == set(stock_text._TerminatorChars)
+
+
+def test_the_url_normalizers_are_markdown_its_cached():
+    """normalizeLink and normalizeLinkText are functions of the URL (mdurl and punycode,
+    nothing else): cached, the same string; a long URL is not kept; the cache is bounded."""
+    from markdown_it.common import normalize_url
+
+    urls = ["http://a.b/c d", "HTTP://ÜÜ.de/ü?x=1#y", "//host/p", "mailto:a@Ü.de", "%zz", "javascript:alert(1)",
+            "x" * 600, ""]
+    for url in urls:
+        assert mdfast.normalize_link(url) == normalize_url.normalizeLink(url)
+        assert mdfast.normalize_link_text(url) == normalize_url.normalizeLinkText(url)
+    cached = mdfast._normalize_link_cached
+    assert cached.cache_info().maxsize == 1024
+    cached.cache_clear()
+    mdfast.normalize_link("x" * (mdfast._URL_CACHED + 1))
+    assert cached.cache_info().currsize == 0
+    mdfast.normalize_link("x" * mdfast._URL_CACHED)
+    assert cached.cache_info().currsize == 1
+    fast = STOCK[True][1]
+    assert fast.normalizeLink is mdfast.normalize_link and fast.normalizeLinkText is mdfast.normalize_link_text
+    md = MarkdownIt()
+    md.normalizeLink = lambda url: url  # type: ignore[method-assign]
+    assert speed_up(md).normalizeLink("a b") == "a b"  # a caller's own is kept
