@@ -27,8 +27,8 @@ from .helpers import Frontend, text, tool_call, tool_update
 
 TURN_WIDGET = "acp_kernel.view.turnwidget.TurnWidget"
 #: The most code one saved turn may carry (``_esm`` + ``_css`` as a notebook file holds them:
-#: JSON strings, UTF-8).
-CODE_BOUND = 3 * 1024
+#: JSON strings, UTF-8). 3 KiB until the plain view drew only the last blocks (issue 25).
+CODE_BOUND = 3584
 #: Names only the real module defines: none may be in what a notebook saves.
 MODULE_ONLY = ("function toolRow", "function appendAnsi", "function formBlock", ".acp-tc-head")
 
@@ -120,7 +120,7 @@ def test_the_loader_and_the_module_parse_as_javascript_modules(tmp_path):
 #: timers recorded, never run): which views ask the kernel for the module, and when.
 LOADER_PAGE = r"""
 const sent = [], timers = [];
-const node = () => ({ append() {}, appendChild(c) { return c; }, replaceChildren() {}, remove() {} });
+const node = () => ({ append() {}, appendChild(c) { return c; }, replaceChildren() {}, remove() {}, addEventListener() {} });
 globalThis.document = { createElement: node, head: node() };
 globalThis.requestAnimationFrame = () => 1;
 globalThis.cancelAnimationFrame = () => {};
@@ -154,6 +154,52 @@ def test_a_view_asks_for_the_module_at_once_when_the_view_that_asked_is_gone(tmp
     assert got["asked"] == [1, 0]  # the first view asks at once
     assert got["waited"] == [1, 1] and 0 < got["timers"][0] <= 2000  # a second one, while it waits, later
     assert got["sent"] == [["a", "module"], ["c", "module"]]  # the next, once the asker is gone: at once
+
+
+#: The loader's plain view in node, the module never coming: a turn of 1,000 blocks drawn,
+#: then "Show earlier" clicked; and a short turn.
+PLAIN_PAGE = r"""
+const made = (tag) => ({ tag, children: [], textContent: "", innerHTML: "", listeners: {},
+  append() {}, remove() {}, appendChild(c) { this.children.push(c); return c; },
+  replaceChildren(...cs) { this.children = cs; },
+  set onclick(fn) { this.listeners.click = fn; } });
+globalThis.document = { createElement: made, head: made("head") };
+globalThis.requestAnimationFrame = () => 1;
+globalThis.cancelAnimationFrame = () => {};
+globalThis.setTimeout = () => 0;
+const { default: loader } = await import(process.argv[2]);
+const page = (n) => {
+  const st = { count: n };
+  for (let i = 0; i < n; i++) st["b:" + i] = i % 2 ? { type: "line", text: `line ${i}` } : { type: "text", html: `<p>text ${i}</p>` };
+  const el = made("div");
+  loader.render({ model: { get: (k) => st[k], on() {}, off() {}, send() {} }, el });
+  return el.children[0];
+};
+const shown = (box) => box.children.map((c) => c.tag === "button" ? "more: " + c.textContent : c.textContent || c.innerHTML);
+const box = page(1000);
+const first = shown(box);
+box.children[0].listeners.click();
+const after = shown(box);
+console.log(JSON.stringify({ first, after, short: shown(page(3)) }));
+"""
+
+
+def test_the_plain_view_draws_the_last_blocks_and_more_on_request(tmp_path):
+    """Until the module comes, the loader draws the turn plainly on each change: the last
+    100 blocks, not all (issue 25: a long turn's first view drew 2,500 elements a frame)."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    (tmp_path / "loader.mjs").write_text(turnwidget.loader_source()[0], encoding="utf-8")
+    (tmp_path / "page.mjs").write_text(PLAIN_PAGE, encoding="utf-8")
+    proc = subprocess.run([node, str(tmp_path / "page.mjs"), str(tmp_path / "loader.mjs")],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["first"][0] == "more: Show 100 earlier (900 hidden)" and len(got["first"]) == 101
+    assert got["first"][1] == "<p>text 900</p>" and got["first"][-1] == "line 999"
+    assert got["after"][0] == "more: Show 100 earlier (800 hidden)" and got["after"][1] == "<p>text 800</p>"
+    assert got["short"] == ["<p>text 0</p>", "line 1", "<p>text 2</p>"]
 
 
 #: Runs the turn's module in node with a stand-in DOM and one model (a Backbone-like event
