@@ -168,6 +168,29 @@ async def test_permission_is_answered_inside_the_output(frontend: Frontend):
     assert md.count("Permission") == 1 and "→ chose **Reject**" in md and live(md) == []
 
 
+async def test_a_question_is_drawn_before_the_fallback_that_shows_it(frontend: Frontend, monkeypatch):
+    """The question's state goes at once; the fallback with it follows (issue 25: sent first,
+    the page relayed, parsed and drew the whole turn again before it could draw the question)."""
+    monkeypatch.setattr(turnoutput, "QUESTION_FALLBACK_DELAY", 0.05)
+    turn, sink = Turn("s1"), RecordingSink()
+    TurnOutput(turn, sink)
+    for i in range(30):
+        turn.apply_update(text(f"Step {i}: `a\nb` $x$ <img src=x onerror=alert(1)>\n\n"))
+        turn.apply_update(tool_call(f"t{i}", f"Read dir/\nfile{i}", "read", "completed"))
+    before = len(sink.messages)
+    shown = asyncio.Event()
+    sink.listeners.append(lambda m: shown.set() if "Permission requested" in m.data.get("text/plain", "") else None)
+    turn.add(permission_prompt(title=f"Run {IMG} `x\ny` $z$"))
+    model = model_of(frontend)
+    assert [b["state"] for b in blocks(model) if b["type"] == "permission"] == ["asking"]  # drawn now
+    assert not shown.is_set() and len(sink.messages) == before  # the fallback has not gone yet
+    await asyncio.wait_for(shown.wait(), 5)
+    (update,) = sink.messages[before:]
+    assert update.kind == "update" and f"Run {IMG}" in update.data["text/plain"]
+    assert inert_data(update.data) == []
+    turn.finish("end_turn")
+
+
 async def test_form_starts_with_required_choices_unset_and_validates(frontend: Frontend):
     turn, sink = Turn("s1"), RecordingSink()
     view = TurnOutput(turn, sink)
