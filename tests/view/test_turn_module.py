@@ -138,19 +138,24 @@ console.log(JSON.stringify({ asked, waited, sent, timers }));
 """
 
 
-def test_a_view_asks_for_the_module_at_once_when_the_view_that_asked_is_gone(tmp_path):
-    """A turn that ends before its module answer came (a quick first cell) must not make
-    the page's next turn wait the loader's 2 s retry before it can draw (issue 25: a
-    question was clickable 1.9 s after the key press, 1.1 s of it this wait)."""
+def _loader_page(tmp_path, page: str) -> dict:
+    """Run ``page`` in node with the synced loader; the JSON of its last line."""
     node = shutil.which("node")
     if node is None:
         pytest.skip("node is not installed")
     (tmp_path / "loader.mjs").write_text(turnwidget.loader_source()[0], encoding="utf-8")
-    (tmp_path / "page.mjs").write_text(LOADER_PAGE, encoding="utf-8")
+    (tmp_path / "page.mjs").write_text(page, encoding="utf-8")
     proc = subprocess.run([node, str(tmp_path / "page.mjs"), str(tmp_path / "loader.mjs")],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_a_view_asks_for_the_module_at_once_when_the_view_that_asked_is_gone(tmp_path):
+    """A turn that ends before its module answer came (a quick first cell) must not make
+    the page's next turn wait the loader's 2 s retry before it can draw (issue 25: a
+    question was clickable 1.9 s after the key press, 1.1 s of it this wait)."""
+    got = _loader_page(tmp_path, LOADER_PAGE)
     assert got["asked"] == [1, 0]  # the first view asks at once
     assert got["waited"] == [1, 1] and 0 < got["timers"][0] <= 2000  # a second one, while it waits, later
     assert got["sent"] == [["a", "module"], ["c", "module"]]  # the next, once the asker is gone: at once
@@ -187,15 +192,7 @@ console.log(JSON.stringify({ first, after, short: shown(page(3)) }));
 def test_the_plain_view_draws_the_last_blocks_and_more_on_request(tmp_path):
     """Until the module comes, the loader draws the turn plainly on each change: the last
     100 blocks, not all (issue 25: a long turn's first view drew 2,500 elements a frame)."""
-    node = shutil.which("node")
-    if node is None:
-        pytest.skip("node is not installed")
-    (tmp_path / "loader.mjs").write_text(turnwidget.loader_source()[0], encoding="utf-8")
-    (tmp_path / "page.mjs").write_text(PLAIN_PAGE, encoding="utf-8")
-    proc = subprocess.run([node, str(tmp_path / "page.mjs"), str(tmp_path / "loader.mjs")],
-                          capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    got = _loader_page(tmp_path, PLAIN_PAGE)
     assert got["first"][0] == "more: Show 100 earlier (900 hidden)" and len(got["first"]) == 101
     assert got["first"][1] == "<p>text 900</p>" and got["first"][-1] == "line 999"
     assert got["after"][0] == "more: Show 100 earlier (800 hidden)" and got["after"][1] == "<p>text 800</p>"
