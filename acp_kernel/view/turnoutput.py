@@ -79,8 +79,6 @@ log = logging.getLogger(__name__)
 RUN_LIMIT = 16_000
 #: Seconds between rebuilds of the markdown/text fallback while the turn runs.
 FALLBACK_INTERVAL = 2.0
-#: Seconds from a question's drawing to the fallback that shows it (see _question_fallback).
-QUESTION_FALLBACK_DELAY = 0.5
 #: Seconds between redraws of a role's text from the model after the agent
 #: replaced or appended to an earlier message (:class:`..client.turn.MessageEdit`).
 REDRAW_INTERVAL = 1.0
@@ -197,7 +195,6 @@ class TurnOutput(TurnBase):
         self._lock = threading.Lock()
         self._fallback_at = 0.0
         self._fallback_handle: Any = None
-        self._question_handle: Any = None  # the fallback after a question (_question_fallback)
         self._fallback_sent: tuple[str, str] | None = None
         #: Rows the reader opened or folded (block key -> open), as the page said in a message: the
         #: synced ``expanded`` can wait for the kernel to go idle (ipywidgets buffers a model's
@@ -566,30 +563,15 @@ class TurnOutput(TurnBase):
         self._boundary()
 
     def _show_question(self, block: Block) -> None:
-        """A question's block shows at once, and follows its answer; the fallback follows it."""
+        """A question's block shows at once and follows its answer. The fallback (for a page
+        that cannot show the widget) is not drawn again while a question waits: the page
+        would relay, parse and draw the whole turn again, first before the question could be
+        drawn (at step 900 of an unpaced turn: clickable after 0.58 s, 0.27 s without), or,
+        later, under the reader's click. It follows the answer (_settled)."""
         self._prompt_fallback(block)
         self._touch(block)
         self._ticker.flush_now()  # a question shows at once
-        self._question_fallback()
         self._watch(block.prompt, partial(self._settled, block))
-
-    def _question_fallback(self) -> None:
-        """The fallback with the question (for a page without the widget, a notebook saved
-        during the wait) goes QUESTION_FALLBACK_DELAY after it. Sent first, it made the page
-        relay, parse and draw the whole turn again before the question could be drawn (at
-        step 900 of an unpaced turn: clickable after 0.58 s, 0.27 s without). JupyterLab
-        draws the updated output in a new view, which takes over this one's drawing
-        (static/turn.js): a question already drawn stays where the reader sees it."""
-        loop = self._loop
-        if loop is None or loop.is_closed():
-            self._update_fallback(final=True)
-        elif self._question_handle is None:
-            self._question_handle = loop.call_later(QUESTION_FALLBACK_DELAY, lambda: self._run(self._question_due))
-
-    def _question_due(self) -> None:
-        self._question_handle = None
-        if not self.closed:
-            self._update_fallback(final=True)
 
     def _prompt_fallback(self, block: Block, outcome: Any = None, answered: bool = False) -> None:
         p = block.prompt
@@ -721,10 +703,9 @@ class TurnOutput(TurnBase):
         self._close_run()
         self._ticker.close()
         self.closed = True
-        for handle in (self._fallback_handle, self._question_handle):
-            if handle is not None:
-                handle.cancel()
-        self._fallback_handle = self._question_handle = None
+        if self._fallback_handle is not None:
+            self._fallback_handle.cancel()
+            self._fallback_handle = None
         self._redraws.close()  # (nothing left: the end drew each edited role above)
         for block in self.blocks:
             if block.row is not None:

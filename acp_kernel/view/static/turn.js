@@ -457,9 +457,6 @@ function draw(model, el, id, views) {
       next.appendChild(root);
       placed = false;
       unplaced = 0;
-      // JupyterLab's drawing again can move the page: a waiting question is brought into
-      // view again by the same rule (the fallback with it comes after it, QUESTION_FALLBACK_DELAY).
-      seen.clear();
       if (paused) catchUp();
       else noteQuestions();
     },
