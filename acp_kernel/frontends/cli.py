@@ -18,6 +18,7 @@ import argparse
 import asyncio
 import io
 import dataclasses
+import functools
 import json
 import os
 import re
@@ -26,8 +27,6 @@ import signal
 import sys
 import time
 from typing import Any, NoReturn, Sequence, TextIO
-
-import msgspec
 
 # What a permission question shows, and form answers typed on a terminal: shared with stdin questions.
 from .process import tune_own_process
@@ -434,7 +433,15 @@ class _Printer:
 
 
 _std_encode = json.JSONEncoder(ensure_ascii=False, default=repr).encode
-_fast_encode = msgspec.json.Encoder(enc_hook=repr).encode
+
+
+@functools.cache
+def _fast_encoder() -> Any:
+    """msgspec's encoder, made on the first JSON line: the other commands never import
+    msgspec (a turn imports it with the protocol anyway)."""
+    import msgspec
+
+    return msgspec.json.Encoder(enc_hook=repr).encode
 
 
 def _encode(value: Any) -> str:
@@ -443,7 +450,7 @@ def _encode(value: Any) -> str:
     json; a string it cannot write as UTF-8 (a lone surrogate the agent sent
     as an escape, which json reads) is written by json, as before."""
     try:
-        return _fast_encode(value).decode("utf-8")
+        return _fast_encoder()(value).decode("utf-8")
     except (UnicodeEncodeError, TypeError, ValueError, OverflowError):
         return _std_encode(value)
 
