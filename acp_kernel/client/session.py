@@ -24,7 +24,7 @@ from .host import ClientSettings
 from .registry import AgentSpec
 from .trace import trace_meta
 from ..protocol.transport import ProcessTransport
-from ..protocol.warm import schema_in_background
+from ..protocol.warm import schema_imported, schema_in_background
 from .record import Provenance
 from .turn import STOP_REASONS, Notice, Turn
 from .. import services as services_mod
@@ -35,6 +35,9 @@ __version__ = VERSION
 
 #: How long a cancelled turn may take to end before the client stops waiting.
 CANCEL_GRACE = 1.0
+#: How long :meth:`Client.start` waits, after ``initialize``, for the schema import it
+#: began (:mod:`..protocol.warm`) before it calls the client started without it.
+SCHEMA_WAIT = 30.0
 #: Distinct unknown session ids whose updates are kept (the total count of
 #: updates kept is ``Limits.unknown_session_updates``).
 EARLY_SESSIONS = 8
@@ -569,8 +572,13 @@ class Client:
         mcp_servers: list[dict[str, Any]] | None = None,
         interactive: bool = False,
         max_line: int | None = None,
+        warm_schema: bool = True,
     ) -> None:
         self.spec = spec
+        #: Import the schema models while the agent starts and be started only when they are
+        #: (:mod:`..protocol.warm`): for long-lived front-ends. A one-shot run passes False, so
+        #: it pays the import only if the agent asks something that needs the models.
+        self.warm_schema = warm_schema
         self.cwd = os.path.abspath(cwd or os.getcwd())
         self.settings = settings or ClientSettings()
         self.mcp_servers = mcp_servers or []
@@ -601,7 +609,8 @@ class Client:
 
     async def start(self) -> "Client":
         limits = self.settings.limits
-        schema_in_background()  # while the agent starts: its first question then waits for nothing
+        if self.warm_schema:
+            schema_in_background()  # while the agent starts: its first question then waits for nothing
         self.transport = ProcessTransport(
             self.spec.command, env=self.spec.env, cwd=self.cwd, hint=self.spec.install,
             write_buffer_bytes=limits.write_buffer_bytes, write_stall_seconds=limits.write_stall_seconds,
@@ -631,6 +640,11 @@ class Client:
         version_ = self.init.get("protocolVersion")
         if version_ not in (1, None):
             self._on_report("protocol", f"the agent speaks protocol version {version_!r}; this client speaks 1")
+        # Started means ready to stream: an import still running would take every other
+        # 5 ms slice of the GIL from the first turn (an agent that answers ``initialize``
+        # sooner than the import takes, as fast agents do, waits the rest here).
+        if self.warm_schema:
+            await schema_imported(SCHEMA_WAIT)
         return self
 
     async def request(self, method: str, params: Any = None) -> Any:

@@ -706,7 +706,9 @@ async def run_prompt(args: argparse.Namespace, out: TextIO = sys.stdout, err: Te
     policy = args.permissions or config.permissions or "ask"
     interactive = _isatty(sys.stdin) and policy in ("ask", "allow-reads")
     settings = config.client_settings(policy)
-    client = Client(spec, cwd=args.cwd, settings=settings, mcp_servers=config.mcp_servers, interactive=interactive)
+    # One turn and exit: the schema is imported only if the agent asks something that needs it.
+    client = Client(spec, cwd=args.cwd, settings=settings, mcp_servers=config.mcp_servers, interactive=interactive,
+                    warm_schema=False)
     stopper.client = client
     colour = args.format == "text" and out_.isatty() and "NO_COLOR" not in os.environ
     printer = _Printer(args.format, out_, err_, colour=colour)
