@@ -23,9 +23,9 @@ they would make which text the saved notebook keeps depend on timing (:func:`run
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 from ..safe import Html, Markdown, bundle, html, plain
 
@@ -61,33 +61,66 @@ def joined(steps: Sequence[Step], text_sep: str = "\n") -> Step:
                 text_sep.join(s.text for s in steps if s.text))
 
 
-def runs(blocks: Sequence[tuple[str, Step]]) -> list[Step]:
-    """The steps of a turn from its blocks (``(kind, step)`` in order): consecutive blocks
-    of one of :data:`RUN_KINDS` are one step; blocks with nothing to show are dropped."""
-    out: list[Step] = []
-    group: list[Step] = []
-    kind = None
-    for k, step in blocks:
-        if not (step.md or step.text):
+def run_spans(blocks: Sequence[tuple[str, bool]]) -> list[tuple[str, list[int]]]:
+    """Which blocks make each step, from each block's ``(kind, filled)`` in order: consecutive
+    filled blocks of one of :data:`RUN_KINDS` are one step; blocks with nothing to show are
+    dropped. Each step is ``(kind, indices)``: made apart, so a long turn renders only the steps
+    its saved output keeps (:class:`LazySteps`)."""
+    out: list[tuple[str, list[int]]] = []
+    for i, (kind, filled) in enumerate(blocks):
+        if not filled:
             continue
-        if group and k == kind and k in RUN_KINDS:
-            group.append(step)
-            continue
-        if group:
-            out.append(_run(kind, group))
-        group, kind = [step], k
-    if group:
-        out.append(_run(kind, group))
+        if out and out[-1][0] == kind and kind in RUN_KINDS:
+            out[-1][1].append(i)
+        else:
+            out.append((kind, [i]))
     return out
 
 
-def _run(kind: str | None, group: list[Step]) -> Step:
+def runs(blocks: Sequence[tuple[str, Step]]) -> list[Step]:
+    """The steps of a turn from its blocks (``(kind, step)`` in order), as :func:`run_spans`
+    groups them."""
+    return [run_of(kind, [blocks[i][1] for i in idx])
+            for kind, idx in run_spans([(k, bool(s.md or s.text)) for k, s in blocks])]
+
+
+def run_of(kind: str | None, group: list[Step]) -> Step:
+    """One step from the blocks of one run (:func:`run_spans`)."""
     # A message's text is its markdown source: the live view's blocks of it are pieces the
     # splitter (:mod:`.markdown`) cut, which it joins with a blank line; so here too, and
     # the saved text of a message is the same wherever the refreshes fell.
     if len(group) == 1:
         return group[0]
     return joined(group, "\n\n" if kind == "text" else "\n")
+
+
+class LazySteps(Sequence[Step]):
+    """Steps made when first read: :func:`bounded` reads the first :data:`HEAD` and, from the
+    end, those that fit, so a turn of 20,000 tool calls renders the few hundred it keeps."""
+
+    def __init__(self, count: int, make: Callable[[int], Step]) -> None:
+        self._count, self._make = count, make
+        self._made: dict[int, Step] = {}
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, i: int) -> Step: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Step]: ...
+
+    def __getitem__(self, i: int | slice) -> Step | list[Step]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self._count))]
+        if i < 0:
+            i += self._count
+        if not 0 <= i < self._count:
+            raise IndexError(i)
+        step = self._made.get(i)
+        if step is None:
+            step = self._made[i] = self._make(i)
+        return step
 
 
 def tool_html(header: str, body: Html, *, open_: bool = False) -> Html:
@@ -106,25 +139,37 @@ def omitted(count: int) -> Step:
 def bounded(steps: Sequence[Step], limit: int | None = None, head: int = HEAD) -> list[Step]:
     """All the steps when they fit in ``limit`` (:data:`LIMIT`), or when there are no more
     than the first ``head`` and the last (always kept: nothing would be left out); else the
-    first ``head`` and the last that fit, with a line saying how many between were left out."""
+    first ``head`` and the last that fit, with a line saying how many between were left out.
+    Reads only the steps it keeps, and from the end at most one more (:class:`LazySteps`)."""
     limit = LIMIT if limit is None else limit
-    if len(steps) <= head + 1 or sum(s.size for s in steps) <= limit:
+    n = len(steps)
+    if n <= head + 1:
         return list(steps)
     first = list(steps[:head])
-    room = limit - sum(s.size for s in first) - omitted(len(steps)).size
-    last: list[Step] = []
-    for step in reversed(steps[head:]):
-        if step.size > room and last:
+    room_all = limit - sum(s.size for s in first)
+    last: list[Step] = []  # from the end, until one more would not fit with all of the rest
+    used = 0
+    for i in range(n - 1, head - 1, -1):
+        last.append(steps[i])
+        used += last[-1].size
+        if used > room_all:
             break
-        last.append(step)  # the last step (the status line) is always kept
+    else:
+        return first + last[::-1]
+    room = room_all - omitted(n).size
+    kept: list[Step] = []
+    for step in last:  # a prefix of ``last``: ``room`` is smaller than ``room_all``
+        if step.size > room and kept:
+            break
+        kept.append(step)  # the last step (the status line) is always kept
         room -= step.size
-    last.reverse()
-    return first + [omitted(len(steps) - len(first) - len(last))] + last
+    kept.reverse()
+    return first + [omitted(n - head - len(kept))] + kept
 
 
 def static_bundle(steps: Sequence[Step], *, empty: str = "(the agent's turn)") -> dict[str, Any]:
     """The finished turn's display data: HTML, markdown and text, bounded, no widget."""
-    kept = bounded([s for s in steps if s.md or s.text])
+    kept = [s for s in bounded(steps) if s.md or s.text]
     if not kept:
         return bundle(Markdown("*{}*").format(empty), plain(empty))
     md = Markdown("\n\n").join(s.md for s in kept if s.md)

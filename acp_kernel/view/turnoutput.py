@@ -69,7 +69,7 @@ from .transcript import (
 )
 from .turnbase import TurnBase, notice_icon, outcome_of, record_metadata
 from .turnwidget import block_key, turn_widget_class
-from .finished import Step, runs, static_bundle, tool_html
+from .finished import LazySteps, Step, run_of, run_spans, static_bundle, tool_html
 from .form import UNSET
 from .turnview import TurnView
 
@@ -726,13 +726,27 @@ class TurnOutput(TurnBase):
 
     def _finish(self) -> None:
         """The finished turn becomes a static output in place and the widget closes
-        (:mod:`.finished`: a saved notebook then reads everywhere, no widget model)."""
+        (:mod:`.finished`: a saved notebook then reads everywhere, no widget model). Only the
+        steps the saved output keeps are rendered (:class:`.finished.LazySteps`)."""
         chosen = {**(self.widget.expanded if isinstance(self.widget.expanded, dict) else {}), **self._chosen}
-        self._refresh_rows()
-        steps = runs([(b.kind, Step(b.fallback_html(chosen.get(b.key)) if b.md else Html(""), b.md, b.text))
-                      for b in self.blocks])
-        self.sink.update(static_bundle(steps), record_metadata(self.turn), display_id=self.display_id)
+        blocks = self.blocks
+        # A tool call's row always shows its header: filled without rendering it.
+        spans = run_spans([(b.kind, b.row is not None or bool(b.md or b.text)) for b in blocks])
+
+        def step(i: int) -> Step:
+            kind, idx = spans[i]
+            return run_of(kind, [self._final_step(blocks[j], chosen.get(blocks[j].key)) for j in idx])
+
+        self.sink.update(static_bundle(LazySteps(len(spans), step)), record_metadata(self.turn),
+                         display_id=self.display_id)
         self.widget.retire()
+
+    @staticmethod
+    def _final_step(block: Block, chosen: Any) -> Step:
+        row = block.row
+        if row is not None:
+            block.md, block.text = row.markdown(), row.final_plain()
+        return Step(block.fallback_html(chosen) if block.md else Html(""), block.md, block.text)
 
 
 def view_for(turn: tm.Turn, sink: DisplaySink, *, frontend: Frontend | None = None, widgets: bool = True,

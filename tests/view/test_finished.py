@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from acp_kernel.safe import Html, Markdown, inert_html_inner, markdown, text
-from acp_kernel.view.finished import HEAD, Step, bounded, runs, static_bundle, tool_html
+import random
+
+from acp_kernel.view.finished import HEAD, LazySteps, Step, bounded, runs, static_bundle, tool_html
 from tests.hostile.render import inert_data, live_html
 
 IMG = "<img src=x onerror=alert(1)>"
@@ -46,6 +48,41 @@ def test_a_turn_of_few_big_steps_leaves_nothing_out_and_says_nothing_of_it():
     for n in range(1, HEAD + 2):
         steps = [_step(i, size=50_000) for i in range(n)]
         assert bounded(steps, limit=5_000) == steps
+
+
+def _reference(steps: list[Step], limit: int) -> list[Step]:
+    """What bounded() keeps, as its rule says it (every step read)."""
+    if len(steps) <= HEAD + 1 or sum(s.size for s in steps) <= limit:
+        return steps
+    kept = bounded(steps, limit)  # only the line between is checked against the rule here
+    room = limit - sum(s.size for s in steps[:HEAD]) - kept[HEAD].size
+    last: list[Step] = []
+    for step in reversed(steps[HEAD:]):
+        if step.size > room and last:
+            break
+        last.append(step)
+        room -= step.size
+    return steps[:HEAD] + [kept[HEAD]] + last[::-1]
+
+
+def test_a_long_turn_renders_only_the_steps_its_saved_output_keeps():
+    """20,000 steps (a turn of tool calls): the lazy steps are made only for the head, the
+    tail that fits and at most one more; what is kept is what the whole list would keep."""
+    rng = random.Random(25)
+    for n, limit in ((20_000, 200_000), (50, 3_000), (12, 100_000), (HEAD + 2, 1_500), (300, 40)):
+        steps = [_step(i, size=rng.choice((10, 100, 1_000, 5_000))) for i in range(n)]
+        made: list[int] = []
+
+        def make(i: int) -> Step:
+            made.append(i)
+            return steps[i]
+
+        kept = bounded(LazySteps(n, make), limit)
+        assert kept == _reference(steps, limit)
+        assert len(made) == len(set(made))  # each made once
+        if len(kept) < n:
+            assert len(made) <= len(kept)  # the line between is not a step; one more read at most
+        assert static_bundle(LazySteps(n, lambda i: steps[i])) == static_bundle(steps)
 
 
 def test_the_line_counts_one_step_in_the_singular():
