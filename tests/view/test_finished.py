@@ -72,12 +72,7 @@ def test_a_long_turn_renders_only_the_steps_its_saved_output_keeps():
     for n, limit in ((20_000, 200_000), (50, 3_000), (12, 100_000), (HEAD + 2, 1_500), (300, 40)):
         steps = [_step(i, size=rng.choice((10, 100, 1_000, 5_000))) for i in range(n)]
         made: list[int] = []
-
-        def make(i: int) -> Step:
-            made.append(i)
-            return steps[i]
-
-        kept = bounded(LazySteps(n, make), limit)
+        kept = bounded(LazySteps(n, lambda i, made=made, steps=steps: made.append(i) or steps[i]), limit)
         assert kept == _reference(steps, limit)
         assert len(made) == len(set(made))  # each made once
         if len(kept) < n:
