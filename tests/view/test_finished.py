@@ -77,7 +77,7 @@ def test_a_long_turn_renders_only_the_steps_its_saved_output_keeps():
         assert len(made) == len(set(made))  # each made once
         if len(kept) < n:
             assert len(made) <= len(kept)  # the line between is not a step; one more read at most
-        assert static_bundle(LazySteps(n, lambda i: steps[i])) == static_bundle(steps)
+        assert static_bundle(LazySteps(n, steps.__getitem__)) == static_bundle(steps)
 
 
 def test_the_line_counts_one_step_in_the_singular():
