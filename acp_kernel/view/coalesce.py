@@ -82,6 +82,12 @@ class Coalescer:
         if self._dirty and not self._closed:
             self._run()
 
-    def close(self) -> None:
-        self.flush_now()
+    def close(self, *, flush: bool = True) -> None:
+        """No more flushes; the pending one runs first unless ``flush`` is False (the
+        caller replaces what it would have updated)."""
+        if flush:
+            self.flush_now()
+        elif self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
         self._closed = True

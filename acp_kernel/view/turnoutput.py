@@ -701,7 +701,9 @@ class TurnOutput(TurnBase):
         if self._redraw:
             self._redraw_now()
         self._close_run()
-        self._ticker.close()
+        # No last sync of the widget's blocks: _finish replaces the widget with the static
+        # output at once (that sync was a quarter of a 2,000-tool-call turn's time).
+        self._ticker.close(flush=False)
         self.closed = True
         if self._fallback_handle is not None:
             self._fallback_handle.cancel()

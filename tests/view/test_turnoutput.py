@@ -97,6 +97,31 @@ async def test_a_turn_is_one_output_with_ordered_blocks_and_a_complete_fallback(
     assert live(md) == []
 
 
+async def test_the_end_replaces_the_widget_without_syncing_its_blocks_first(frontend: Frontend):
+    """Blocks changed since the last sync are not sent to a widget that the static output
+    replaces at once (for a fast turn of many tool calls that sync was a quarter of its time);
+    the static output has them all."""
+    turn, sink = Turn("s1"), RecordingSink()
+    view = view_for(turn, sink)
+    turn.apply_update(text("first <b>words</b>\n\n"))
+    view.flush()
+    (comm_id,) = frontend.opens(TURN_WIDGET)
+    synced = len(frontend.sent(comm_id, "update"))
+    for i in range(50):
+        turn.apply_update(tool_call(f"t{i}", f"Read {IMG}{i}.py", "read", "in_progress"))
+        turn.apply_update(tool_update(f"t{i}", status="completed"))
+    turn.apply_update(text("last words"))
+    turn.finish("end_turn")
+    # The rate limit held them back, and the end did not send them: only the husk the widget
+    # leaves (its blocks emptied, turnwidget.retire) follows.
+    (husk,) = frontend.sent(comm_id, "update")[synced:]
+    assert husk["state"].pop("count") == 0 and set(husk["state"].values()) == {None}, husk
+    assert [kind for kind, cid, _ in frontend.messages if cid == comm_id][-1] == "comm_close"
+    html = sink.outputs()[0]["text/html"]
+    assert html.count("<details") == 50 and html.index("first") < html.index("Read") < html.index("last words")
+    assert live_html(html) == [], live_html(html)
+
+
 async def test_only_changed_blocks_travel_and_completed_text_is_sent_once(frontend: Frontend):
     turn, sink = Turn("s1"), RecordingSink()
     view = TurnOutput(turn, sink)
