@@ -24,7 +24,7 @@ from .host import ClientSettings
 from .registry import AgentSpec
 from .trace import trace_meta
 from ..protocol.transport import ProcessTransport
-from ..protocol.warm import schema_imported, schema_in_background
+from ..protocol.warm import client_started, schema_imported, schema_in_background
 from .record import Provenance
 from .turn import STOP_REASONS, Notice, Turn
 from .. import services as services_mod
@@ -645,6 +645,7 @@ class Client:
         # sooner than the import takes, as fast agents do, waits the rest here).
         if self.warm_schema:
             await schema_imported(SCHEMA_WAIT)
+        client_started()
         return self
 
     async def request(self, method: str, params: Any = None) -> Any:

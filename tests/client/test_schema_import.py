@@ -38,7 +38,9 @@ SCRIPT = textwrap.dedent(f"""
             # The thread may not have exited yet, but its import has ended: the module is whole
             # (it is in sys.modules from the import's start; ``__all__`` is its last line).
             module = sys.modules.get("acp_kernel.protocol.schema")
-            print(json.dumps({{"importers": importers, "loaded": hasattr(module, "__all__")}}))
+            import gc
+            print(json.dumps({{"importers": importers, "loaded": hasattr(module, "__all__"),
+                               "frozen": gc.get_freeze_count()}}))
         finally:
             await client.close()
 
@@ -51,7 +53,8 @@ def test_the_schema_is_imported_in_a_thread_while_the_agent_starts_and_done_when
                          stdin=subprocess.DEVNULL)
     assert out.returncode == 0, out.stderr[-3000:]
     got = out.stdout.strip().splitlines()[-1]
-    assert got == '{"importers": ["acp-schema-import"], "loaded": true}', got
+    # A user's process (the library, the magics): its collector is left alone.
+    assert got == '{"importers": ["acp-schema-import"], "loaded": true, "frozen": 0}', got
 
 
 WAIT = textwrap.dedent("""
@@ -84,6 +87,8 @@ CLI = textwrap.dedent("""
     from acp_kernel.frontends.cli import main
 
     code = main(sys.argv[1:])
+    import gc
+    print("FROZEN", gc.get_freeze_count() > 1000)
     print("SCHEMA", hasattr(sys.modules.get("acp_kernel.protocol.schema"), "__all__"), code)
 """)
 
@@ -100,6 +105,8 @@ def test_the_cli_imports_the_schema_only_when_the_agent_asks_something_that_need
     # One turn and exit: warming the import up would make every run pay for it.
     lines = _cli(tmp_path, {"prompt": [{"chunk": "plain answer"}]})
     assert "plain answer" in "\n".join(lines) and lines[-1] == "SCHEMA False 0", lines
+    # A process of ours: what start-up made is out of the collector's sight once the agent started.
+    assert lines[-2] == "FROZEN True", lines
     # A request the models validate: imported then, and the turn goes on.
     lines = _cli(tmp_path, {"prompt": [
         {"request": {"method": "fs/write_text_file",
