@@ -1116,7 +1116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ..protocol.scope import adopt_orphans  # lazy: start-up time
 
         adopt_orphans()  # a daemon the agent double-forks is re-parented here and ended with it
-        tune_own_process()
+        tune_own_process(one_turn=True)
         return prompt_main(args)
     if args.command == "report":
         return run_report(args)

@@ -9,11 +9,12 @@ through the turn's objects over and over: 35-40% of the library's time on
 below, 0.54-0.67 s against 0.87-1.0 s, three interleaved rounds). Cycles are
 still collected, later: at most 20,000 young objects wait for it.
 
-And once the first agent has started, everything alive then (the modules, the ACP schema
-models, IPython's and the widgets' objects) is frozen (``gc.freeze``): a full collection no
-longer walks them. The first full collection came in the first turn and walked them all: a
-third of a 2,000-tool-call turn (17 of 40 ms in a small process; more in the kernel). What
-was frozen is never collected as a cycle; it was start-up's, alive for the process's life.
+And what was alive before a turn is frozen (``gc.freeze``) while it runs, so a full
+collection walks only the turn's own objects: the kernel freezes and unfreezes around each
+turn (:func:`..client.controller._freeze_heap`); ``acp-kernel prompt``, one turn, freezes once
+its agent has started (the modules, the ACP schema models if imported), for good. The first
+full collection came in the first turn and walked them all: 17 of 40 ms of a 2,000-tool-call
+turn in a small process.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ from ..protocol.warm import after_first_start
 GC_THRESHOLDS = (20_000, 20, 20)
 
 
-def tune_own_process() -> None:
+def tune_own_process(*, one_turn: bool = False) -> None:
+    """The collector's thresholds; for a process that runs ``one_turn`` (the CLI), a freeze
+    once its agent has started (a kernel freezes around each turn instead)."""
     gc.set_threshold(*GC_THRESHOLDS)
-    after_first_start(gc.freeze)
+    if one_turn:
+        after_first_start(gc.freeze)
