@@ -8,7 +8,7 @@ import here while it waits for the agent's ``initialize`` answer, time it spends
 idle, and waits for it to end (:func:`schema_imported`) before it calls itself
 started: the import holds the GIL in 5 ms slices, so one still running when a turn
 streams took half the loop's time away from it (a fast agent's first turn ran at
-0.75 of the floor instead of 1.1). A request that comes before the import is done
+0.8 of the floor instead of 1.0). A request that comes before the import is done
 waits for it, as it would have.
 """
 
