@@ -186,7 +186,8 @@ async def test_proposals_without_a_page_say_so_and_deny_refuses(acp_kernel):
     shown = tool_text(res)
     assert "not proposed: no notebook page with acp-kernel's JupyterLab / Notebook 7 extension" in shown, shown[-2000:]
     assert "the notebook was not changed (the change is shown in the turn as text" in shown
-    assert 'Proposed new source of cell \\"c1\\" (not applied' in shown and "onerror=alert(1)" in shown, shown[-3000:]
+    # In the finished turn's static output (the widget is replaced without a last sync).
+    assert 'Proposed new source of cell "c1" (not applied' in shown and "onerror=alert(1)" in shown, shown[-3000:]
     res = await acp_kernel.execute(f"notebook insert\n```\n{hostile}\n```", timeout=60, allow_stdin=False)
     shown = tool_text(res)
     assert "not inserted: refused: nobody can answer a permission question here (a headless run); " \
