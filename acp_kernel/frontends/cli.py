@@ -339,6 +339,7 @@ class _Printer:
         self.colour = colour
         self.removed = 0
         self._buf: list[str] = []  # stdout text not written yet
+        self._raw: list[str] = []  # agent text not cleaned yet (after _buf, before anything else)
         self._notes: list[str] = []  # stderr lines not written yet (one of the two is empty)
         self._carry = ""
         self._scheduled = False
@@ -353,6 +354,8 @@ class _Printer:
     def _emit(self, text: str) -> None:
         if self._notes:  # stderr lines gathered before this text go out first
             self._write_notes()
+        if self._raw:
+            self._clean_raw()
         self._buf.append(text)
         self._schedule()
 
@@ -366,6 +369,8 @@ class _Printer:
 
     def flush(self) -> None:
         self._scheduled = False
+        if self._raw:
+            self._clean_raw()
         if self._buf:
             data = "".join(self._buf)
             self._buf.clear()
@@ -383,25 +388,37 @@ class _Printer:
         in a row are gathered like stdout's (a tool-call burst is thousands of
         them: one write each woke the reader of a pipe each time); a switch
         between the streams writes what came before, so the order holds."""
-        if self._buf:
+        if self._buf or self._raw:
             self.flush()
         self._notes.append(text + "\n")
         self._schedule()
 
     def _agent_text(self, text: str) -> None:
-        text = self._carry + text
+        """Agent text is cleaned once per burst, not once per chunk (a scan per 32-character
+        chunk cost a third of the text path): a sequence split across the chunks of one
+        burst is then seen whole."""
+        if self._notes:
+            self._write_notes()
+        self._raw.append(text)
+        self._schedule()
+
+    def _clean_raw(self) -> None:
+        text = self._carry + "".join(self._raw)
+        self._raw.clear()
         self._carry = ""
-        if text.endswith("\r"):  # maybe half of a "\r\n" split across chunks
+        if text.endswith("\r"):  # maybe half of a "\r\n" split across bursts
             self._carry, text = "\r", text[:-1]
         cleaned, removed = scan(text, colour=self.colour)
         self.removed += removed
-        self._emit(cleaned)
+        self._buf.append(cleaned)
 
     def __call__(self, event: Any) -> None:
         if self._ended:
             return  # a late update (after a cancel): the turn keeps it, the end line stays last
         if event is None:
             self._ended = True
+            if self._raw:
+                self._clean_raw()  # (it may leave a "\r" carried)
             if self._carry:  # a lone "\r" at the very end
                 self._carry = ""
                 self._emit(clean("\r"))

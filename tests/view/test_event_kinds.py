@@ -261,3 +261,31 @@ async def test_the_cli_gathers_stderr_lines_and_keeps_the_order_of_both_streams(
     assert writes[1][1].count("[tool] read:") == 50 and writes[1][1].endswith("\n")
     assert "Read <b>0</b>␊$x$ (pending)\n" in writes[1][1]  # one line each: the newline shown, not kept
     assert writes[2][1] == "then" and "last" in writes[3][1]
+
+
+async def test_the_cli_cleans_a_burst_of_agent_text_at_once():
+    """Agent text is cleaned once per burst, not per chunk (issue 25: a scan per 32-char
+    chunk was a third of the text path): a sequence or a CRLF split across the chunks of a
+    burst is seen whole, and the burst is one write."""
+    import asyncio
+
+    from acp_kernel.client.turn import Chunk
+    from acp_kernel.frontends import cli
+
+    writes: list[str] = []
+
+    class Stream(io.StringIO):
+        def write(self, text: str) -> int:
+            writes.append(text)
+            return len(text)
+
+    printer = cli._Printer("text", cli._Out(Stream()), cli._Out(io.StringIO()))
+    for piece in ("red: \x1b[3", "1mX\x1b[0m <img src=x onerror=alert(1)> a\r", "\nb \x1b]8;;javascript:alert(1)\x07li",
+                  "nk\x1b]8;;\x07 $x$ `a", "\nb` /tmp/a\nb.py end\r"):
+        printer(Chunk("agent", piece))
+    await asyncio.sleep(0)  # the loop runs the gathered write
+    assert writes == ["red: X <img src=x onerror=alert(1)> a\nb link $x$ `a\nb` /tmp/a\nb.py end"], writes
+    assert printer.removed == 4  # two SGR, two OSC 8; the CRLF is not counted
+    printer(Chunk("agent", "\nnext"))  # the carried "\r" meets its "\n" in the next burst
+    printer(None)
+    assert writes[1:] == ["\nnext"], writes
