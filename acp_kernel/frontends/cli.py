@@ -339,7 +339,9 @@ class _Printer:
         self.colour = colour
         self.removed = 0
         self._buf: list[str] = []  # stdout text not written yet
-        self._raw: list[str] = []  # agent text not cleaned yet (after _buf, before anything else)
+        #: Not made safe yet (after _buf, before anything else): agent text (text), or JSON lines
+        #: (json), made safe once per burst (:meth:`_clean_raw`).
+        self._raw: list[str] = []
         self._notes: list[str] = []  # stderr lines not written yet (one of the two is empty)
         self._carry = ""
         self._scheduled = False
@@ -393,10 +395,10 @@ class _Printer:
         self._notes.append(text + "\n")
         self._schedule()
 
-    def _agent_text(self, text: str) -> None:
-        """Agent text is cleaned once per burst, not once per chunk (a scan per 32-character
-        chunk cost a third of the text path): a sequence split across the chunks of one
-        burst is then seen whole."""
+    def _emit_raw(self, text: str) -> None:
+        """Agent text (text) or a JSON line (json), made safe once per burst, not once per
+        chunk (a scan per 32-character chunk cost a third of the text path): a sequence split
+        across the chunks of one burst is then seen whole."""
         if self._notes:
             self._write_notes()
         self._raw.append(text)
@@ -405,6 +407,9 @@ class _Printer:
     def _clean_raw(self) -> None:
         text = self._carry + "".join(self._raw)
         self._raw.clear()
+        if self.fmt == "json":  # json_safe escapes character by character: the lines' join is safe
+            self._buf.append(json_safe(text))
+            return
         self._carry = ""
         if text.endswith("\r"):  # maybe half of a "\r\n" split across bursts
             self._carry, text = "\r", text[:-1]
@@ -428,12 +433,12 @@ class _Printer:
         name = type(event).__name__
         if self.fmt == "json":
             if name == "Chunk" and event.text:
-                self._emit('{"type":"' + event.role + '","text":' + json_safe(_encode(event.text)) + "}\n")
+                self._emit_raw('{"type":"' + event.role + '","text":' + _encode(event.text) + "}\n")
             else:
-                self._emit(json_safe(_encode(event_json(event))) + "\n")
+                self._emit_raw(_encode(event_json(event)) + "\n")
             return
         if name == "Chunk" and event.role == "agent":
-            self._agent_text(event.text)
+            self._emit_raw(event.text)
             return
         if name in ("PermissionPrompt", "ElicitationPrompt"):
             return  # handled by the asker
