@@ -15,8 +15,9 @@ its own block, as in :mod:`.turnview`); terminal output travels as appended
 deltas in custom messages, colours kept and every other escape sequence
 removed (:mod:`.ansi`). The fallback (markdown + text) is rebuilt at block
 boundaries at most every ``FALLBACK_INTERVAL`` seconds (each rebuild also
-makes the page render the widget's view again), not while a question waits
-for its answer (so a half-filled form is not redrawn), and at the end.
+makes the page render the widget's view again), past ``FALLBACK_BIG``
+characters only once it has doubled, not while a question waits for its
+answer (so a half-filled form is not redrawn), and at the end.
 
 Questions are answered inside the same output: the widget sends
 ``{"type": "answer", "block", "option"}`` or a form's ``submit`` /
@@ -79,6 +80,12 @@ log = logging.getLogger(__name__)
 RUN_LIMIT = 16_000
 #: Seconds between rebuilds of the markdown/text fallback while the turn runs.
 FALLBACK_INTERVAL = 2.0
+#: Characters (markdown and text) past which the fallback is rebuilt only when it has doubled
+#: since the last rebuild, or after FALLBACK_STALE seconds: every interval, a long turn sent its
+#: whole transcript again each time (a 60 s turn, 30 times); doubling bounds what the rebuilds
+#: send to about twice the final transcript.
+FALLBACK_BIG = 64_000
+FALLBACK_STALE = 30.0
 #: Seconds between redraws of a role's text from the model after the agent
 #: replaced or appended to an earlier message (:class:`..client.turn.MessageEdit`).
 REDRAW_INTERVAL = 1.0
@@ -196,6 +203,8 @@ class TurnOutput(TurnBase):
         self._fallback_at = 0.0
         self._fallback_handle: Any = None
         self._fallback_sent: tuple[str, str] | None = None
+        self._fallback_size = 0  # characters of markdown and text in the last rebuild
+        self._fallback_sent_at = 0.0
         #: Rows the reader opened or folded (block key -> open), as the page said in a message: the
         #: synced ``expanded`` can wait for the kernel to go idle (ipywidgets buffers a model's
         #: updates until the last one is answered), and the static end must keep the choices.
@@ -426,9 +435,14 @@ class TurnOutput(TurnBase):
             return  # a re-render would redraw the question under the reader's hands
         self._refresh_rows()
         md, text = self.markdown(), self.plain_text()
-        self._fallback_at = time.monotonic()
+        now = self._fallback_at = time.monotonic()
         if (md, text or "(the agent's turn)") == self._fallback_sent:
             return
+        size = len(md) + len(text)
+        if (size > FALLBACK_BIG and size < 2 * self._fallback_size
+                and now - self._fallback_sent_at < FALLBACK_STALE):
+            return  # a big fallback goes again once it has doubled (or gone stale), not every interval
+        self._fallback_size, self._fallback_sent_at = size, now
         self.sink.update(self._bundle(), display_id=self.display_id)
 
     def _refresh_rows(self) -> None:

@@ -329,6 +329,38 @@ async def test_the_fallback_follows_block_boundaries_at_a_bounded_rate(frontend:
     turn.finish("end_turn")
 
 
+async def test_a_big_fallback_is_rebuilt_only_once_it_has_doubled(frontend: Frontend, monkeypatch):
+    """Past FALLBACK_BIG characters the transcript goes again only when it has doubled (or is
+    FALLBACK_STALE seconds old): rebuilt every interval, a long turn sent all of it each time."""
+    turn, sink = Turn("s1"), RecordingSink()
+    view = TurnOutput(turn, sink)
+    para = f"{IMG} {SPAN} $x$ {NL_PATH} " + "words " * 1_600 + "\n\n"  # about 10 KB, completed
+    sent = []
+
+    def grow(paragraphs: int) -> None:
+        for _ in range(paragraphs):
+            turn.apply_update(text(para))
+        view.flush()
+        before = len(sink.updates())
+        view._update_fallback()  # what the fallback's timer calls
+        sent.append(len(sink.updates()) - before)
+
+    grow(2)  # small: every rebuild goes
+    grow(1)
+    grow(6)  # past FALLBACK_BIG (md and text: about 2 x 90 KB): goes
+    grow(2)  # 110 of 90 KB: held back
+    grow(7)  # 180 of 90: doubled, goes
+    grow(1)
+    assert sent == [1, 1, 1, 0, 1, 0], sent
+    monkeypatch.setattr(turnoutput, "FALLBACK_STALE", 0.0)
+    grow(1)  # stale: goes however little it grew
+    assert sent[-1] == 1
+    turn.finish("end_turn")
+    out = sink.outputs()[0]
+    assert out["text/markdown"].count("words words") >= 20 and live(out["text/markdown"]) == []
+    assert live_html(out["text/html"]) == []
+
+
 async def test_a_cancelled_turn_leaves_no_stale_cancelling_line(frontend: Frontend):
     turn, sink = Turn("s1"), RecordingSink()
     TurnOutput(turn, sink)
