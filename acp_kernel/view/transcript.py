@@ -177,8 +177,8 @@ def tool_call_final_plain(call: Any, terminals: Mapping[str, TerminalSnapshot] |
         lines.extend((["    ..."] if dropped else []) + _indented(output, limit))
     if exit_code is not None and not shown_terminal:
         lines.append(f"    (exit code {exit_code})")
-    text = call.text if isinstance(getattr(call, "text", None), str) else ""
-    if text and not output and not shown_terminal:
+    text = getattr(call, "text", None)
+    if text and isinstance(text, str) and not output and not shown_terminal:
         lines.extend(_indented(text, limit))
     return "\n".join(lines)
 
