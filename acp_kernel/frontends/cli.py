@@ -348,9 +348,11 @@ class _Printer:
         self.colour = colour
         self.removed = 0
         self._buf: list[str] = []  # stdout text not written yet
-        #: Not made safe yet (after _buf, before anything else): agent text (text), or JSON lines
-        #: (json), made safe once per burst (:meth:`_clean_raw`).
+        #: Not made safe yet (after _buf, before anything else), made safe once per burst
+        #: (:meth:`_clean_raw`): agent text (text), or JSON lines as UTF-8 (json: msgspec writes
+        #: a chunk's line into it, no str made per chunk).
         self._raw: list[str] = []
+        self._jbuf = bytearray()
         self._notes: list[str] = []  # stderr lines not written yet (one of the two is empty)
         self._carry = ""
         self._scheduled = False
@@ -365,7 +367,7 @@ class _Printer:
     def _emit(self, text: str) -> None:
         if self._notes:  # stderr lines gathered before this text go out first
             self._write_notes()
-        if self._raw:
+        if self._raw or self._jbuf:
             self._clean_raw()
         self._buf.append(text)
         self._schedule()
@@ -380,7 +382,7 @@ class _Printer:
 
     def flush(self) -> None:
         self._scheduled = False
-        if self._raw:
+        if self._raw or self._jbuf:
             self._clean_raw()
         if self._buf:
             data = "".join(self._buf)
@@ -399,7 +401,7 @@ class _Printer:
         in a row are gathered like stdout's (a tool-call burst is thousands of
         them: one write each woke the reader of a pipe each time); a switch
         between the streams writes what came before, so the order holds."""
-        if self._buf or self._raw:
+        if self._buf or self._raw or self._jbuf:
             self.flush()
         self._notes.append(text + "\n")
         self._schedule()
@@ -410,15 +412,36 @@ class _Printer:
         across the chunks of one burst is then seen whole."""
         if self._notes:
             self._write_notes()
-        self._raw.append(text)
+        if self.fmt == "json":
+            self._jbuf += json_safe(text).encode()  # (a lone surrogate the std encoder kept: escaped)
+        else:
+            self._raw.append(text)
+        self._schedule()
+
+    def _json_chunk(self, role: str, text: str) -> None:
+        """A chunk's JSON line, written by msgspec into the burst's buffer (a str per chunk,
+        built and joined, cost four times as much)."""
+        if self._notes:
+            self._write_notes()
+        buf = self._jbuf
+        start = len(buf)
+        buf += _CHUNK_LINE.get(role) or _chunk_line(role)
+        try:
+            _fast_encoder_into()(text, buf, -1)
+        except (UnicodeEncodeError, TypeError, ValueError, OverflowError):  # a lone surrogate: as _encode
+            del buf[start:]
+            buf += _chunk_line(role) + json_safe(_std_encode(text)).encode()
+        buf += b"}\n"
         self._schedule()
 
     def _clean_raw(self) -> None:
+        if self._jbuf:  # json_safe escapes character by character: the lines' join is safe
+            data = self._jbuf.decode()
+            self._jbuf.clear()
+            self._buf.append(json_safe(data))
+            return
         text = self._carry + "".join(self._raw)
         self._raw.clear()
-        if self.fmt == "json":  # json_safe escapes character by character: the lines' join is safe
-            self._buf.append(json_safe(text))
-            return
         self._carry = ""
         if text.endswith("\r"):  # maybe half of a "\r\n" split across bursts
             self._carry, text = "\r", text[:-1]
@@ -431,7 +454,7 @@ class _Printer:
             return  # a late update (after a cancel): the turn keeps it, the end line stays last
         if event is None:
             self._ended = True
-            if self._raw:
+            if self._raw or self._jbuf:
                 self._clean_raw()  # (it may leave a "\r" carried)
             if self._carry:  # a lone "\r" at the very end
                 self._carry = ""
@@ -442,7 +465,7 @@ class _Printer:
         name = type(event).__name__
         if self.fmt == "json":
             if name == "Chunk" and event.text:
-                self._emit_raw('{"type":"' + event.role + '","text":' + _encode(event.text) + "}\n")
+                self._json_chunk(event.role, event.text)
             else:
                 self._emit_raw(_encode(event_json(event)) + "\n")
             return
@@ -473,6 +496,23 @@ def _fast_encoder() -> Any:
     import msgspec
 
     return msgspec.json.Encoder(enc_hook=repr).encode
+
+
+@functools.cache
+def _fast_encoder_into() -> Any:
+    """msgspec's ``encode_into``, made on the first chunk (as :func:`_fast_encoder`)."""
+    import msgspec
+
+    return msgspec.json.Encoder(enc_hook=repr).encode_into
+
+
+def _chunk_line(role: str) -> bytes:
+    """The start of a chunk's JSON line, up to its text."""
+    return ('{"type":' + json_safe(_encode(role)) + ',"text":').encode()
+
+
+#: :func:`_chunk_line` of the roles a turn's chunks have.
+_CHUNK_LINE = {role: b'{"type":"' + role.encode() + b'","text":' for role in ("agent", "thought", "user")}
 
 
 def _encode(value: Any) -> str:

@@ -289,3 +289,25 @@ async def test_the_cli_cleans_a_burst_of_agent_text_at_once():
     printer(Chunk("agent", "\nnext"))  # the carried "\r" meets its "\n" in the next burst
     printer(None)
     assert writes[1:] == ["\nnext"], writes
+
+
+async def test_the_cli_json_lines_of_a_burst_round_trip_in_order_and_stay_terminal_safe():
+    """msgspec writes a burst's chunk lines into one buffer, made safe once (issue 25); a lone
+    surrogate (which msgspec refuses) falls back to json for its line only, the rest intact."""
+    import asyncio
+    import json
+    import re
+
+    from acp_kernel.client.turn import Chunk
+    from acp_kernel.frontends import cli
+
+    out = io.StringIO()
+    printer = cli._Printer("json", cli._Out(out), cli._Out(io.StringIO()))
+    texts = ["<img src=x onerror=alert(1)> `a\nb`", "\x9b2J $x$ \u202eevil", "lone \ud800 half", "/tmp/a\nb.py"]
+    for i, t in enumerate(texts):
+        printer(Chunk("thought" if i == 1 else "agent", t))
+    await asyncio.sleep(0)  # the loop runs the gathered write
+    data = out.getvalue()
+    assert not re.search("[\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]", data), ascii(data)
+    lines = [json.loads(line) for line in data.splitlines()]
+    assert lines == [{"type": "thought" if i == 1 else "agent", "text": t} for i, t in enumerate(texts)]
