@@ -92,6 +92,9 @@ def load_ipython_extension(ip: Any) -> None:
     from .runtime import kill_all_now  # lazy: start-up time
 
     atexit.register(kill_all_now)
+    from acp_kernel.protocol.warm import schema_in_background  # lazy: start-up time
+
+    schema_in_background()  # while the user types `%acp connect`: the connect then rarely waits for it
 
 
 def unload_ipython_extension(ip: Any) -> None:

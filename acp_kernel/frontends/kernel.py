@@ -27,6 +27,7 @@ from ..client import params, store
 from ..passthrough import ptycell
 from ..protocol import watchdog
 from ..protocol.scope import adopt_orphans
+from ..protocol.warm import schema_in_background
 from ..client.commands import POLICIES, UsageError
 from ..client.controller import Controller, Killed, Unavailable
 from ..errors import AcpError, PassthroughError, RpcError
@@ -87,6 +88,9 @@ class AcpKernel(Kernel):
         compat.register_widget_control(self.comm_manager)  # a reloaded page gets widget state via the control comm
         # After install_comms, which replaces the comm_open handler: who announced a widget manager.
         compat.watch_shell_messages(self, ("comm_open", "comm_info_request"), self.widget_clients.note)
+        # A frontend's first kernel_info is its hello: the kernel is ready and idle until the first
+        # cell, so the schema import starts then, and the first agent rarely waits for it.
+        compat.watch_shell_messages(self, ("kernel_info_request",), lambda _msg: schema_in_background())
         register_document()  # the notebook page's extension opens its document comm (live `cells`)
         for line in compat.untested():
             self.log.warning(line)

@@ -54,6 +54,11 @@ def schema_in_background() -> None:
     threading.Thread(target=_import, name="acp-schema-import", daemon=True).start()
 
 
+def schema_started() -> bool:
+    """Whether the background import was started in this process (or the schema is imported)."""
+    return _started or "acp_kernel.protocol.schema" in sys.modules
+
+
 async def schema_imported(timeout: float) -> None:
     """Return when the background import has ended (imported or failed), at once if none
     was started, or after ``timeout`` seconds (the import goes on; a request that needs the

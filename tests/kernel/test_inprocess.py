@@ -83,3 +83,17 @@ async def test_the_acp_kernel_freezes_its_heap_for_a_turn_only(kernel, monkeypat
     finally:
         gc.unfreeze()
     assert not Controller.__init__.__kwdefaults__["own_process"]  # the magics and the Python API: never
+
+
+async def test_a_frontends_kernel_info_starts_the_schema_import(kernel, monkeypatch):
+    """The frontend's hello (kernel_info) comes when the kernel is ready and idle until the first
+    cell: the ACP schema import starts then, so the first agent's start rarely waits for it
+    (issue 25: Client.start waits for that import)."""
+    from acp_kernel.frontends import kernel as kernel_mod
+
+    started: list[str] = []
+    monkeypatch.setattr(kernel_mod, "schema_in_background", lambda: started.append("import"))
+    handler = kernel.kernel.shell_handlers["kernel_info_request"]
+    msg = kernel.session.msg("kernel_info_request", {})
+    await handler(kernel.iopub, [], msg)  # (the reply goes to the dummy socket)
+    assert started == ["import"]

@@ -60,6 +60,8 @@ async def test_turn_renders_live_in_the_cell_and_its_value_is_a_turn(magics):
 
 async def test_load_ext_magics_is_the_same_extension(ipython):
     await ipython.ok("%load_ext acp_kernel")
+    # The ACP schema import began with the extension (issue 25): `%acp connect` waits for it.
+    assert await ipython.value("__import__('acp_kernel.protocol.warm', fromlist=['_']).schema_started()") == "True"
     await ipython.ok("%load_ext acp_kernel")  # same transformer, not registered twice
     assert await ipython.value(
         "from acp_kernel.magics.transform import transform_cell\n"
