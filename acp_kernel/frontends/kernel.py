@@ -17,6 +17,7 @@ import collections
 import os
 import signal
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 from ipykernel.kernelbase import Kernel
@@ -66,6 +67,19 @@ def error_content(ename: str, evalue: str, note: str = "") -> dict[str, Any]:
             "traceback": [f"{ename}: {first}", *rest, *([f"({note})"] if note else [])]}
 
 
+def _after_reply(fn: Callable[[], Any]) -> Callable[[Any], None]:
+    """A shell-message watcher that calls ``fn`` once the handler has answered (on the loop's
+    next turn; at once when no loop runs)."""
+
+    def watcher(_msg: Any) -> None:
+        try:
+            asyncio.get_running_loop().call_soon(fn)
+        except RuntimeError:
+            fn()
+
+    return watcher
+
+
 class AcpKernel(Kernel):
     implementation = "acp_kernel"
     implementation_version = __version__
@@ -89,8 +103,9 @@ class AcpKernel(Kernel):
         # After install_comms, which replaces the comm_open handler: who announced a widget manager.
         compat.watch_shell_messages(self, ("comm_open", "comm_info_request"), self.widget_clients.note)
         # A frontend's first kernel_info is its hello: the kernel is ready and idle until the first
-        # cell, so the schema import starts then, and the first agent rarely waits for it.
-        compat.watch_shell_messages(self, ("kernel_info_request",), lambda _msg: schema_in_background())
+        # cell, so the schema import starts then (after the reply), and the first agent rarely
+        # waits for it. (A lambda: the name is looked up when it runs, as a test replaces it.)
+        compat.watch_shell_messages(self, ("kernel_info_request",), _after_reply(lambda: schema_in_background()))
         register_document()  # the notebook page's extension opens its document comm (live `cells`)
         for line in compat.untested():
             self.log.warning(line)

@@ -4,6 +4,8 @@ starting a kernel process. The same behaviours' end-to-end tests start real kern
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from acp_kernel.client.controller import Controller
@@ -96,4 +98,6 @@ async def test_a_frontends_kernel_info_starts_the_schema_import(kernel, monkeypa
     handler = kernel.kernel.shell_handlers["kernel_info_request"]
     msg = kernel.session.msg("kernel_info_request", {})
     await handler(kernel.iopub, [], msg)  # (the reply goes to the dummy socket)
+    assert started == []  # not before the reply: after it, on the loop's next turn
+    await asyncio.sleep(0)
     assert started == ["import"]
