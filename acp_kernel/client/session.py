@@ -642,9 +642,14 @@ class Client:
             self._on_report("protocol", f"the agent speaks protocol version {version_!r}; this client speaks 1")
         # Started means ready to stream: an import still running would take every other
         # 5 ms slice of the GIL from the first turn (an agent that answers ``initialize``
-        # sooner than the import takes, as fast agents do, waits the rest here).
+        # sooner than the import takes, as fast agents do, waits the rest here). Cancelled
+        # while it waits, the client closes: nobody else holds it yet.
         if self.warm_schema:
-            await schema_imported(SCHEMA_WAIT)
+            try:
+                await schema_imported(SCHEMA_WAIT)
+            except BaseException:
+                await self.close()
+                raise
         client_started()
         return self
 

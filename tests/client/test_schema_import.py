@@ -114,3 +114,39 @@ def test_the_cli_imports_the_schema_only_when_the_agent_asks_something_that_need
         {"chunk": "after the write"}]})
     assert "after the write" in "\n".join(lines) and lines[-1] == "SCHEMA True 0", lines
     assert (tmp_path / "f.txt").read_text() == "x"
+
+
+async def test_a_start_cancelled_while_it_waits_for_the_import_ends_the_agent(monkeypatch) -> None:
+    """Client.start waits for the import after ``initialize``; cancelled there (an interrupted
+    connect), it closes what it started: nobody else holds the client yet."""
+    import asyncio
+    import os
+
+    from acp_kernel.client import session as session_mod
+    from acp_kernel.client.registry import AgentSpec
+
+    waiting = asyncio.Event()
+
+    async def never(timeout: float) -> None:
+        waiting.set()
+        await asyncio.Event().wait()
+
+    monkeypatch.setattr(session_mod, "schema_imported", never)
+    spec = AgentSpec(name="scripted", title="scripted",
+                     command=(sys.executable, str(AGENTS / "scripted_agent.py"), json.dumps({})))
+    client = session_mod.Client(spec)
+    task = asyncio.create_task(client.start())
+    await asyncio.wait_for(waiting.wait(), 60)
+    pid = client.transport.pid
+    task.cancel()
+    try:
+        await asyncio.wait_for(task, 60)
+    except asyncio.CancelledError:
+        pass
+    assert not client.alive
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        pass  # gone, as it should be
+    else:
+        raise AssertionError(f"the agent {pid} outlived the cancelled start")
