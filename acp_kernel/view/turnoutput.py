@@ -118,6 +118,12 @@ class Block:
         self.tool: Html = Html("")  # a tool call's folded HTML (:func:`.finished.tool_html`)
         self.tool_of: tuple[Any, ...] | None = None  # what ``tool`` was made from
 
+    def refresh(self) -> None:
+        """A tool call's markdown and text as its row stands now (nothing for other blocks)."""
+        row = self.row
+        if row is not None:
+            self.md, self.text = row.markdown(), row.final_plain()
+
     def fallback_html(self, chosen: Any = None) -> Html:
         """``md`` as HTML, rendered again only when ``md`` changed; a tool call folded
         under its header (:func:`.finished.tool_html`, open as the reader ``chosen`` or
@@ -202,8 +208,7 @@ class TurnOutput(TurnBase):
         self._lock = threading.Lock()
         self._fallback_at = 0.0
         self._fallback_handle: Any = None
-        self._fallback_sent: tuple[str, str] | None = None
-        self._fallback_size = 0  # characters of markdown and text in the last rebuild
+        self._fallback_sent: tuple[str, str] | None = None  # the markdown and text last sent
         self._fallback_sent_at = 0.0
         #: Rows the reader opened or folded (block key -> open), as the page said in a message: the
         #: synced ``expanded`` can wait for the kernel to go idle (ipywidgets buffers a model's
@@ -399,9 +404,11 @@ class TurnOutput(TurnBase):
     def plain_text(self) -> str:
         return "\n".join(b.text for b in self.blocks if b.text)
 
-    def _bundle(self) -> dict[str, Any]:
-        md = self.markdown()
-        text = self.plain_text() or "(the agent's turn)"
+    def _bundle(self, md: Markdown | None = None, text: str | None = None) -> dict[str, Any]:
+        """The live output's bundle: the widget and the fallback of ``md`` and ``text`` (the
+        turn's, made here when not given)."""
+        md = self.markdown() if md is None else md
+        text = (self.plain_text() if text is None else text) or "(the agent's turn)"
         self._fallback_sent = (md, text)
         if not md:
             return widget_bundle(self.widget, plain(text), Markdown("*(the agent's turn)*"))
@@ -436,21 +443,19 @@ class TurnOutput(TurnBase):
         self._refresh_rows()
         md, text = self.markdown(), self.plain_text()
         now = self._fallback_at = time.monotonic()
-        if (md, text or "(the agent's turn)") == self._fallback_sent:
+        sent = self._fallback_sent
+        if (md, text or "(the agent's turn)") == sent:
             return
-        size = len(md) + len(text)
-        if (size > FALLBACK_BIG and size < 2 * self._fallback_size
-                and now - self._fallback_sent_at < FALLBACK_STALE):
+        size, last = len(md) + len(text), len(sent[0]) + len(sent[1]) if sent else 0
+        if size > FALLBACK_BIG and size < 2 * last and now - self._fallback_sent_at < FALLBACK_STALE:
             return  # a big fallback goes again once it has doubled (or gone stale), not every interval
-        self._fallback_size, self._fallback_sent_at = size, now
-        self.sink.update(self._bundle(), display_id=self.display_id)
+        self._fallback_sent_at = now
+        self.sink.update(self._bundle(md, text), display_id=self.display_id)
 
     def _refresh_rows(self) -> None:
         """Each tool call's markdown and text as it stands now (the fallback's and the end's)."""
         for block in self.blocks:
-            if block.row is not None:
-                block.md = block.row.markdown()
-                block.text = block.row.final_plain()
+            block.refresh()
 
     # -- everything else -------------------------------------------------------------
 
@@ -759,9 +764,7 @@ class TurnOutput(TurnBase):
 
     @staticmethod
     def _final_step(block: Block, chosen: Any) -> Step:
-        row = block.row
-        if row is not None:
-            block.md, block.text = row.markdown(), row.final_plain()
+        block.refresh()
         return Step(block.fallback_html(chosen) if block.md else Html(""), block.md, block.text)
 
 
