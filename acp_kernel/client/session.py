@@ -24,7 +24,7 @@ from .host import ClientSettings
 from .registry import AgentSpec
 from .trace import trace_meta
 from ..protocol.transport import ProcessTransport
-from ..protocol.warm import client_started, schema_imported, schema_in_background
+from ..protocol.warm import schema_imported, schema_in_background
 from .record import Provenance
 from .turn import STOP_REASONS, Notice, Turn
 from .. import services as services_mod
@@ -622,7 +622,7 @@ class Client:
         self.conn.on_notification("session/update", self._on_update)
         self.services = services_mod.install(self.conn, self)
         await self.conn.start()
-        try:
+        try:  # until it returns, nobody else holds this client: it closes what it started
             self.init = await self.request(
                 "initialize",
                 {
@@ -632,25 +632,19 @@ class Client:
                     "clientInfo": {"name": "acp-kernel", "title": "acp-kernel (Jupyter)", "version": __version__},
                 },
             ) or {}
+            if not isinstance(self.init, dict):
+                self.init = {}
+            version_ = self.init.get("protocolVersion")
+            if version_ not in (1, None):
+                self._on_report("protocol", f"the agent speaks protocol version {version_!r}; this client speaks 1")
+            # Started means ready to stream: an import still running would take every other
+            # 5 ms slice of the GIL from the first turn (an agent that answers ``initialize``
+            # sooner than the import takes, as fast agents do, waits the rest here).
+            if self.warm_schema:
+                await schema_imported(SCHEMA_WAIT)
         except BaseException:
             await self.close()
             raise
-        if not isinstance(self.init, dict):
-            self.init = {}
-        version_ = self.init.get("protocolVersion")
-        if version_ not in (1, None):
-            self._on_report("protocol", f"the agent speaks protocol version {version_!r}; this client speaks 1")
-        # Started means ready to stream: an import still running would take every other
-        # 5 ms slice of the GIL from the first turn (an agent that answers ``initialize``
-        # sooner than the import takes, as fast agents do, waits the rest here). Cancelled
-        # while it waits, the client closes: nobody else holds it yet.
-        if self.warm_schema:
-            try:
-                await schema_imported(SCHEMA_WAIT)
-            except BaseException:
-                await self.close()
-                raise
-        client_started()
         return self
 
     async def request(self, method: str, params: Any = None) -> Any:

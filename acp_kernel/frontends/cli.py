@@ -29,7 +29,7 @@ import time
 from typing import Any, NoReturn, Sequence, TextIO
 
 # What a permission question shows, and form answers typed on a terminal: shared with stdin questions.
-from .process import tune_own_process
+from .process import freeze_start_up, tune_own_process
 from .ask import RAW_INPUT_SHOWN, action_details, check_answer, field_question, parse_answer, permission_question  # noqa: F401
 from .._version import VERSION
 from ..termsafe import clean, json_safe, line, scan
@@ -412,8 +412,8 @@ class _Printer:
         across the chunks of one burst is then seen whole."""
         if self._notes:
             self._write_notes()
-        if self.fmt == "json":
-            self._jbuf += json_safe(text).encode()  # (a lone surrogate the std encoder kept: escaped)
+        if self.fmt == "json":  # (a lone surrogate the std encoder kept passes: escaped at the flush)
+            self._jbuf += text.encode(errors="surrogatepass")
         else:
             self._raw.append(text)
         self._schedule()
@@ -425,18 +425,19 @@ class _Printer:
             self._write_notes()
         buf = self._jbuf
         start = len(buf)
-        buf += _CHUNK_LINE.get(role) or _chunk_line(role)
+        prefix = _CHUNK_LINE.get(role) or _chunk_line(role)
+        buf += prefix
         try:
-            _fast_encoder_into()(text, buf, -1)
+            _msgspec_encoder().encode_into(text, buf, -1)
         except (UnicodeEncodeError, TypeError, ValueError, OverflowError):  # a lone surrogate: as _encode
             del buf[start:]
-            buf += _chunk_line(role) + json_safe(_std_encode(text)).encode()
+            buf += prefix + _std_encode(text).encode(errors="surrogatepass")
         buf += b"}\n"
         self._schedule()
 
     def _clean_raw(self) -> None:
-        if self._jbuf:  # json_safe escapes character by character: the lines' join is safe
-            data = self._jbuf.decode()
+        if self._jbuf:  # json_safe escapes character by character (lone surrogates too): the join is safe
+            data = self._jbuf.decode(errors="surrogatepass")
             self._jbuf.clear()
             self._buf.append(json_safe(data))
             return
@@ -490,20 +491,12 @@ _std_encode = json.JSONEncoder(ensure_ascii=False, default=repr).encode
 
 
 @functools.cache
-def _fast_encoder() -> Any:
+def _msgspec_encoder() -> Any:
     """msgspec's encoder, made on the first JSON line: the other commands never import
     msgspec (a turn imports it with the protocol anyway)."""
     import msgspec
 
-    return msgspec.json.Encoder(enc_hook=repr).encode
-
-
-@functools.cache
-def _fast_encoder_into() -> Any:
-    """msgspec's ``encode_into``, made on the first chunk (as :func:`_fast_encoder`)."""
-    import msgspec
-
-    return msgspec.json.Encoder(enc_hook=repr).encode_into
+    return msgspec.json.Encoder(enc_hook=repr)
 
 
 def _chunk_line(role: str) -> bytes:
@@ -521,7 +514,7 @@ def _encode(value: Any) -> str:
     json; a string it cannot write as UTF-8 (a lone surrogate the agent sent
     as an escape, which json reads) is written by json, as before."""
     try:
-        return _fast_encoder()(value).decode("utf-8")
+        return _msgspec_encoder().encode(value).decode("utf-8")
     except (UnicodeEncodeError, TypeError, ValueError, OverflowError):
         return _std_encode(value)
 
@@ -836,6 +829,7 @@ async def _converse(client: Any, text: str, args: argparse.Namespace, printer: _
             printer.flush()
         err.write(f"acp-kernel: {_block(failure.plain() if failure is not None else exc)}\n")
         return EXIT_AUTH if isinstance(exc.cause, AuthRequired) else EXIT_AGENT
+    freeze_start_up()
     for event in session.background.events:  # asked before the turn began: answered unasked, said here
         if type(event).__name__ == "Notice" and getattr(event, "kind", None) == "between-turns":
             printer(event)
@@ -1187,7 +1181,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ..protocol.scope import adopt_orphans  # lazy: start-up time
 
         adopt_orphans()  # a daemon the agent double-forks is re-parented here and ended with it
-        tune_own_process(one_turn=True)
+        tune_own_process()
         return prompt_main(args)
     if args.command == "report":
         return run_report(args)

@@ -12,24 +12,24 @@ still collected, later: at most 20,000 young objects wait for it.
 And what was alive before a turn is frozen (``gc.freeze``) while it runs, so a full
 collection walks only the turn's own objects: the kernel freezes and unfreezes around each
 turn (:func:`..client.controller._freeze_heap`); ``acp-kernel prompt``, one turn, freezes once
-its agent has started (the modules, the ACP schema models if imported), for good. The first
-full collection came in the first turn and walked them all: 17 of 40 ms of a 2,000-tool-call
-turn in a small process.
+its session is open (:func:`freeze_start_up`), for good. The first full collection came in the
+first turn and walked them all: 17 of 40 ms of a 2,000-tool-call turn in a small process.
 """
 
 from __future__ import annotations
 
 import gc
 
-from ..protocol.warm import after_first_start
-
 #: (young, middle, old) collection thresholds for a process of ours.
 GC_THRESHOLDS = (20_000, 20, 20)
 
 
-def tune_own_process(*, one_turn: bool = False) -> None:
-    """The collector's thresholds; for a process that runs ``one_turn`` (the CLI), a freeze
-    once its agent has started (a kernel freezes around each turn instead)."""
+def tune_own_process() -> None:
     gc.set_threshold(*GC_THRESHOLDS)
-    if one_turn:
-        after_first_start(gc.freeze)
+
+
+def freeze_start_up() -> None:
+    """What start-up made (the modules, the ACP schema models if imported) out of the
+    collector's sight for good: for a process of ours that runs one turn (a kernel freezes
+    around each turn instead)."""
+    gc.freeze()

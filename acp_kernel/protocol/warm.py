@@ -18,30 +18,12 @@ import asyncio
 import logging
 import sys
 import threading
-from collections.abc import Callable
 
 log = logging.getLogger(__name__)
 _lock = threading.Lock()
 _started = False
 _finished = False
 _waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
-#: Run once, when the first client of this process has started (its imports done): set by a
-#: process of ours (:func:`..frontends.process.tune_own_process`), never in a user's Python.
-_after_first_start: Callable[[], None] | None = None
-
-
-def after_first_start(hook: Callable[[], None]) -> None:
-    """Run ``hook`` once, when the next client of this process has started."""
-    global _after_first_start
-    _after_first_start = hook
-
-
-def client_started() -> None:
-    """A client has started: the hook set with :func:`after_first_start` runs, once."""
-    global _after_first_start
-    hook, _after_first_start = _after_first_start, None
-    if hook is not None:
-        hook()
 
 
 def schema_in_background() -> None:
