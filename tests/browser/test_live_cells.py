@@ -12,7 +12,7 @@ import pytest
 
 from acp_kernel.notebook_mcp.docwire import OUTPUT_CHARS
 
-from .conftest import START, TURN, Notebook, _open_notebook, skip_unless_browser
+from .conftest import START, TURN, Notebook, _open_notebook, ours, skip_unless_browser
 from .test_notebook_mcp_ui import _fold
 from .test_notebook_ui import END_TURN, status_line
 
@@ -23,16 +23,6 @@ from playwright.sync_api import expect  # noqa: E402
 #: Set on the notebook panel while the extension's document comm is open (it shows nothing).
 OPEN = "data-acp-kernel-document"
 DRAFT = "draft = 'typed, never saved'  # <img src=x onerror=alert(1)>"
-#: Notebook 7.6's notebook page logs this on load, also with this extension disabled
-#: (checked with ``disabledExtensions`` in its page config).
-# JupyterLab's own, not the extension's: a settings-schema race on the shared page, and the
-# debugger asking the kernel being replaced to restore its state (the change cancels it).
-NOT_OURS = ("Cannot read properties of undefined (reading 'schema')", "Could not restore the debugger state")
-
-
-def ours(errors: list[str]) -> list[str]:
-    """Console errors not in NOT_OURS."""
-    return [e for e in errors if not e.startswith(NOT_OURS)]
 ACTIVE = re.compile(r"## Cell 2: code, id \"[^\"]+\" \(active: the user's cursor is here\)")
 
 

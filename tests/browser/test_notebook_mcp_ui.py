@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from .conftest import TURN, Notebook, skip_unless_browser
+from .conftest import TURN, Notebook, ours, skip_unless_browser
 from .test_notebook_ui import END_TURN, status_line
 
 skip_unless_browser()
@@ -56,4 +56,5 @@ def test_execute_asks_runs_live_in_the_turn_and_the_next_cell_sees_it(pynb: Note
     row = _fold(cells, "notebook: cells")
     expect(row).to_contain_text(nb.name)
     expect(row).to_contain_text("%acp connect demo --permissions ask")
-    assert not nb.console_errors, nb.console_errors  # type: ignore[attr-defined]
+    errors = ours(nb.console_errors)  # type: ignore[attr-defined]
+    assert not errors, errors

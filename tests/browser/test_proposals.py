@@ -12,8 +12,8 @@ import re
 
 import pytest
 
-from .conftest import START, TURN, Notebook, _open_notebook, skip_unless_browser
-from .test_live_cells import OPEN, ours
+from .conftest import START, TURN, Notebook, _open_notebook, ours, skip_unless_browser
+from .test_live_cells import OPEN
 from .test_notebook_mcp_ui import _fold
 from .test_notebook_ui import END_TURN, status_line
 
