@@ -198,6 +198,14 @@ class ToolCallRow:
             "terminals": terminals,
         }
 
+    def shows_terminal(self) -> bool:
+        """Whether the row's state lists a terminal (:meth:`state`'s ``terminals``), without
+        building that state: a finished turn asks it of every row it keeps."""
+        if self.feeds:
+            return True
+        output, _, exit_code = call_output(self.call)
+        return bool(output) or exit_code is not None
+
     def _agent_output_live(self) -> bool:
         return not self.call.final
 

@@ -173,7 +173,7 @@ def _opens(row: ToolCallRow, chosen: Any) -> bool:
     the reader's choice if they made one, else when it showed a terminal or failed."""
     if isinstance(chosen, bool):
         return chosen
-    return bool(row.state().get("terminals")) or row.call.status == "failed"
+    return row.shows_terminal() or row.call.status == "failed"
 
 
 class TurnOutput(TurnBase):

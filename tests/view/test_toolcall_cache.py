@@ -43,6 +43,21 @@ def test_row_renderings_equal_fresh_ones_after_every_update():
         assert row.final_plain() == tr.tool_call_final_plain(call, snaps)
         assert row.plain() == tr.tool_call_plain(call)
         assert isinstance(row.markdown(), Markdown)
+        assert row.shows_terminal() == bool(row.state()["terminals"])
+
+
+def test_shows_terminal_is_what_the_state_lists():
+    """``shows_terminal`` (a finished turn asks it of each row it keeps) answers as the
+    built state would: an exit code alone, output alone, or neither."""
+    seen = set()
+    for update in ({"_meta": {"terminal_exit": {"exit_code": 0}}}, {"_meta": {"terminal_output": {"data": "x\n"}}},
+                   {"rawOutput": {"lines": 2}}, {"status": "completed"}):
+        call = ToolCall("t")
+        call.merge(update)
+        row = ToolCallRow(call, "b:0", lambda: None)
+        seen.add(row.shows_terminal())
+        assert row.shows_terminal() == bool(row.state()["terminals"])
+    assert seen == {True, False}
 
 
 def test_header_words_are_text_of_them():
