@@ -318,13 +318,21 @@ class ToolCall(msgspec.Struct, gc=False):
         """Keep id, title, kind, status and a bounded text of the content;
         drop raw input/output and diffs (they can be whole files)."""
         lines = []  # what the dropped content was first, so the cut below keeps it
+        texts = []  # :attr:`text`, read in the same pass (a turn compacts thousands of calls)
         for c in self.content:
-            if isinstance(c, dict) and c.get("type") == "diff":
+            if not isinstance(c, dict):
+                continue
+            kind = c.get("type")
+            if kind == "diff":
                 lines.append(f"(diff of {str(c.get('path'))[:500]})")
-            elif isinstance(c, dict) and c.get("type") == "terminal":
+            elif kind == "terminal":
                 lines.append(f"(terminal {str(c.get('terminalId'))[:100]})")
-        if self.text:
-            lines.append(self.text)
+            elif kind == "content":
+                inner = c.get("content")
+                if isinstance(inner, dict) and isinstance(inner.get("text"), str):
+                    texts.append(inner["text"])
+        if texts and (joined := "\n".join(texts)):
+            lines.append(joined)
         text = "\n".join(lines)
         if len(text) > limit:
             text = text[:limit] + f"... ({len(text) - limit:,} more characters not kept)"
