@@ -125,8 +125,8 @@ def resolve_argv(argv: Sequence[str], env: Mapping[str, str] | None = None, hint
 #: ``F_SETPIPE_SZ``; unprivileged up to ``/proc/sys/fs/pipe-max-size``, 1 MiB by default).
 #: A default pipe holds 64 KiB, so a fast stream reached the loop in 64 KiB reads; with room
 #: for more, a read takes up to asyncio's 256 KiB: a quarter of the wakeups, and of the
-#: waits to get the GIL back after each read from the kernel's other threads (about 5% of a
-#: 100,000-chunk turn in an A/B through the kernel). The agent may run up to this far ahead.
+#: waits to get the GIL back after each read from the kernel's other threads (5% of a
+#: 100,000-chunk turn through the kernel). The agent may run up to this far ahead.
 STDOUT_PIPE_BYTES = 1 << 20
 
 
