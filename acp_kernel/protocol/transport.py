@@ -14,7 +14,6 @@ live here, like httpx's transports beside their mock:
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import os
 import shutil
 import stat
@@ -119,27 +118,6 @@ def resolve_argv(argv: Sequence[str], env: Mapping[str, str] | None = None, hint
     if found is None:
         raise CommandNotFound(program, hint)
     return [found, *argv[1:]]
-
-
-#: The agent's stdout pipe is grown to this where the system lets it (Linux's
-#: ``F_SETPIPE_SZ``; unprivileged up to ``/proc/sys/fs/pipe-max-size``, 1 MiB by default).
-#: A default pipe holds 64 KiB, so a fast stream reached the loop in 64 KiB reads; with room
-#: for more, a read takes up to asyncio's 256 KiB: a quarter of the wakeups, and of the
-#: waits to get the GIL back after each read from the kernel's other threads (5% of a
-#: 100,000-chunk turn through the kernel). The agent may run up to this far ahead.
-STDOUT_PIPE_BYTES = 1 << 20
-
-
-def _grow_pipe(transport: Any, size: int) -> None:
-    """Grow a read pipe transport's pipe to ``size``; kept as it is where that is refused."""
-    setsize = getattr(fcntl, "F_SETPIPE_SZ", None)  # Linux only
-    pipe = transport.get_extra_info("pipe") if transport is not None else None
-    if setsize is None or pipe is None:
-        return
-    try:
-        fcntl.fcntl(pipe.fileno(), setsize, size)
-    except OSError:  # over the system's limit (EPERM) or not a pipe: a smaller pipe still works
-        pass
 
 
 class _ProcessProtocol(asyncio.SubprocessProtocol):
@@ -253,7 +231,6 @@ class ProcessTransport:
         if self._proc.get_returncode() is not None and not self.exited.done():
             self._on_exited()  # it exited before subprocess_exec returned
         watchdog.watch(self.pid)  # a no-op unless the kernel enabled it
-        _grow_pipe(self._proc.get_pipe_transport(1), STDOUT_PIPE_BYTES)
         self._stdin = self._proc.get_pipe_transport(0)  # type: ignore[assignment]
         if self._stdin is not None:
             high = max(1, self.write_buffer_bytes)
