@@ -172,3 +172,89 @@ def test_a_huge_bomb_is_refused_after_one_scan_chunk_as_at_least_that_deep():
     assert isinstance(refused, framing.TooDeep) and refused.id == 5
     assert framing._SCAN_CHUNK <= refused.depth < n  # stopped early: a lower bound
     assert "nested at least " in refused.describe()
+
+
+# -- plain text chunks, read typed (framing.text_chunk) -------------------------------
+
+_KINDS = ["agent_message_chunk", "agent_thought_chunk", "user_message_chunk"]
+_odd = st.none() | st.integers() | st.text(max_size=4) | st.just({}) | st.just([])
+
+
+def _plain(content: dict, update: dict, params: dict, msg: dict) -> bool:
+    """The dict reading of a plain text chunk: exactly these members, these types."""
+    return (set(msg) == {"jsonrpc", "method", "params"} and msg["jsonrpc"] == "2.0"
+            and msg["method"] == "session/update" and type(params) is dict
+            and set(params) == {"sessionId", "update"} and type(params["sessionId"]) is str
+            and type(update) is dict and set(update) == {"sessionUpdate", "content"}
+            and update["sessionUpdate"] in _KINDS and type(content) is dict
+            and set(content) == {"type", "text"} and content["type"] == "text" and type(content["text"]) is str)
+
+
+@st.composite
+def _chunk_lines(draw):
+    """Text chunk notifications, most of them near misses: a member added, dropped or of
+    another type at any level, another kind, a messageId, keys reordered or repeated."""
+    content = {"type": "text", "text": draw(st.text(max_size=12) | st.sampled_from(["$x$", "<b>", "a\nb", "\u2028"]))}
+    update = {"sessionUpdate": draw(st.sampled_from(_KINDS + ["tool_call", "agent_message"])), "content": content}
+    params = {"sessionId": draw(st.sampled_from(["s1", "<s>"])), "update": update}
+    msg = {"jsonrpc": "2.0", "method": "session/update", "params": params}
+    for target in (content, update, params, msg):
+        if draw(st.integers(0, 5)) == 0:
+            target[draw(st.sampled_from(["messageId", "_meta", "annotations", "id", "x"]))] = draw(_odd)
+        if draw(st.integers(0, 7)) == 0 and target:
+            key = draw(st.sampled_from(sorted(target)))
+            if draw(st.booleans()):
+                del target[key]
+            else:
+                target[key] = draw(_odd)
+    items = list(msg.items())
+    if draw(st.booleans()):
+        items.reverse()
+    text = "{" + ",".join(json.dumps(k) + ":" + json.dumps(v, ensure_ascii=draw(st.booleans())) for k, v in items) + "}"
+    if draw(st.integers(0, 9)) == 0:  # a member written twice: the last one counts, as in a dict
+        text = text[:-1] + ',"jsonrpc":"2.0"}'
+    return text.encode()
+
+
+@settings(max_examples=600, deadline=None)
+@given(line=_chunk_lines())
+def test_text_chunk_reads_exactly_the_plain_chunks_the_dict_reading_sees(line):
+    got = framing.text_chunk(line)
+    parsed = classify(line)
+    if got is None:  # anything else goes on to classify: only plain chunks are taken here
+        if type(parsed) is tuple:
+            msg = parsed[1]
+            params = msg.get("params")
+            update = params.get("update") if type(params) is dict else None
+            content = update.get("content") if type(update) is dict else None
+            assert not _plain(content, update, params, msg), line
+        return
+    assert type(parsed) is tuple and parsed[0] == NOTIFICATION, line
+    msg = parsed[1]
+    params, update = msg["params"], msg["params"]["update"]
+    assert _plain(update["content"], update, params, msg), line
+    assert got == (params["sessionId"], update["sessionUpdate"], update["content"]["text"])
+
+
+def test_text_chunk_lines_are_the_schemas_session_notifications():
+    """The typed reading's names are the pinned schema's: each accepted line validates as a
+    SessionNotification whose update is the chunk of that kind, with that text."""
+    from acp import schema
+
+    for kind in _KINDS:
+        line = json.dumps({"jsonrpc": "2.0", "method": "session/update", "params": {
+            "sessionId": "s", "update": {"sessionUpdate": kind, "content": {"type": "text", "text": "<b>$x$</b>"}}}}).encode()
+        sid, got_kind, text = framing.text_chunk(line)
+        note = schema.SessionNotification.model_validate(json.loads(line)["params"])
+        assert (note.session_id, note.update.session_update, note.update.content.text) == (sid, got_kind, text)
+
+
+def test_text_chunk_refuses_what_classify_reads_otherwise():
+    for line in (b'{"method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk",'
+                 b'"content":{"type":"text","text":"no jsonrpc member"}}}}',
+                 b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":'
+                 b'"agent_message_chunk","content":{"type":"text","text":"\\ud800"}}}}',
+                 b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":'
+                 b'"agent_message_chunk","content":{"type":"text","text":"a\xff"}}}}'):
+        assert framing.text_chunk(line) is None
+        assert type(classify(line)) in (tuple, Noise)

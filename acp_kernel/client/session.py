@@ -298,6 +298,12 @@ class Session:
                 self._apply_state(kind, update)
         self.turn.apply_update(update)
 
+    def apply_text(self, kind: str, text: str) -> None:
+        """:meth:`apply` of a chunk that is only text (no session state to update)."""
+        if self._active is None:
+            self._between_at = time.monotonic()
+        self.turn.apply_text(kind, text)
+
     async def replay_settled(self) -> bool:
         """Wait until updates outside a turn (a load's replay) have been quiet for
         ``limits.replay_quiet_seconds`` (counted from the call at the earliest: a
@@ -620,6 +626,7 @@ class Client:
         self.conn = Connection(self.transport, name=f"agent {self.spec.name!r}", max_depth=limits.json_depth, **kwargs)
         self.conn.on_report = self._on_report
         self.conn.on_notification("session/update", self._on_update)
+        self.conn.on_text_chunk = self._on_text_chunk
         self.services = services_mod.install(self.conn, self)
         await self.conn.start()
         try:  # until it returns, nobody else holds this client: it closes what it started
@@ -852,6 +859,14 @@ class Client:
         if type(sid) is str and sid in self._closed:
             return  # a closed session's last words: nobody shows them
         self._keep_early(sid if type(sid) is str else "", params.get("update"))
+
+    def _on_text_chunk(self, sid: str, kind: str, text: str) -> None:
+        """:meth:`_on_update` of a plain text chunk, read typed (``Connection.on_text_chunk``)."""
+        session = self.sessions.get(sid)
+        if session is not None:
+            session.apply_text(kind, text)
+            return
+        self._on_update({"sessionId": sid, "update": {"sessionUpdate": kind, "content": {"type": "text", "text": text}}})
 
     def _keep_early(self, sid: str, update: Any) -> None:
         """Keep an update for a session id not known (yet): at most

@@ -595,6 +595,26 @@ class Turn:
             self.add(event)
         return event
 
+    def apply_text(self, kind: str, text: str) -> Any:
+        """:meth:`apply_update` of a chunk that is only text (``kind`` one of the three chunk
+        kinds; no messageId, nothing else): what the client reads typed."""
+        if not text:
+            return None  # as an empty chunk of the update's dict: nothing
+        event = self._chunk(kind, text, None, None)
+        self.add(event)
+        return event
+
+    def _chunk(self, kind: str, text: str, keep: dict[str, Any] | None, mid: str | None) -> Chunk:
+        """A chunk of the last message of its role (not by messageId: see below)."""
+        if kind == "agent_message_chunk":
+            self._message.append(text)
+            return Chunk("agent", text, keep, mid)
+        if kind == "agent_thought_chunk":
+            self._thought.append(text)
+            return Chunk("thought", text, keep, mid)
+        self._user.append(text)
+        return Chunk("user", text, keep, mid)
+
     def _event_for(self, update: Any) -> Any:
         if type(update) is not dict:
             return Notice("warning", f"ignored a session/update whose update is not an object: {update!r:.200}")
@@ -622,14 +642,7 @@ class Turn:
                     keep = None  # plain text of the message being streamed: rebuilt on demand
             else:
                 mid = None
-            if kind == "agent_message_chunk":
-                self._message.append(text)
-                return Chunk("agent", text, keep, mid)
-            if kind == "agent_thought_chunk":
-                self._thought.append(text)
-                return Chunk("thought", text, keep, mid)
-            self._user.append(text)
-            return Chunk("user", text, keep, mid)
+            return self._chunk(kind, text, keep, mid)
         if kind in _WHOLE_ROLES:
             return self._whole_message(_WHOLE_ROLES[kind], update)
         if kind == "tool_call" or kind == "tool_call_update":

@@ -94,6 +94,10 @@ class Connection:
         self.on_report: Reporter = self._log_report
         #: Called for every notification without a registered handler.
         self.on_unknown_notification: Callable[[str, Any], None] | None = None
+        #: Set by a client that takes plain text chunks typed: called with ``(session id,
+        #: sessionUpdate, text)`` for each line :func:`.framing.text_chunk` reads, in place of
+        #: the ``session/update`` handler with the params as dicts (errors reported the same).
+        self.on_text_chunk: Callable[[str, str, str], None] | None = None
         self.noise_count = 0
         transport.attach(self._on_data, self._on_eof)
         transport.on_stall = self._on_stall
@@ -244,10 +248,19 @@ class Connection:
         # The hot loop: a notification with a handler (the update stream's
         # every line) is handled here, in one frame; the rest goes to _dispatch.
         classify, depth, handlers = framing.classify, self.max_depth, self._notifications
+        text_chunk, on_text = framing.text_chunk, self.on_text_chunk
         for line in self._splitter.feed(data):
             if isinstance(line, Oversized):
                 self._report_oversized(line)
                 continue
+            if on_text is not None:
+                chunk = text_chunk(line)
+                if chunk is not None:
+                    try:
+                        on_text(*chunk)
+                    except Exception as exc:
+                        self._handler_failed("session/update", exc)
+                    continue
             parsed = classify(line, depth)
             if type(parsed) is tuple and parsed[0] == NOTIFICATION:
                 msg = parsed[1]

@@ -11,7 +11,7 @@ import json
 import re
 from dataclasses import dataclass
 from itertools import accumulate, islice
-from typing import Any, Union
+from typing import Any, Literal, Union
 
 import msgspec
 
@@ -28,6 +28,54 @@ _decode = json.JSONDecoder().decode
 # why a line is refused, stay exactly json's (a property test compares them).
 # Integers of any size stay integers in both (orjson makes floats of them).
 _fast_decode = msgspec.json.Decoder().decode
+
+
+# -- the stream's bulk, typed ------------------------------------------------------
+#
+# Most lines of a turn are text chunks with nothing but a session id, the update's kind and
+# a text block. Read into these fixed shapes (no unknown field, every field present, the
+# types exact), one takes a third of the time of four dicts, and the client takes the three
+# strings without looking anything up. Any other line, however near, is refused here and
+# read by :func:`classify` as before. The field names are the schema's (a test checks each
+# line accepted here against the pinned ``acp`` models).
+
+
+class _TextBlock(msgspec.Struct, gc=False, forbid_unknown_fields=True):
+    type: Literal["text"]
+    text: str
+
+
+class _ChunkUpdate(msgspec.Struct, gc=False, forbid_unknown_fields=True):
+    sessionUpdate: Literal["agent_message_chunk", "agent_thought_chunk", "user_message_chunk"]
+    content: _TextBlock
+
+
+class _ChunkParams(msgspec.Struct, gc=False, forbid_unknown_fields=True):
+    sessionId: str
+    update: _ChunkUpdate
+
+
+class _ChunkNotification(msgspec.Struct, gc=False, forbid_unknown_fields=True):
+    jsonrpc: Literal["2.0"]
+    method: Literal["session/update"]
+    params: _ChunkParams
+
+
+_decode_chunk = msgspec.json.Decoder(_ChunkNotification).decode
+
+
+def text_chunk(line: bytes) -> tuple[str, str, str] | None:
+    """A ``session/update`` notification that is a plain text chunk, as ``(session id,
+    sessionUpdate, text)``; None for every other line (:func:`classify` reads those). Its
+    depth is fixed, so no depth scan is needed."""
+    if b'_chunk"' not in line:
+        return None
+    try:
+        params = _decode_chunk(line).params
+    except ValueError:  # msgspec.DecodeError / ValidationError: not exactly this shape
+        return None
+    update = params.update
+    return params.sessionId, update.sessionUpdate, update.content.text
 
 
 @dataclass(frozen=True, slots=True)

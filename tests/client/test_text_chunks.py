@@ -1,0 +1,92 @@
+"""Plain text chunks are read typed (``framing.text_chunk`` -> ``Client._on_text_chunk`` ->
+``Turn.apply_text``), every other update as dicts. Through a real agent process, a stream
+mixing both makes the events the dict reading alone makes, in the same order."""
+
+from __future__ import annotations
+
+import msgspec
+
+from acp_kernel.client.session import Client
+from acp_kernel.client.turn import Chunk, Turn
+from acp_kernel.protocol import framing
+
+from ..conftest import scripted_spec
+
+HOSTILE = "<img src=x onerror=alert(1)> `a\nb` $x$ /tmp/evil\n# heading"
+
+
+def _chunk(kind: str, text: str, **extra) -> dict:
+    return {"sessionUpdate": kind, "content": {"type": "text", "text": text}, **extra}
+
+
+UPDATES = [
+    _chunk("agent_message_chunk", "plain "),
+    _chunk("agent_message_chunk", HOSTILE),
+    _chunk("agent_thought_chunk", "thinking "),
+    _chunk("agent_message_chunk", ""),  # empty: nothing, on either path
+    _chunk("agent_message_chunk", "with id ", messageId="m1"),  # a messageId: the dict path
+    _chunk("agent_message_chunk", "annotated ", annotations={"priority": 1}),
+    {"sessionUpdate": "tool_call", "toolCallId": "t1", "title": HOSTILE, "status": "completed"},
+    _chunk("user_message_chunk", "you "),
+    _chunk("agent_message_chunk", "after"),
+]
+
+
+def _same(a, b) -> bool:
+    if type(a) is not type(b):
+        return False
+    if type(a) is Chunk:
+        return (a.role, a.text, a.raw, a.message_id) == (b.role, b.text, b.raw, b.message_id)
+    return a.raw == b.raw
+
+
+async def test_a_mixed_stream_makes_the_events_of_the_dict_reading():
+    typed = [u for u in UPDATES if framing.text_chunk(msgspec.json.encode(
+        {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s", "update": u}})) is not None]
+    assert len(typed) == 6  # the plain ones, the empty one included; the rest go as dicts
+    client = await Client(scripted_spec({"prompt": [{"update": u} for u in UPDATES]})).start()
+    try:
+        session = await client.new_session()
+        turn = await session.prompt("go")
+    finally:
+        await client.close()
+    reference = Turn(turn.session_id)
+    for u in UPDATES:
+        reference.apply_update(u)
+    got = [e for e in turn.events if type(e) is Chunk or getattr(e, "raw", None) in UPDATES]
+    want = list(reference.events)
+    assert len(got) == len(want) and all(_same(a, b) for a, b in zip(got, want)), (got, want)
+    assert turn.text == reference.text and HOSTILE in turn.text
+    assert turn.role_text("thought") == "thinking " and turn.role_text("user") == "you "
+
+
+async def test_a_failing_text_chunk_handler_is_reported_as_the_update_handlers_are():
+    """The typed path reports a handler's exception as ``handler-error`` for ``session/update``
+    and reads on; the lines it does not take reach the dict handler."""
+    import asyncio
+
+    from acp_kernel.protocol.connection import Connection
+    from acp_kernel.protocol.transport import memory_pair
+
+    a, b = memory_pair()
+    conn = Connection(a, name="x")
+    reports: list[tuple[str, str]] = []
+    dicts: list[dict] = []
+    conn.on_report = lambda kind, text: reports.append((kind, text))
+    conn.on_notification("session/update", dicts.append)
+
+    def boom(sid: str, kind: str, text: str) -> None:
+        raise RuntimeError(f"no {text}")
+
+    conn.on_text_chunk = boom
+    await conn.start()
+    line = lambda u: msgspec.json.encode({"jsonrpc": "2.0", "method": "session/update",  # noqa: E731
+                                          "params": {"sessionId": "s", "update": u}}) + b"\n"
+    done = asyncio.get_running_loop().create_future()
+    conn.on_notification("_done", lambda p: done.set_result(None))
+    b.write(line(_chunk("agent_message_chunk", "plain")) + line(UPDATES[4])
+            + b'{"jsonrpc":"2.0","method":"_done","params":{}}\n')
+    await asyncio.wait_for(done, 5)
+    await a.close()
+    assert reports == [("handler-error", "session/update: RuntimeError: no plain")]
+    assert [p["update"] for p in dicts] == [UPDATES[4]]
