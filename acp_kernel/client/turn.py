@@ -75,6 +75,9 @@ _OUTPUT_META_KEYS = ("terminal_output", "terminal_output_delta")
 #: Keys of a command result in ``rawOutput`` whose text is the command's output,
 #: best first (Codex's ExecCommandEndEvent; pi's bash result details).
 _RAW_OUTPUT_KEYS = ("aggregated_output", "formatted_output", "output")
+#: Every member of a ``rawOutput`` (or its ``details``) that :meth:`ToolCall._take_raw_output`
+#: reads: one without any (a file read's ``{"lines": 2}``) is passed over in one set test.
+_RAW_OUTPUT_READ = frozenset((*_RAW_OUTPUT_KEYS, "stdout", "stderr", "exit_code", "exitCode", "details"))
 
 
 def update_model(raw: dict[str, Any]) -> Any:
@@ -272,7 +275,7 @@ class ToolCall(msgspec.Struct, gc=False):
         ``aggregated_output``, ``exit_code``; pi: ``details.stdout``, ``exitCode``):
         its exit code always, its text only when nothing was streamed and the
         text content does not show it already (codex-acp streams it there)."""
-        if type(raw_output) is not dict:
+        if type(raw_output) is not dict or _RAW_OUTPUT_READ.isdisjoint(raw_output):
             return
         for where in (raw_output, raw_output.get("details")):
             if type(where) is not dict:
