@@ -300,6 +300,10 @@ def text(value: Any, limit: int = INLINE_LIMIT) -> Markdown:
 # In a code span a reference does not decode: code holding these is HTML.
 
 
+_BACKTICKS = re.compile(r"`+")
+_FENCES = re.compile(r"`{3,}")
+
+
 def code(value: Any, limit: int = INLINE_LIMIT) -> Markdown:
     """Agent text (a path, an id, a command) as inline code: newlines shown
     as ``␊`` and other controls as control pictures, so it cannot end a line
@@ -313,7 +317,7 @@ def code(value: Any, limit: int = INLINE_LIMIT) -> Markdown:
         return Markdown("` `")
     if "|" in s or "<" in s or ">" in s or _mathy(s):
         return Markdown("<code>" + _refs(s) + "</code>")
-    longest = max((len(m) for m in re.findall(r"`+", s)), default=0)
+    longest = max((len(m) for m in _BACKTICKS.findall(s)), default=0) if "`" in s else 0
     fence = "`" * (longest + 1)
     pad = " " if s[0] in "` " or s[-1] in "` " else ""
     return Markdown(f"{fence}{pad}{s}{pad}{fence}")
@@ -337,7 +341,7 @@ def block(value: Any, lang: str = "") -> Markdown:
         cls = f' class="language-{info}"' if info else ""
         refs = _PRE_SPECIAL.sub(lambda m: _PRE_REFS[m.group(0)] if m.group(0) != "@" or body.startswith("@", m.end()) else "@", body)
         return Markdown(f"<pre><code{cls}>{refs}</code></pre>")
-    longest = max((len(m) for m in re.findall(r"`{3,}", s)), default=0)
+    longest = max((len(m) for m in _FENCES.findall(s)), default=0) if "```" in s else 0
     fence = "`" * max(3, longest + 1)
     return Markdown(f"{fence}{info}\n{body}{fence}")
 
