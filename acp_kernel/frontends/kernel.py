@@ -67,15 +67,41 @@ def error_content(ename: str, evalue: str, note: str = "") -> dict[str, Any]:
             "traceback": [f"{ename}: {first}", *rest, *([f"({note})"] if note else [])]}
 
 
-def _after_reply(fn: Callable[[], Any]) -> Callable[[Any], None]:
-    """A shell-message watcher that calls ``fn`` once the handler has answered (on the loop's
-    next turn; at once when no loop runs)."""
+#: Seconds without a frontend's ``kernel_info`` before the schema import starts (see
+#: :func:`_when_quiet`).
+HELLO_QUIET = 1.0
+
+
+def _when_quiet(fn: Callable[[], Any], seconds: float) -> Callable[[Any], None]:
+    """A shell-message watcher that calls ``fn`` once, ``seconds`` after the last message it
+    saw. A frontend's hello may be several ``kernel_info`` requests (jupyter_client's
+    ``wait_for_ready`` asks again until IOPub answers, then drains IOPub until 0.2 s pass
+    quiet): work that holds the GIL meanwhile (the schema import) can delay a hello's last
+    ``idle`` status past that drain, and jupyter_console then reads it as its first cell's
+    and stops polling stdin, so a question asked there is never shown (measured: 3 of 13
+    loaded runs of the console's permission test hung with the import at the first reply,
+    none of 18 after the quiet)."""
+    handle: asyncio.TimerHandle | None = None
+    done = False
+
+    def fire() -> None:
+        nonlocal done
+        if not done:
+            done = True
+            fn()
 
     def watcher(_msg: Any) -> None:
+        nonlocal handle
+        if done:
+            return
         try:
-            asyncio.get_running_loop().call_soon(fn)
+            loop = asyncio.get_running_loop()
         except RuntimeError:
-            fn()
+            fire()
+            return
+        if handle is not None:
+            handle.cancel()
+        handle = loop.call_later(seconds, fire)
 
     return watcher
 
@@ -102,10 +128,11 @@ class AcpKernel(Kernel):
         compat.register_widget_control(self.comm_manager)  # a reloaded page gets widget state via the control comm
         # After install_comms, which replaces the comm_open handler: who announced a widget manager.
         compat.watch_shell_messages(self, ("comm_open", "comm_info_request"), self.widget_clients.note)
-        # A frontend's first kernel_info is its hello: the kernel is ready and idle until the first
-        # cell, so the schema import starts then (after the reply), and the first agent rarely
-        # waits for it. (A lambda: the name is looked up when it runs, as a test replaces it.)
-        compat.watch_shell_messages(self, ("kernel_info_request",), _after_reply(lambda: schema_in_background()))
+        # A frontend's kernel_info is its hello: the kernel is ready and idle until the first cell,
+        # so the schema import starts once the hello is over (HELLO_QUIET), and the first agent
+        # rarely waits for it. (Lambdas: the names are looked up when they run, as a test replaces them.)
+        compat.watch_shell_messages(self, ("kernel_info_request",),
+                                    _when_quiet(lambda: schema_in_background(), HELLO_QUIET))
         register_document()  # the notebook page's extension opens its document comm (live `cells`)
         for line in compat.untested():
             self.log.warning(line)

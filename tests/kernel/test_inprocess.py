@@ -5,6 +5,7 @@ starting a kernel process. The same behaviours' end-to-end tests start real kern
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
@@ -88,16 +89,40 @@ async def test_the_acp_kernel_freezes_its_heap_for_a_turn_only(kernel, monkeypat
 
 
 async def test_a_frontends_kernel_info_starts_the_schema_import(kernel, monkeypatch):
-    """The frontend's hello (kernel_info) comes when the kernel is ready and idle until the first
-    cell: the ACP schema import starts then, so the first agent's start rarely waits for it
-    (issue 25: Client.start waits for that import)."""
+    """The frontend's hello (kernel_info, asked again as jupyter_client's wait_for_ready does)
+    comes when the kernel is ready and idle until the first cell: the ACP schema import starts
+    once the hello is over, HELLO_QUIET after its last kernel_info, so the first agent's start
+    rarely waits for it (issue 25: Client.start waits for that import) and the hello's status
+    messages are not held up by it (jupyter_console reads a late one as its cell's)."""
     from acp_kernel.frontends import kernel as kernel_mod
 
-    started: list[str] = []
-    monkeypatch.setattr(kernel_mod, "schema_in_background", lambda: started.append("import"))
+    started = asyncio.get_running_loop().create_future()
+    monkeypatch.setattr(kernel_mod, "schema_in_background",
+                        lambda: started.set_result(time.monotonic()) if not started.done() else None)
     handler = kernel.kernel.shell_handlers["kernel_info_request"]
-    msg = kernel.session.msg("kernel_info_request", {})
-    await handler(kernel.iopub, [], msg)  # (the reply goes to the dummy socket)
-    assert started == []  # not before the reply: after it, on the loop's next turn
-    await asyncio.sleep(0)
-    assert started == ["import"]
+    await handler(kernel.iopub, [], kernel.session.msg("kernel_info_request", {}))  # (replies go to the dummy socket)
+    again = time.monotonic()
+    await handler(kernel.iopub, [], kernel.session.msg("kernel_info_request", {}))
+    assert not started.done()
+    at = await asyncio.wait_for(started, 10 + kernel_mod.HELLO_QUIET)
+    assert at - again >= kernel_mod.HELLO_QUIET - 0.01  # timed from the last hello, not the first
+
+
+async def test_when_quiet_calls_once_after_the_last_message():
+    from acp_kernel.frontends.kernel import _when_quiet
+
+    calls: list[float] = []
+    done = asyncio.get_running_loop().create_future()
+
+    def fn() -> None:
+        calls.append(time.monotonic())
+        done.set_result(None)
+
+    watcher = _when_quiet(fn, 0.05)
+    for _ in range(3):
+        watcher({})
+    last = time.monotonic()
+    await asyncio.wait_for(done, 10)
+    watcher({})  # after it ran: nothing more
+    await asyncio.sleep(0.1)  # (a second call would have come by now)
+    assert len(calls) == 1 and calls[0] - last >= 0.04
