@@ -131,6 +131,14 @@ class Client:
             if proc.returncode is None:
                 proc.kill()
                 await proc.wait()
+        # Each terminal's output read to its end, and its transport closed while the loop runs
+        # (one left to the garbage collector closed its pipe on a closed loop: an unraisable
+        # exception pytest reported under a later test).
+        readers = list(self._term_readers.values())
+        if readers:
+            await asyncio.wait(readers, timeout=10)
+        for proc in self._terms.values():
+            proc._transport.close()  # type: ignore[attr-defined] # (asyncio's Process has no public close)
         await self.conn.close()
         # The agent must exit by itself once its stdin closes (within the grace period).
         assert self.transport.exited.done(), "the demo agent process is still running"
