@@ -34,8 +34,8 @@ _fast_decode = msgspec.json.Decoder().decode
 #
 # Most lines of a turn are text chunks with nothing but a session id, the update's kind and
 # a text block. Read into these fixed shapes (no unknown field, every field present, the
-# types exact), one takes a third of the time of four dicts, and the client takes the three
-# strings without looking anything up. Any other line, however near, is refused here and
+# types exact), one takes well under half the time of four dicts (0.35 against 0.89 us for
+# a 32-character chunk), and the client takes the three strings without looking anything up. Any other line, however near, is refused here and
 # read by :func:`classify` as before. The field names are the schema's (a test checks each
 # line accepted here against the pinned ``acp`` models).
 
