@@ -78,7 +78,7 @@ def _when_quiet(fn: Callable[[], Any], seconds: float) -> Callable[[Any], None]:
     ``wait_for_ready`` asks again until IOPub answers, then drains IOPub until 0.2 s pass
     quiet): work that holds the GIL meanwhile (the schema import) can delay a hello's last
     ``idle`` status past that drain, and jupyter_console then reads it as its first cell's
-    and stops polling stdin, so a question asked there is never shown (measured: 3 of 13
+    and stops polling stdin, so a question asked there is never shown (measured: 4 of 14
     loaded runs of the console's permission test hung with the import at the first reply,
     none of 18 after the quiet)."""
     handle: asyncio.TimerHandle | None = None
