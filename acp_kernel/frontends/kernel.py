@@ -130,7 +130,7 @@ class AcpKernel(Kernel):
         compat.watch_shell_messages(self, ("comm_open", "comm_info_request"), self.widget_clients.note)
         # A frontend's kernel_info is its hello: the kernel is ready and idle until the first cell,
         # so the schema import starts once the hello is over (HELLO_QUIET), and the first agent
-        # rarely waits for it. (Lambdas: the names are looked up when they run, as a test replaces them.)
+        # rarely waits for it. (A lambda: the name is looked up when it runs, as a test replaces it.)
         compat.watch_shell_messages(self, ("kernel_info_request",),
                                     _when_quiet(lambda: schema_in_background(), HELLO_QUIET))
         register_document()  # the notebook page's extension opens its document comm (live `cells`)
