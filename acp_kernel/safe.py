@@ -540,8 +540,45 @@ def problems(md: str) -> list[str]:
 
 
 def _code_like(s: str) -> bool:
-    """Where a character reference would not decode: a code span, indented code."""
-    return "`" in s or "\t" in s or s.startswith("    ") or "\n    " in s
+    """Where a character reference would not decode: a code span, indented code
+    (four spaces anywhere: code in a list item or a quote starts after its marker)."""
+    return "`" in s or "\t" in s or "    " in s
+
+
+# Prose with links and angle brackets (an agent's "see [the docs](https://...)",
+# "a <b>"): written without a parse when every "](" opens a destination of URL
+# characters a safe link may hold, closed at once by ")" (the only way any
+# renderer makes a link of it once "]:" definitions and "![" images are refused),
+# and no "<" could start an HTML block or an autolink. Then each "<" written as
+# "&lt;" decodes to the same "<" as text in every renderer (no code could hold
+# it), so the text reads as CommonMark reads it with raw HTML off, and the links
+# are the ones the parse keeps (a property test checks both on generated text).
+_LINK_DEST = re.compile(r"\]\(([A-Za-z0-9\-._~:/?#=%+,;@]*)\)")
+_LINE_START_TAG = re.compile(r"(?m)^[ \t>*+\-0-9.)]*<")
+_AUTOLINK = re.compile(r"<(?:[A-Za-z][A-Za-z0-9+.\-]*:|[^<>\s]*@)")  # "<scheme:...>", "<a@b.c>": the parse's link
+
+
+def _linked_prose(s: str) -> str | None:
+    """:func:`markdown` of text whose only markdown to check is plain safe
+    links and ``<``, without a parse; None for anything else."""
+    if ("\\" in s or "```" in s or "~~~" in s or "]:" in s or "![" in s
+            or ("@@" in s and _PLACEHOLDER.search(s) is not None)):
+        return None
+    angle, dollar = "<" in s, "$" in s
+    if (angle or dollar) and _code_like(s):  # in code, a reference shows as written
+        return None
+    if angle and (_LINE_START_TAG.search(s) is not None  # an HTML block: the parse shows it as code
+                  or _AUTOLINK.search(s) is not None):
+        return None
+    at = s.find("](")
+    while at >= 0:
+        m = _LINK_DEST.match(s, at)
+        if m is None or not safe_url(m.group(1)):
+            return None
+        at = s.find("](", m.end())
+    if angle:
+        s = s.replace("<", "&lt;")
+    return s.replace("$", "&#36;") if dollar else s
 
 
 # mdformat's own escapes (a line start that would be a list, a heading...).
@@ -555,8 +592,9 @@ def markdown(value: Any) -> Markdown:
 
     Text that needs none of that (no ``<``, ``[``, ``\\``, ``@@N@@`` or
     fence) is returned as is, its ``$`` as references when no code could
-    hold one (the common case, and the fast one). The result for text up to
-    16 KiB that needs a parse is cached (the last 128)."""
+    hold one (the common case, and the fast one); so is prose whose only
+    links are plain safe ones, its ``<`` as references (:func:`_linked_prose`).
+    The result for text up to 16 KiB that needs a parse is cached (the last 128)."""
     if isinstance(value, Markdown):
         return value
     s = visible_controls(str(value))
@@ -565,6 +603,10 @@ def markdown(value: Any) -> Markdown:
             return Markdown(s)
         if not _code_like(s):  # prose with "$": a reference decodes to the same "$" everywhere
             return Markdown(s.replace("$", "&#36;"))
+    else:
+        linked = _linked_prose(s)
+        if linked is not None:
+            return Markdown(linked)
     if len(s) > _CACHED_CHARS:
         return Markdown(_parsed(s, REMOTE_IMAGES))
     return Markdown(_parsed_cached(s, REMOTE_IMAGES))

@@ -213,8 +213,10 @@ def boundary_section(ctx: Any, run: Any, n: dict[str, int]) -> Any:
     sec.notes.append(f"best of {r['rounds']} rounds, in one fresh interpreter after a warm-up call; the first call "
                      f"(imports markdown-it, mdformat, builds the parsers) took {r['cold_ms']:.0f} ms")
     sec.notes.append("plain: no `<` and no `[`, the fast path (controls cleaned, returned as is); with links: a "
-                     "markdown link every paragraph and `<b>` every third, so every block is parsed by "
-                     "markdown-it, written back by mdformat and parsed again to check it")
+                     "markdown link every paragraph and `<b>` every third, which the linked-prose path writes "
+                     "without a parse (each link's destination checked, each `<` a reference); with a code span "
+                     "too (a reference there would show as written), every block is parsed by markdown-it, "
+                     "written back by mdformat and parsed again to check it")
     sec.notes.append(f"tail: the last 4,000 characters of the linked prose, re-rendered {n['tail_renders']} "
                      "times unchanged (safe.markdown caches the last 128 results of text up to 16 KiB, emptied before each "
                      "round: a view "
@@ -325,8 +327,9 @@ WORDS = ("the agent read the file and found that the function returns early when
          "caller never sees the error it expects and the test passes for the wrong reason").split()
 
 
-def prose(kb: int, links: bool) -> list[str]:
-    """``kb`` KB of paragraphs (~400 characters), in blocks of about 4,000 characters."""
+def prose(kb: int, links: bool, code: bool = False) -> list[str]:
+    """``kb`` KB of paragraphs (~400 characters), in blocks of about 4,000 characters;
+    with ``code``, a code span every third paragraph beside its ``<b>``."""
     paras: list[str] = []
     total, i = 0, 0
     while total < kb * 1024:
@@ -335,6 +338,8 @@ def prose(kb: int, links: bool) -> list[str]:
             words[10] = f"[the docs](https://example.com/docs/{i}#section)"
             if i % 3 == 0:
                 words[30] = "<b>important</b>"
+                if code:
+                    words[40] = "`len(items)`"
         para = " ".join(words).capitalize() + "."
         paras.append(para)
         total += len(para) + 2
@@ -354,20 +359,22 @@ def boundary(args: argparse.Namespace) -> dict[str, Any]:
     from acp_kernel import safe
 
     t0 = time.perf_counter()
-    safe.markdown("warm [up](https://example.com) <b>x</b>")
+    safe.markdown("warm ![up](https://example.com) <b>x</b>")  # an image: the parse
     cold_ms = (time.perf_counter() - t0) * 1000
     plain_blocks = prose(args.kb, links=False)
     link_blocks = prose(args.kb, links=True)
+    code_blocks = prose(args.kb, links=True, code=True)
     tail = "\n\n".join(link_blocks)[-4000:]
     # As a view without widgets streams it: each refresh renders the tail as it has grown (no two alike).
     growing = [tail[: len(tail) * (i + 1) // args.tail_renders] for i in range(args.tail_renders)]
     cases = [
         ("plain prose, 4,000-char blocks (fast path)", plain_blocks),
-        ("prose with a link per paragraph + inline `<b>` (parse, mdformat, check)", link_blocks),
+        ("prose with a link per paragraph + inline `<b>` (linked-prose path)", link_blocks),
+        ("the same + a code span beside each `<b>` (parse, mdformat, check)", code_blocks),
         (f"streaming tail: 4,000 chars with links, re-rendered {args.tail_renders}x", [tail] * args.tail_renders),
         (f"growing tail: 4,000 chars with links, rendered at {args.tail_renders} lengths", growing),
     ]
-    fallbacks = sum(str(safe.markdown(b)).startswith("```") for b in link_blocks[:20])
+    fallbacks = sum(str(safe.markdown(b)).startswith("```") for b in link_blocks[:20] + code_blocks[:20])
     # Each round starts with nothing cached (an earlier round's results): safe.markdown's
     # results and mdfast's normalized URLs (mdfast is imported by the warm-up call).
     mdfast = sys.modules.get("acp_kernel.mdfast")

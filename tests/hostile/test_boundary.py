@@ -453,13 +453,77 @@ def test_the_prose_fast_path_takes_prose_and_leaves_markdown_and_hostile_text_to
         assert safe._prose_html(s) is None, s
 
 
+# -- the linked-prose fast path (issue 25) --------------------------------------------
+
+# Prose with links and angle brackets, and every piece near the rules that send
+# it to the parse: definitions, images, autolinks, HTML blocks and tags across
+# lines, code, escapes, placeholders, unsafe and odd destinations.
+_LINKED = st.lists(st.sampled_from([
+    *"ab $\"'.):-+=>0123456789\n", "  ", "\n\n", "    ", "\t", "1. ", "- ", "> ", "* ", "|", "&", "&lt;", "@",
+    "[", "]", "(", ")", "](", "]:", "!", "<", "<b>", "</b>", "<div>", '<a title="', "<b\n", "`", "*", "_", "\\",
+    "@@0@@", "```", "é", "[the docs](https://example.com/a_b#s)", "[x](javascript:alert(1))", "[y](b.py)",
+    "[z](http://a.b/$x$)", "(https://ok.example/)", "<https://ok.example>", "<a@b.c>", "https://ok.example/",
+    "www.a.b", "javascript:", "%0A", " onerror=alert(1)>", "<img src=x onerror=alert(1)>",
+]), max_size=40).map("".join)
+# And mostly what the fast path takes: prose, safe links, tags, "$", block markers.
+_LINKED_PROSE = st.lists(st.sampled_from([
+    "a", "word", " ", "  ", "\n", "\n\n", "$", "1. ", "- ", "> ", "# ", "=", ".", "*", "_", "|", "-", "<", ">",
+    "<b>", "</b>", "<p>", '<a href="x">', "[", "]", "[a](https://ok.example/x_y#z)", "[b](c.py)", "[c](mailto:a@b.c)",
+    "(", ")", "](d)", "&", "é",
+]), max_size=40).map("".join)
+
+
+def _hrefs(html: str) -> list[str]:
+    return re.findall(r'<a href="([^"]*)"', html)
+
+
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(_LINKED, _LINKED_PROSE))
+def test_the_linked_prose_fast_path_is_inert_and_reads_as_the_agents_text(s):
+    shown = safe.visible_controls(s)
+    fast = safe._linked_prose(shown)
+    if fast is None:
+        return
+    assert safe.markdown(s) == fast
+    assert live(fast) == [] and math_openings(fast) == [] and safe.problems(fast) == [], fast
+    data = safe.bundle(safe.Markdown(fast))
+    assert inert_data(data) == [], data
+    page = visible_text(data["text/html"])
+    # The words CommonMark reads in the agent's text (mistune's and JupyterLab's readings are
+    # checked inert above and in tests/rendermime).
+    assert page == visible_text(render_html(fast)) == agent_markdown_text(shown), (fast, page)
+    slow = safe._parsed(shown, safe.REMOTE_IMAGES)
+    # The links the parse would keep, and no other.
+    assert _hrefs(render_html(fast)) == _hrefs(render_html(slow)), (fast, slow)
+
+
+def test_the_linked_prose_fast_path_takes_links_and_tags_and_leaves_the_rest_to_the_parser():
+    taken = {
+        "See [the docs](https://example.com/docs/1#s), it is <b>important</b>, costs $5.":
+            "See [the docs](https://example.com/docs/1#s), it is &lt;b>important&lt;/b>, costs &#36;5.",
+        "a < b and [c](src/a_b.py)\n\n> [d](mailto:x@y.z)": "a &lt; b and [c](src/a_b.py)\n\n> [d](mailto:x@y.z)",
+        f"`code` and [x](https://ok.example/) {IMG[:0]}": "`code` and [x](https://ok.example/) ",
+    }
+    for s, out in taken.items():
+        assert safe._linked_prose(s) == out and safe.markdown(s) == out, s
+    # Of the attacks that need a parse, one is only a tag after a word (once its escape sequence is gone).
+    parsed = [p for p in PAYLOADS if safe._needs_parse(safe.visible_controls(p))]
+    taken = [p for p in parsed if safe._linked_prose(safe.visible_controls(p)) is not None]
+    assert taken == ["a\x1b]8;;javascript:alert(1)\x07link\x1b]8;;\x07 " + IMG]
+    assert live(safe.markdown(taken[0])) == [] and visible_text(render_html(safe.markdown(taken[0]))) == "alink " + IMG
+    for s in [*(p for p in parsed if p not in taken), "[x](javascript:alert(1))", "[a](b c)", '[a](https://x "t")', "[a](<b>)", "![i](x.png)",
+              "[r]\n\n[r]: https://ok", "<div>\nx", "- <b>", "> <b>", "`a` <b>", "`$x$` [a](b)", "a\n    <b>",
+              "<https://ok.example>", "<a@b.c>", "\\<b>", "@@0@@ [a](b)", "```\n[a](b)\n```", "[a](b$)"]:
+        assert safe._linked_prose(safe.visible_controls(s)) is None, s
+
+
 # -- the cache of safe.markdown (issue 25): the same text, the same checked result --------------
 
 CACHED = [
-    "raw <b onclick=alert(1)>HTML</b> <img src=x onerror=alert(1)> and [a link](https://ok.example/a)",
+    "raw <b onclick=alert(1)>HTML</b> <img src=x onerror=alert(1)> and [a link](https://ok.example/a) in `code`",
     f"`a code span\nacross a line break` {IMG}",
     "math $x$, $$y$$, \\(z\\), \\[w\\] and [it](https://ok.example/) @@0@@",
-    "a path `/tmp/a\nb.txt` and [p](/tmp/a%0Ab.txt)",
+    "a path `/tmp/$a\nb.txt` and [p](/tmp/a%0Ab.txt)",
     "[x](javascript:alert(1)) [y](JaVaScRiPt:alert(1)) [z](<java\tscript:alert(1)>)",
     "![leak](http://127.0.0.1:9/x.png?secret=1) [![i](http://h/i.png)](http://ok)",
 ]

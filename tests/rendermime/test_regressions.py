@@ -48,6 +48,13 @@ CASES = {
     f"see http://b`<img src=x onerror={RUN}>` here": ["onerror=", "here"],
     # A <...> link destination after a hard break in a list item is no link to marked.
     f"- ?\n\\\n[](svg/onload={RUN})": ["?"],
+    # Issue 25's linked-prose fast path (no parse): safe links kept, every "<" a reference.
+    f"See [the docs](https://example.com/a_b#s), it is <b>bold</b> <img src={RUN}> and costs $5":
+        ["the docs", "<b>bold</b>", "<img src=", "costs $5"],
+    f"a <b\n>quoted</b> [x <img src=x onerror={RUN}>](https://ok.example/) /tmp/a\nb.py":
+        ["quoted</b>", "x <img src=x onerror=", "/tmp/a b.py"],
+    # Code after a list marker's spaces: a reference there would show as written.
+    f"1.     a<img src=x onerror={RUN}> $x$": ["a<img src=x onerror=", "$x$"],
     # JupyterLab's plain-text renderer links any scheme://... and data:...
     f"see javascript://%0A{RUN} and data:text/html,x and http://a.b/": ["javascript:", "data:text/html"],
 }
