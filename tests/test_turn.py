@@ -294,3 +294,21 @@ def test_the_stream_bulk_is_not_tracked_by_the_garbage_collector():
     assert not gc.is_tracked(kept) and kept.raw["content"]["annotations"] == {"audience": ["user"]}
     # What they hold is tracked as before; only the holders are left out.
     assert gc.is_tracked(call_ev.raw) and gc.is_tracked(call_ev.call.locations)
+
+
+def test_the_record_reads_the_last_mode_and_the_files_written_kept_as_events_arrive():
+    from acp_kernel.services.events import FileWritten
+
+    t = Turn("s")
+    for mode in ("plan", 7, "code", None):
+        t.apply_update({"sessionUpdate": "current_mode_update", "currentModeId": mode})
+        t.apply_update(chunk("x"))
+    written = FileWritten("s", "/w/a\nb.py", True, 3)
+    t.add(written)
+    t.add(Notice("info", "not a file"))
+    assert t.last_mode() == "code" and t.files_written == [written]
+    t.finish("end_turn")
+    t.compact()  # the record was made before; the events it read may go
+    record = t.record
+    assert record is not None and record["mode"] == "code"
+    assert [f["path"] for f in record["files_written"]] == ["/w/a\nb.py"] and record["files_written"][0]["created"]

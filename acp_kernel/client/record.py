@@ -24,7 +24,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..services import events as se
 
 if TYPE_CHECKING:
     from .turn import Turn
@@ -77,7 +76,7 @@ def turn_record(turn: Turn) -> dict[str, Any]:
     """The record of ``turn`` (see the module docstring); a running turn has no end yet."""
     prov = turn.provenance or Provenance()
     calls = list(turn.tool_calls.values())
-    files = [ev for ev in turn.events if isinstance(ev, se.FileWritten)]
+    files = turn.files_written
     return {
         "version": VERSION,
         "agent": {"name": _text(prov.agent), "info": _info(prov.info)},

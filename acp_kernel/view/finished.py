@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, overload
 
-from ..safe import Html, Markdown, bundle, html, plain
+from ..safe import Html, Markdown, Plain, bundle, html, plain
 
 #: Characters of HTML a finished turn keeps (the markdown and the text are smaller).
 LIMIT = 200_000
@@ -58,7 +58,7 @@ def joined(steps: Sequence[Step], text_sep: str = "\n") -> Step:
     """Steps as one, joined as :func:`static_bundle` joins steps (the same output), their
     text with ``text_sep``."""
     return Step(Html("\n").join(s.html for s in steps if s.html), Markdown("\n\n").join(s.md for s in steps if s.md),
-                text_sep.join(s.text for s in steps if s.text))
+                Plain(text_sep).join(s.text for s in steps if s.text))
 
 
 def run_spans(blocks: Sequence[tuple[str, bool]]) -> list[tuple[str, list[int]]]:
@@ -173,5 +173,6 @@ def static_bundle(steps: Sequence[Step], *, empty: str = "(the agent's turn)") -
     if not kept:
         return bundle(Markdown("*{}*").format(empty), plain(empty))
     md = Markdown("\n\n").join(s.md for s in kept if s.md)
-    text = "\n".join(s.text for s in kept if s.text)
-    return bundle(md, plain(text), Html("\n").join(s.html for s in kept))
+    # Each text made plain once (a block of prose already is: .turnoutput), not the whole again.
+    text = Plain("\n").join(s.text for s in kept if s.text)
+    return bundle(md, text, Html("\n").join(s.html for s in kept))

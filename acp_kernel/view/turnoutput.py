@@ -41,7 +41,7 @@ from functools import partial
 from typing import Any
 
 from ..client import turn as tm
-from ..safe import Html, Markdown, ignored, inert_html_inner, markdown, markdown_html, plain
+from ..safe import Html, Markdown, ignored, inert_html_inner, markdown, markdown_html, plain, prose_forms
 from ..services import events as se
 from .. import termsafe
 from .ansi import AnsiStream, colour
@@ -278,9 +278,15 @@ class TurnOutput(TurnBase):
         self._other_size += len(text)
 
     def _text_block(self, block: Block, md: str, *, open_: bool) -> None:
-        block.state = {"type": "text", "html": markdown_html(md), "open": open_}
-        block.md = markdown(md) if not open_ else Markdown("")
-        block.text = md
+        forms = None if open_ else prose_forms(md)
+        if forms is None:
+            block.state = {"type": "text", "html": markdown_html(md), "open": open_}
+            block.md = markdown(md) if not open_ else Markdown("")
+            block.text = md
+        else:  # prose: one render for the widget and the saved output (its fallback HTML, made)
+            block.md, block.html, block.text = forms
+            block.html_of = block.md
+            block.state = {"type": "text", "html": ignored(block.html), "open": False}
         self._dirty.add(block.index)
 
     def _flush_text(self, final: bool = False) -> None:

@@ -446,7 +446,26 @@ def test_the_prose_fast_path_writes_what_markdown_it_writes(s):
         assert fast == ours.render(md), md
 
 
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(_PROSE, st.lists(st.sampled_from(["a b", "$", "    ", "@@0@@", "@@", "\x1b[31m", "\r", "\u202e",
+                                                    "www.a.b", "javascript:x", "http://a.b/", "\n", "\n\n", "é"]),
+                                   max_size=20).map("".join)))
+def test_the_three_forms_of_prose_are_each_functions_own(s):
+    """One cleaning and one render for a finished block of prose: the same markdown,
+    widget HTML, saved HTML and plain text the four functions make one by one."""
+    forms = safe.prose_forms(s)
+    if forms is None:
+        return  # not prose: each function on its own (the tests above)
+    md, html, text = forms
+    assert (type(md), type(html), type(text)) == (safe.Markdown, safe.Html, safe.Plain)
+    assert md == safe.markdown(s) and text == safe.plain(s), s
+    assert safe.ignored(html) == safe.markdown_html(s) and html == safe.inert_html_inner(md), s
+
+
 def test_the_prose_fast_path_takes_prose_and_leaves_markdown_and_hostile_text_to_the_parser():
+    assert safe.prose_forms("Plain prose, costs $5.\nA second line.\n\nA paragraph www.a.b") is not None
+    for s in ["a    b $5", "@@0@@ a", "a [b](c)", "a <b>"]:
+        assert safe.prose_forms(s) is None, s
     assert safe._prose_html('Plain "prose", costs $5.\nA second line.\n\nA paragraph') is not None
     for s in [*PAYLOADS, "a *b*", "- item", "1. one", "    code", "a  \nb", "> quote", "# h", "a\n===", "x &amp; y",
               "`a\nb`", "$x$ and \\(y\\)", "www.example.com/<x>", "| a | b |"]:
