@@ -129,7 +129,7 @@ async def test_updates_before_session_new_and_after_prompt_are_kept():
         if "DONE" not in turn.text:
             await asyncio.wait_for(got, 5)
         assert turn.text == "during late DONE"
-        assert turn.late_events == 2
+        assert turn.late_events in (1, 2)  # two lines: one event each, or one if they came in one read
     finally:
         await client.close()
 
@@ -216,7 +216,7 @@ async def test_auth_required_is_explained():
         await client.close()
 
 
-async def test_slow_consumer_sees_every_chunk_in_order():
+async def test_slow_consumer_sees_all_the_text_in_order():
     client, session = await open_session({"prompt": [{"burst": 3000}]})
     try:
         turn = session.begin("go")
@@ -227,7 +227,8 @@ async def test_slow_consumer_sees_every_chunk_in_order():
                 if len(seen) % 100 == 0:
                     await asyncio.sleep(0.005)  # a consumer slower than the stream
         await session.finish(turn)
-        assert seen == [f"{i} " for i in range(3000)]
+        # A run of chunks that came in one read is one event (Connection.on_text_chunk).
+        assert "".join(seen) == "".join(f"{i} " for i in range(3000)) and len(seen) <= 3000
     finally:
         await client.close()
 

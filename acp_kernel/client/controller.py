@@ -265,7 +265,12 @@ class Controller:
         in a display of its own before this cell's turn, not inside it."""
         last = session.turns[-1] if session.turns else session.background
         said_turn, said = self._between_said
-        start = said if said_turn is last else 0
+        if said_turn is last:
+            start = said
+        elif last.ended is not None:  # asked after its end: among its last ``late_events`` (compaction only drops)
+            start = max(0, len(last.events) - last.late_events)
+        else:
+            start = 0
         for ev in last.events[start:]:
             if isinstance(ev, Notice) and ev.kind == "between-turns":
                 self.say(Markdown("⚠️ *Before this cell:* {}").format(text(ev.text)), f"Before this cell: {ev.text}")

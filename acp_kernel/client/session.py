@@ -860,13 +860,16 @@ class Client:
             return  # a closed session's last words: nobody shows them
         self._keep_early(sid if type(sid) is str else "", params.get("update"))
 
-    def _on_text_chunk(self, sid: str, kind: str, text: str) -> None:
-        """:meth:`_on_update` of a plain text chunk, read typed (``Connection.on_text_chunk``)."""
+    def _on_text_chunk(self, sid: str, kind: str, texts: list[str]) -> None:
+        """:meth:`_on_update` of a run of plain text chunks, read typed
+        (``Connection.on_text_chunk``): one piece of text for an open session's turn (one
+        event, however many lines came in the read); one update each for any other."""
         session = self.sessions.get(sid)
         if session is not None:
-            session.apply_text(kind, text)
+            session.apply_text(kind, texts[0] if len(texts) == 1 else "".join(texts))
             return
-        self._on_update({"sessionId": sid, "update": {"sessionUpdate": kind, "content": {"type": "text", "text": text}}})
+        for text in texts:
+            self._on_update({"sessionId": sid, "update": {"sessionUpdate": kind, "content": {"type": "text", "text": text}}})
 
     def _keep_early(self, sid: str, update: Any) -> None:
         """Keep an update for a session id not known (yet): at most

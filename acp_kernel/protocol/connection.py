@@ -95,9 +95,11 @@ class Connection:
         #: Called for every notification without a registered handler.
         self.on_unknown_notification: Callable[[str, Any], None] | None = None
         #: Set by a client that takes plain text chunks typed: called with ``(session id,
-        #: sessionUpdate, text)`` for each line :func:`.framing.text_chunk` reads, in place of
+        #: sessionUpdate, texts)`` for the lines :func:`.framing.text_chunk` reads, in place of
         #: the ``session/update`` handler with the params as dicts (errors reported the same).
-        self.on_text_chunk: Callable[[str, str, str], None] | None = None
+        #: ``texts`` is a run: consecutive chunks of one session and kind that came in one read
+        #: (a burst, an agent catching up), so a client can take it as one piece of text.
+        self.on_text_chunk: Callable[[str, str, list[str]], None] | None = None
         self.noise_count = 0
         transport.attach(self._on_data, self._on_eof)
         transport.on_stall = self._on_stall
@@ -249,18 +251,24 @@ class Connection:
         # every line) is handled here, in one frame; the rest goes to _dispatch.
         classify, depth, handlers = framing.classify, self.max_depth, self._notifications
         text_chunk, on_text = framing.text_chunk, self.on_text_chunk
+        texts: list[str] = []  # the run of plain text chunks (one session, one kind) not yet handed on
+        sid = kind = ""
         for line in self._splitter.feed(data):
+            if on_text is not None and type(line) is bytes:
+                chunk = text_chunk(line)
+                if chunk is not None:
+                    if texts and (chunk[0] != sid or chunk[1] != kind):
+                        self._on_texts(sid, kind, texts)
+                        texts = []
+                    sid, kind = chunk[0], chunk[1]
+                    texts.append(chunk[2])
+                    continue
+            if texts:
+                self._on_texts(sid, kind, texts)
+                texts = []
             if isinstance(line, Oversized):
                 self._report_oversized(line)
                 continue
-            if on_text is not None:
-                chunk = text_chunk(line)
-                if chunk is not None:
-                    try:
-                        on_text(*chunk)
-                    except Exception as exc:
-                        self._handler_failed("session/update", exc)
-                    continue
             parsed = classify(line, depth)
             if type(parsed) is tuple and parsed[0] == NOTIFICATION:
                 msg = parsed[1]
@@ -272,6 +280,14 @@ class Connection:
                         self._handler_failed(msg["method"], exc)
                     continue
             self._dispatch_parsed(parsed)
+        if texts:
+            self._on_texts(sid, kind, texts)
+
+    def _on_texts(self, sid: str, kind: str, texts: list[str]) -> None:
+        try:
+            self.on_text_chunk(sid, kind, texts)  # type: ignore[misc]  # set: runs are made only then
+        except Exception as exc:
+            self._handler_failed("session/update", exc)
 
     def _handler_failed(self, method: str, exc: Exception) -> None:
         log.exception("notification handler for %s failed", method)

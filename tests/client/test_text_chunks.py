@@ -32,6 +32,20 @@ UPDATES = [
 ]
 
 
+def _runs(events: list) -> list:
+    """Events with each run of plain chunks of one role as one (the connection hands a run
+    that came in one read on as one chunk: how the lines fell into reads is the pipe's)."""
+    out: list = []
+    for e in events:
+        plain = type(e) is Chunk and e._raw is None and e.message_id is None
+        if plain and out and type(out[-1]) is Chunk and out[-1]._raw is None and out[-1].message_id is None \
+                and out[-1].role == e.role:
+            out[-1] = Chunk(e.role, out[-1].text + e.text)
+        else:
+            out.append(e)
+    return out
+
+
 def _same(a, b) -> bool:
     if type(a) is not type(b):
         return False
@@ -53,8 +67,8 @@ async def test_a_mixed_stream_makes_the_events_of_the_dict_reading():
     reference = Turn(turn.session_id)
     for u in UPDATES:
         reference.apply_update(u)
-    got = [e for e in turn.events if type(e) is Chunk or getattr(e, "raw", None) in UPDATES]
-    want = list(reference.events)
+    got = _runs([e for e in turn.events if type(e) is Chunk or getattr(e, "raw", None) in UPDATES])
+    want = _runs(list(reference.events))
     assert len(got) == len(want) and all(_same(a, b) for a, b in zip(got, want)), (got, want)
     assert turn.text == reference.text and HOSTILE in turn.text
     assert turn.role_text("thought") == "thinking " and turn.role_text("user") == "you "
@@ -75,8 +89,8 @@ async def test_a_failing_text_chunk_handler_is_reported_as_the_update_handlers_a
     conn.on_report = lambda kind, text: reports.append((kind, text))
     conn.on_notification("session/update", dicts.append)
 
-    def boom(sid: str, kind: str, text: str) -> None:
-        raise RuntimeError(f"no {text}")
+    def boom(sid: str, kind: str, texts: list[str]) -> None:
+        raise RuntimeError(f"no {''.join(texts)}")
 
     conn.on_text_chunk = boom
     await conn.start()
@@ -90,3 +104,36 @@ async def test_a_failing_text_chunk_handler_is_reported_as_the_update_handlers_a
     await a.close()
     assert reports == [("handler-error", "session/update: RuntimeError: no plain")]
     assert [p["update"] for p in dicts] == [UPDATES[4]]
+
+
+async def test_a_run_of_plain_chunks_in_one_read_is_one_call_in_order():
+    """Consecutive plain chunks of one session and kind that arrive in one read reach the
+    client as one call; another kind, another session or any other line ends the run, and
+    everything keeps its order."""
+    import asyncio
+
+    from acp_kernel.protocol.connection import Connection
+    from acp_kernel.protocol.transport import memory_pair
+
+    a, b = memory_pair()
+    conn = Connection(a, name="x")
+    seen: list = []
+    conn.on_notification("session/update", lambda p: seen.append(("dict", p["update"]["sessionUpdate"])))
+    conn.on_text_chunk = lambda sid, kind, texts: seen.append((sid, kind, texts))
+    await conn.start()
+
+    def line(u: dict, sid: str = "s") -> bytes:
+        return msgspec.json.encode({"jsonrpc": "2.0", "method": "session/update",
+                                    "params": {"sessionId": sid, "update": u}}) + b"\n"
+
+    done = asyncio.get_running_loop().create_future()
+    conn.on_notification("_done", lambda p: done.set_result(None))
+    b.write(line(_chunk("agent_message_chunk", "a1 ")) + line(_chunk("agent_message_chunk", HOSTILE))
+            + line(_chunk("agent_thought_chunk", "t1")) + line(_chunk("agent_message_chunk", "a2"))
+            + line(UPDATES[6]) + line(_chunk("agent_message_chunk", "a3")) + line(_chunk("agent_message_chunk", "a4"), "s2")
+            + line(_chunk("agent_message_chunk", "a5"), "s2") + b'{"jsonrpc":"2.0","method":"_done","params":{}}\n')
+    await asyncio.wait_for(done, 5)
+    await a.close()
+    assert seen == [("s", "agent_message_chunk", ["a1 ", HOSTILE]), ("s", "agent_thought_chunk", ["t1"]),
+                    ("s", "agent_message_chunk", ["a2"]), ("dict", "tool_call"), ("s", "agent_message_chunk", ["a3"]),
+                    ("s2", "agent_message_chunk", ["a4", "a5"])]

@@ -326,9 +326,9 @@ def test_json_format_escapes_controls_and_keeps_the_data(tmp_path):
     assert res.returncode == 0, res.stderr
     _assert_clean_bytes(res.stdout)
     events = [json.loads(line) for line in res.stdout.decode().splitlines()]
-    texts = [e["text"] for e in events if e.get("type") == "agent"]
+    text = "".join(e["text"] for e in events if e.get("type") == "agent")
     for h in HOSTILE:
-        assert h + "\n" in texts  # lossless: a program reading JSON gets the exact text
+        assert h + "\n" in text  # lossless: a program reading JSON gets the exact text
 
 
 def test_closed_output_pipe_exits_quietly(tmp_path):
