@@ -8,6 +8,7 @@ of ``tests/conftest.py`` fails any test that leaves a process behind.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import re
@@ -64,6 +65,15 @@ async def next_connection_works(scenario: dict | None = None) -> None:
 def rss_kib() -> dict[str, int]:
     text = open("/proc/self/status").read()
     return {k: int(re.search(k + r":\s+(\d+)", text).group(1)) for k in ("VmRSS", "VmHWM")}
+
+
+def trim_heap() -> None:
+    """Have the C allocator give back the free memory it keeps (glibc's ``malloc_trim``), so
+    VmRSS is what the process holds, not what earlier tests in this worker left cached."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
 
 
 def reset_peak_rss() -> bool:
