@@ -135,12 +135,18 @@ def timed_run(ctx: Ctx, argv: list[str], *, stdout_path: str | None = None, time
     return seconds
 
 
-def count_lines(path: str) -> int:
-    n = 0
+def json_arrivals(path: str, size: int) -> int:
+    """Updates a ``--format json`` output accounts for: its agent text in chunks of ``size``
+    characters (a run of chunks from one read is one event) and its tool call events."""
+    chars = tool = 0
     with open(path, "rb") as f:
-        while block := f.read(1 << 20):
-            n += block.count(b"\n")
-    return n
+        for line in f:
+            e = json.loads(line)
+            if e.get("type") == "agent":
+                chars += len(e.get("text") or "")
+            elif e.get("type") == "tool_call":
+                tool += 1
+    return (chars // size if size else 0) + tool
 
 
 # -- acpx (Node) -------------------------------------------------------------------
@@ -238,16 +244,20 @@ def _throughput(ctx: Ctx, title: str, load: dict[str, int], updates: int) -> Sec
     cli = [sys.executable, "-m", "acp_kernel", "prompt", "--permissions", "allow-all"]
     out = os.path.join(ctx.tmp, "out.jsonl")
 
+    size = load.get("size", 0) if load.get("chunks") else 0
+
     def w(mode: str, *extra: str) -> Callable[[], tuple[float, int]]:
         def run() -> tuple[float, int]:
             r = worker(ctx, mode, *extra)
+            if "chars" in r:  # the library: what arrived (text in chunks of `size`, tool call updates)
+                return r["seconds"], (r["chars"] // size if size else 0) + r["tool_updates"]
             return r["seconds"], r.get("updates", r.get("lines", 0) - 1)
         return run
 
     def sub(argv: list[str], json_out: bool) -> Callable[[], tuple[float, int]]:
         def run() -> tuple[float, int]:
             seconds = timed_run(ctx, argv, stdout_path=out if json_out else None)
-            return seconds, (count_lines(out) if json_out else updates)
+            return seconds, (json_arrivals(out, size) if json_out else updates)
         return run
 
     def startup(key: str, argv: list[str]) -> Callable[[], tuple[float, int]]:

@@ -153,7 +153,9 @@ async def _lib(args: argparse.Namespace) -> dict:
         seconds = time.perf_counter() - t0
         if turn.stop_reason != "end_turn":
             raise RuntimeError(f"turn ended with {turn.stop_reason!r}: {turn.error}")
-        result = {"seconds": seconds, "updates": len(turn.events), "tool_calls": len(turn.tool_calls)}
+        # What arrived, not how many events: a run of chunks that came in one read is one event.
+        result = {"seconds": seconds, "updates": len(turn.events), "tool_calls": len(turn.tool_calls),
+                  "chars": len(turn.text), "tool_updates": sum(c.updates for c in turn.tool_calls.values())}
         if args.latency:
             result["latency"] = _percentiles(stamps)
         return result
