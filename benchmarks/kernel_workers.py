@@ -39,6 +39,8 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 DISPLAY_TYPES = ("display_data", "update_display_data", "execute_result")
+#: What can put text on screen: displays, and the turn widget's messages (its blocks' HTML).
+SHOWN_TYPES = (*DISPLAY_TYPES, "comm_msg")
 STAMP = re.compile(rb"(?<![0-9])[0-9]{19}(?![0-9])")
 
 
@@ -122,7 +124,11 @@ class Cell:
             out["max_display_per_s"] = best
             out["shown_chars"] = shown_chars(shows)
         if stamps:
-            out["latency"] = stamp_latency(shows)
+            out["latency"] = stamp_latency([m for m in self.msgs if m.msg_type in SHOWN_TYPES])
+            shown = [m.t for m in self.msgs if m.msg_type in SHOWN_TYPES]
+            out["shown_msgs"] = len(shown)
+            span = shown[-1] - shown[0] if shown else 0.0
+            out["shown_rate"] = (len(shown) - 1) / span if span >= 0.5 else None
         return out
 
 
@@ -147,7 +153,7 @@ def shown_chars(shows: list[IopubMsg]) -> int:
 
 def stamp_latency(shows: list[IopubMsg], gap: float = 0.005) -> dict[str, Any]:
     """Latencies of stamped chunks (``time.time_ns()`` written by the agent
-    into each chunk's text), from what the display messages carry, in ms:
+    into each chunk's text), from what the display and widget messages carry, in ms:
 
     - first: the first display message -> the earliest stamp it shows;
     - refresh: per refresh (the messages one flush sends back to back: the
@@ -174,11 +180,15 @@ def stamp_latency(shows: list[IopubMsg], gap: float = 0.005) -> dict[str, Any]:
             close_group()
             group_start, group_newest = m.t, 0
         group_last_ns = m.t_ns
-        try:
-            text = (lambda d: d.get("text/markdown") or d.get("text/plain", ""))(json.loads(m.content or b"{}").get("data", {}))
-        except ValueError:
-            continue
-        new = [int(s) for s in STAMP.findall(text.encode()) if int(s) > seen_max]
+        if m.msg_type == "comm_msg":  # the turn widget's blocks: the stamps are in their HTML
+            raw = m.content or b""
+        else:
+            try:
+                raw = (lambda d: d.get("text/markdown") or d.get("text/plain", ""))(
+                    json.loads(m.content or b"{}").get("data", {})).encode()
+            except ValueError:
+                continue
+        new = [int(s) for s in STAMP.findall(raw) if int(s) > seen_max]
         if not new:
             continue
         if first is None:
@@ -250,7 +260,7 @@ class Kernel:
                 cell.others.append(IopubMsg(t - t0, t_ns, kind, sum(len(f) for f in frames), None))
                 continue
             cell.msgs.append(IopubMsg(t - t0, t_ns, kind, sum(len(f) for f in frames),
-                                      bytes(content) if kind in DISPLAY_TYPES else None))
+                                      bytes(content) if kind in SHOWN_TYPES else None))
             if kind == "status" and json.loads(content).get("execution_state") == "idle":
                 cell.idle_seconds = t - t0
                 idle = True

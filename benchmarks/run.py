@@ -691,9 +691,9 @@ def kernel_latency(ctx: Ctx) -> Section:
         except (Failed, subprocess.TimeoutExpired, OSError, ValueError, KeyError, IndexError) as exc:
             sec.notes.append(f"refresh_hz={hz} failed: {exc}")
             continue
-        rate_s = f"{t.get('update_rate') or 0:.1f}"
+        rate_s = f"{t.get('shown_rate') or 0:.1f}"  # display and widget messages a second
         first = lat.get("first_ms")
-        sec.rows.append(["first chunk -> first display_data", str(hz), f"{first:.1f}" if first is not None else "-",
+        sec.rows.append(["first chunk -> first shown (display or widget message)", str(hz), f"{first:.1f}" if first is not None else "-",
                          "", "", "", "1", ""])
         for key, label in (("refresh", "per refresh: newest chunk shown (staleness of what is on screen)"),
                            ("chunk", "per chunk: written -> first shown (incl. the coalescing wait)")):
@@ -703,7 +703,8 @@ def kernel_latency(ctx: Ctx) -> Section:
                 continue
             sec.rows.append([label, str(hz), f"{p['p50']:.1f}", f"{p['p90']:.1f}", f"{p['p99']:.1f}",
                              f"{p['max']:.1f}", f"{p['count']:,}", rate_s])
-        sec.notes.append(f"refresh_hz={hz}: {t['display_msgs']:,} display messages over {t['seconds']:.1f} s")
+        sec.notes.append(f"refresh_hz={hz}: {t.get('shown_msgs', 0):,} display and widget messages "
+                         f"({t['display_msgs']:,} display) over {t['seconds']:.1f} s")
     try:
         lib = worker(ctx, "lib", "--latency", "--agent", agent_cmd(chunks=n, size=a.size, stamp=True, rate=rate))
         p = lib["latency"]
