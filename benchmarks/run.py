@@ -137,11 +137,17 @@ def timed_run(ctx: Ctx, argv: list[str], *, stdout_path: str | None = None, time
 
 def json_arrivals(path: str, size: int) -> int:
     """Updates a ``--format json`` output accounts for: its agent text in chunks of ``size``
-    characters (a run of chunks from one read is one event) and its tool call events."""
+    characters (ours: a run of chunks from one read is one event) and its tool call
+    events; acpx's output is the ACP messages themselves (``session/update``)."""
     chars = tool = 0
     with open(path, "rb") as f:
         for line in f:
             e = json.loads(line)
+            if e.get("method") == "session/update":  # acpx
+                u = (e.get("params") or {}).get("update") or {}
+                kind = u.get("sessionUpdate")
+                e = {"type": "agent", "text": (u.get("content") or {}).get("text")} if kind == "agent_message_chunk" else \
+                    {"type": "tool_call"} if kind in ("tool_call", "tool_call_update") else {}
             if e.get("type") == "agent":
                 chars += len(e.get("text") or "")
             elif e.get("type") == "tool_call":
