@@ -686,7 +686,7 @@ def kernel_latency(ctx: Ctx) -> Section:
     n, rate = a.latency_chunks, a.rate
     sec = Section(f"Latency through the acp kernel: {n:,} stamped chunks paced at {rate:,.0f}/s, "
                   "agent write -> iopub arrival at the frontend",
-                  ["what", "refresh_hz", "p50 ms", "p90 ms", "p99 ms", "max ms", "count", "updates/s"])
+                  ["what", "refresh_hz", "p50 ms", "p90 ms", "p99 ms", "max ms", "count", "shown msgs/s"])
     prompt = f"chunks={n} size={a.size} stamp rate={rate:g}"
     for hz in (10, 60):
         print(f"  [latency] through the kernel, refresh_hz={hz}", file=sys.stderr)

@@ -24,7 +24,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-
 if TYPE_CHECKING:
     from .turn import Turn
 

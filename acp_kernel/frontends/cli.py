@@ -1062,7 +1062,8 @@ valid in the locale's encoding are replaced with U+FFFD (with a warning).
 In --format json every event is one JSON object per line on stdout, starting
 with {"type": "starting", ...} and ending with {"type": "end", ...}; the end
 of a turn carries its "record" (agent, model, mode, usage, tool calls, files
-written: what a notebook keeps in the output's metadata).
+written: what a notebook keeps in the output's metadata). Text chunks the
+agent sent back to back and that arrived together are one "agent" event.
 """
 
 
