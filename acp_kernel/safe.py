@@ -549,6 +549,16 @@ def _code_like(s: str) -> bool:
     return "`" in s or "\t" in s or "    " in s
 
 
+def _unparsed(s: str) -> str | None:
+    """:func:`markdown` of cleaned text that needs no parse (not :func:`_needs_parse`): the
+    text, its ``$`` as references when no code could hold one; None when code could."""
+    if "$" not in s:
+        return s
+    if _code_like(s):
+        return None
+    return s.replace("$", "&#36;")  # prose with "$": a reference decodes to the same "$" everywhere
+
+
 # Prose with links and angle brackets (an agent's "see [the docs](https://...)",
 # "a <b>"): written without a parse when every "](" opens a destination of URL
 # characters a safe link may hold, closed at once by ")" (the only way any
@@ -602,15 +612,9 @@ def markdown(value: Any) -> Markdown:
     if isinstance(value, Markdown):
         return value
     s = visible_controls(str(value))
-    if not _needs_parse(s):
-        if "$" not in s:
-            return Markdown(s)
-        if not _code_like(s):  # prose with "$": a reference decodes to the same "$" everywhere
-            return Markdown(s.replace("$", "&#36;"))
-    else:
-        linked = _linked_prose(s)
-        if linked is not None:
-            return Markdown(linked)
+    done = _unparsed(s) if not _needs_parse(s) else _linked_prose(s)
+    if done is not None:
+        return Markdown(done)
     if len(s) > _CACHED_CHARS:
         return Markdown(_parsed(s, REMOTE_IMAGES))
     return Markdown(_parsed_cached(s, REMOTE_IMAGES))
@@ -748,12 +752,9 @@ def prose_forms(value: Any) -> tuple[Markdown, Html, Plain] | None:
     prose = _prose_html(s)
     if prose is None:
         return None
-    if "$" not in s:
-        md = s
-    elif _code_like(s):  # four spaces inside a line: markdown parses it
+    md = _unparsed(s)
+    if md is None:  # "$" beside four spaces inside a line: markdown parses it
         return None
-    else:
-        md = s.replace("$", "&#36;")
     return Markdown(md), Html(prose), Plain(_unlinked(s))
 
 
