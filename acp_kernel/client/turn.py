@@ -321,21 +321,13 @@ class ToolCall(msgspec.Struct, gc=False):
         """Keep id, title, kind, status and a bounded text of the content;
         drop raw input/output and diffs (they can be whole files)."""
         lines = []  # what the dropped content was first, so the cut below keeps it
-        texts = []  # :attr:`text`, read in the same pass (a turn compacts thousands of calls)
         for c in self.content:
-            if not isinstance(c, dict):
-                continue
-            kind = c.get("type")
-            if kind == "diff":
+            if isinstance(c, dict) and c.get("type") == "diff":
                 lines.append(f"(diff of {str(c.get('path'))[:500]})")
-            elif kind == "terminal":
+            elif isinstance(c, dict) and c.get("type") == "terminal":
                 lines.append(f"(terminal {str(c.get('terminalId'))[:100]})")
-            elif kind == "content":
-                inner = c.get("content")
-                if isinstance(inner, dict) and isinstance(inner.get("text"), str):
-                    texts.append(inner["text"])
-        if texts and (joined := "\n".join(texts)):
-            lines.append(joined)
+        if content_text := self.text:
+            lines.append(content_text)
         text = "\n".join(lines)
         if len(text) > limit:
             text = text[:limit] + f"... ({len(text) - limit:,} more characters not kept)"
