@@ -17,6 +17,7 @@ from typing import Any, Optional
 from .._version import VERSION
 from . import content
 from ..protocol.scope import Scope
+from ..protocol import framing
 from ..protocol.connection import Connection
 from .content import embedded_resource, resource_link, text_block  # noqa: F401 (re-exported: front-ends build prompts)
 from ..errors import AUTH_REQUIRED, INVALID_PARAMS, AcpError, AuthRequired, ConnectionClosed, RpcError
@@ -297,6 +298,12 @@ class Session:
             if kind not in ("agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update"):
                 self._apply_state(kind, update)
         self.turn.apply_update(update)
+
+    def apply_tool(self, update: framing.ToolUpdate, line: bytes) -> None:
+        """:meth:`apply` of a tool call update read typed (no session state to update)."""
+        if self._active is None:
+            self._between_at = time.monotonic()
+        self.turn.apply_tool(update, line)
 
     def apply_text(self, kind: str, text: str) -> None:
         """:meth:`apply` of a chunk that is only text (no session state to update)."""
@@ -627,6 +634,7 @@ class Client:
         self.conn.on_report = self._on_report
         self.conn.on_notification("session/update", self._on_update)
         self.conn.on_text_chunk = self._on_text_chunk
+        self.conn.on_tool_update = self._on_tool_update
         self.services = services_mod.install(self.conn, self)
         await self.conn.start()
         try:  # until it returns, nobody else holds this client: it closes what it started
@@ -870,6 +878,15 @@ class Client:
             return
         for text in texts:
             self._on_update({"sessionId": sid, "update": {"sessionUpdate": kind, "content": {"type": "text", "text": text}}})
+
+    def _on_tool_update(self, sid: str, update: framing.ToolUpdate, line: bytes) -> None:
+        """:meth:`_on_update` of a tool call update read typed (``Connection.on_tool_update``):
+        an open session's turn takes it as it is; any other, the dict it would have been."""
+        session = self.sessions.get(sid)
+        if session is not None:
+            session.apply_tool(update, line)
+            return
+        self._on_update({"sessionId": sid, "update": framing.update_of(line)})
 
     def _keep_early(self, sid: str, update: Any) -> None:
         """Keep an update for a session id not known (yet): at most

@@ -19,6 +19,7 @@ Real agents are sloppy and the rules below are deliberate:
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from typing import Any, Optional
 
 import msgspec
 
+from ..protocol import framing
 from ..services.events import SERVICE_EVENTS, FileWritten, Notice  # turn events the services emit too; their home is there
 from .notebook import NO_ORIGIN, Origin
 from .record import Provenance, turn_record
@@ -78,6 +80,10 @@ _RAW_OUTPUT_KEYS = ("aggregated_output", "formatted_output", "output")
 #: Every member of a ``rawOutput`` (or its ``details``) that :meth:`ToolCall._take_raw_output`
 #: reads: one without any (a file read's ``{"lines": 2}``) is passed over in one set test.
 _RAW_OUTPUT_READ = frozenset((*_RAW_OUTPUT_KEYS, "stdout", "stderr", "exit_code", "exitCode", "details"))
+#: The same members as JSON text, and the backslash any other spelling of them needs: a
+#: ``rawOutput`` left unread (:class:`.framing.ToolUpdate`) holding none of these has no
+#: member :meth:`ToolCall._take_raw_output` reads, so it stays unread.
+_RAW_OUTPUT_MARKS = re.compile(b"|".join([*(re.escape(f'"{key}"'.encode()) for key in _RAW_OUTPUT_READ), rb"\\"]))
 
 
 def update_model(raw: dict[str, Any]) -> Any:
@@ -176,6 +182,32 @@ class _Message:
         self.counted, self.length = len(self.pieces), len(text)
 
 
+class _Payload:
+    """A field of :class:`ToolCall` that may hold an update's JSON text (a :class:`msgspec.Raw`
+    of :class:`.framing.ToolUpdate`): read on first use, as :func:`.framing.classify` would
+    have read it, and kept read. ``listed``: a value that is not a list reads as ``[]``, as
+    :meth:`ToolCall.merge` takes it."""
+
+    __slots__ = ("slot", "listed")
+
+    def __init__(self, slot: str, listed: bool = False) -> None:
+        self.slot, self.listed = slot, listed
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        if obj is None:
+            return self
+        value = getattr(obj, self.slot)
+        if type(value) is msgspec.Raw:
+            value = framing.payload(value)
+            if self.listed and type(value) is not list:
+                value = []
+            setattr(obj, self.slot, value)
+        return value
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        setattr(obj, self.slot, value)
+
+
 class ToolCall(msgspec.Struct, gc=False):
     """The live state of one tool call, merged from all its updates.
 
@@ -189,10 +221,12 @@ class ToolCall(msgspec.Struct, gc=False):
     title: str = ""
     kind: Optional[str] = None
     status: str = "pending"
-    content: list[Any] = msgspec.field(default_factory=list)
-    locations: list[Any] = msgspec.field(default_factory=list)
-    raw_input: Any = None
-    raw_output: Any = None
+    # The payloads, as values or still as JSON text (:class:`_Payload`): ``content``,
+    # ``locations``, ``raw_input`` and ``raw_output`` read them.
+    _content: Any = msgspec.field(default_factory=list)
+    _locations: Any = msgspec.field(default_factory=list)
+    _raw_input: Any = None
+    _raw_output: Any = None
     announced: bool = True  # False when first seen as an update for an unknown id
     updates: int = 0
     #: Command output sent outside ``content`` (``_meta.terminal_output`` and
@@ -208,6 +242,36 @@ class ToolCall(msgspec.Struct, gc=False):
     #: ``terminal`` content item then names a display-only terminal of the
     #: agent's (its output is :attr:`output`), not one this client created.
     agent_terminal: bool = False
+
+    content = _Payload("_content", listed=True)
+    locations = _Payload("_locations", listed=True)
+    raw_input = _Payload("_raw_input")
+    raw_output = _Payload("_raw_output")
+
+    def take(self, update: framing.ToolUpdate) -> None:
+        """:meth:`merge` of an update read typed: the same state, its payloads left as JSON
+        text until read (a ``rawOutput`` is read now only if it holds a member that counts)."""
+        self.updates += 1
+        if update.title is not None:
+            self.title = update.title
+        if update.kind is not None:
+            self.kind = update.kind
+        if update.status is not None:
+            self.status = update.status
+        if update.content:
+            self._content = update.content
+        if update.locations:
+            self._locations = update.locations
+        if update.rawInput:
+            self._raw_input = update.rawInput
+        if update.meta:
+            meta = framing.payload(update.meta)
+            if type(meta) is dict:
+                self._take_meta(meta)
+        if update.rawOutput:
+            self._raw_output = update.rawOutput
+            if _RAW_OUTPUT_MARKS.search(update.rawOutput):
+                self._take_raw_output(self.raw_output)
 
     def merge(self, raw: dict[str, Any]) -> None:
         self.updates += 1
@@ -346,7 +410,16 @@ class ToolCallEvent(msgspec.Struct, _Raw, gc=False):
 
     call: ToolCall
     new: bool
-    raw: dict[str, Any]
+    #: The update: a dict, or the line it came in (read typed, :meth:`Turn.apply_tool`), read
+    #: again into the dict :func:`.framing.classify` makes when ``raw`` is first asked for.
+    _update: Any
+
+    @property
+    def raw(self) -> dict[str, Any]:  # type: ignore[override]
+        update = self._update
+        if type(update) is bytes:
+            update = self._update = framing.update_of(update)
+        return update
 
 
 @dataclass(slots=True)
@@ -593,6 +666,22 @@ class Turn:
         event = self._event_for(update)
         if event is not None:
             self.add(event)
+        return event
+
+    def apply_tool(self, update: framing.ToolUpdate, line: bytes) -> ToolCallEvent:
+        """:meth:`apply_update` of a tool call update read typed from ``line``
+        (:func:`.framing.tool_update`): the same event, its payloads read only when asked."""
+        tid = update.toolCallId
+        call = self.tool_calls.get(tid)
+        new = call is None
+        if call is None:
+            if not tid:
+                return self.apply_update(framing.update_of(line))
+            call = self.tool_calls[tid] = ToolCall(
+                tid, announced=update.sessionUpdate == "tool_call", output_limit=self.tool_output_limit)
+        call.take(update)
+        event = ToolCallEvent(call, new, line)
+        self.add(event)
         return event
 
     def apply_text(self, kind: str, text: str) -> Any:

@@ -100,6 +100,10 @@ class Connection:
         #: ``texts`` is a run: consecutive chunks of one session and kind that came in one read
         #: (a burst, an agent catching up), so a client can take it as one piece of text.
         self.on_text_chunk: Callable[[str, str, list[str]], None] | None = None
+        #: Set by a client that takes tool call updates typed: called with ``(session id,
+        #: update, line)`` for the lines :func:`.framing.tool_update` reads, in their place
+        #: in the stream, in place of the ``session/update`` handler (errors reported the same).
+        self.on_tool_update: Callable[[str, framing.ToolUpdate, bytes], None] | None = None
         self.noise_count = 0
         transport.attach(self._on_data, self._on_eof)
         transport.on_stall = self._on_stall
@@ -250,19 +254,33 @@ class Connection:
         # The hot loop: a notification with a handler (the update stream's
         # every line) is handled here, in one frame; the rest goes to _dispatch.
         classify, depth, handlers = framing.classify, self.max_depth, self._notifications
-        text_chunk, on_text = framing.text_chunk, self.on_text_chunk
+        typed, on_text, on_tool = framing.typed_update, self.on_text_chunk, self.on_tool_update
+        take = on_text is not None or on_tool is not None
+        text_type = framing.TextChunk
         texts: list[str] = []  # the run of plain text chunks (one session, one kind) not yet handed on
         sid = kind = ""
         for line in self._splitter.feed(data):
-            if on_text is not None and type(line) is bytes:
-                chunk = text_chunk(line)
-                if chunk is not None:
-                    if texts and (chunk[0] != sid or chunk[1] != kind):
-                        self._on_texts(sid, kind, texts)
-                        texts = []
-                    sid, kind = chunk[0], chunk[1]
-                    texts.append(chunk[2])
-                    continue
+            if take and type(line) is bytes:
+                got = typed(line, depth)
+                if got is not None:
+                    update = got[1]
+                    if isinstance(update, text_type):
+                        if on_text is not None:
+                            if texts and (got[0] != sid or update.sessionUpdate != kind):
+                                self._on_texts(sid, kind, texts)
+                                texts = []
+                            sid, kind = got[0], update.sessionUpdate
+                            texts.append(update.content.text)
+                            continue
+                    elif on_tool is not None:
+                        if texts:
+                            self._on_texts(sid, kind, texts)
+                            texts = []
+                        try:
+                            on_tool(got[0], update, line)
+                        except Exception as exc:
+                            self._handler_failed("session/update", exc)
+                        continue
             if texts:
                 self._on_texts(sid, kind, texts)
                 texts = []

@@ -1,0 +1,234 @@
+"""Tool call updates are read typed (``framing.tool_update`` -> ``Client._on_tool_update`` ->
+``Turn.apply_tool``), their payloads left as JSON text until read. Whatever the agent sends,
+the state and the events are the ones the dict reading makes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import msgspec
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
+
+from acp_kernel.client.session import Client
+from acp_kernel.client.turn import ToolCallEvent, Turn
+from acp_kernel.protocol import framing
+from acp_kernel.protocol.framing import NOTIFICATION, classify
+
+from ..conftest import scripted_spec
+
+HOSTILE = "<img src=x onerror=alert(1)> `a\nb` $x$ /tmp/evil\n# heading"
+_KINDS = ["tool_call", "tool_call_update"]
+_SCALARS = ("title", "kind", "status")
+_PAYLOADS = ("content", "locations", "rawInput", "rawOutput", "_meta")
+_FIELDS = {"sessionUpdate", "toolCallId", *_SCALARS, *_PAYLOADS}
+
+_odd = st.none() | st.integers() | st.text(max_size=4) | st.just({}) | st.just([]) | st.just(1.5)
+_json = st.recursive(st.none() | st.booleans() | st.integers(-3, 3) | st.text(max_size=6) | st.sampled_from([HOSTILE]),
+                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+                     max_leaves=6)
+_content = st.lists(st.sampled_from([
+    {"type": "content", "content": {"type": "text", "text": HOSTILE}},
+    {"type": "diff", "path": "/tmp/a\nb.py", "oldText": "x", "newText": "<b>$y$</b>"},
+    {"type": "terminal", "terminalId": "t1"},
+]), max_size=3)
+# rawOutput as agents send it (codex's exit_code and aggregated_output, pi's details), a key
+# spelled with an escape, and the shapes nobody reads.
+_raw_output = st.sampled_from([
+    {"lines": 2}, {"exit_code": 3, "aggregated_output": "out\n"}, {"details": {"stdout": "s", "exitCode": 1}},
+    {"stderr": HOSTILE}, {"output": ""}, "text", [1], None,
+]) | _json
+_meta = st.sampled_from([
+    {"terminal_output": {"terminal_id": "x", "data": "abc"}}, {"terminal_output_delta": {"data": HOSTILE}},
+    {"terminal_exit": {"exit_code": 7}}, {"terminal_info": {}}, {"other": 1}, [], "m",
+])
+
+
+@st.composite
+def _updates(draw):
+    """A tool call update as a dict: any subset of the schema's members, most well typed, some
+    not; sometimes a member the schema does not name."""
+    def rarely(usual: st.SearchStrategy, odd: st.SearchStrategy) -> object:
+        return draw(odd if draw(st.integers(0, 7)) == 0 else usual)
+
+    update = {"sessionUpdate": rarely(st.sampled_from(_KINDS), st.just("plan")),
+              "toolCallId": rarely(st.sampled_from(["c1", "c2", "<c>"]), st.just("") | _odd)}
+    for key in _SCALARS:
+        if draw(st.booleans()):
+            update[key] = rarely(st.sampled_from(["t", HOSTILE, "read", "completed", "failed"]), _odd)
+    strategies = {"content": _content | _odd, "locations": st.just([{"path": "/tmp/x\ny", "line": 1}]) | _odd,
+                  "rawInput": _json, "rawOutput": _raw_output, "_meta": _meta}
+    for key in _PAYLOADS:
+        if draw(st.integers(0, 2)) == 0:
+            update[key] = draw(strategies[key])
+    if draw(st.integers(0, 9)) == 0:
+        update[draw(st.sampled_from(["x", "annotations", "meta"]))] = draw(_odd)
+    return update
+
+
+def _line(update: dict, sid: object = "s", ascii_: bool = False, **top: object) -> bytes:
+    msg = {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": sid, "update": update}, **top}
+    return json.dumps(msg, ensure_ascii=ascii_).encode()
+
+
+def _typed_shape(msg: dict) -> bool:
+    """The dict reading of a line the typed reading must take: exactly these members, these types."""
+    params = msg.get("params")
+    update = params.get("update") if type(params) is dict else None
+    return (set(msg) == {"jsonrpc", "method", "params"} and msg["jsonrpc"] == "2.0"
+            and msg["method"] == "session/update" and set(params) == {"sessionId", "update"}
+            and type(params["sessionId"]) is str and type(update) is dict and set(update) <= _FIELDS
+            and update.get("sessionUpdate") in _KINDS and type(update.get("toolCallId")) is str
+            and all(type(update.get(k)) in (str, type(None)) for k in _SCALARS))
+
+
+@settings(max_examples=400, deadline=None)
+@given(update=_updates(), sid=st.sampled_from(["s", 5]), ascii_=st.booleans(), extra=st.booleans())
+def test_tool_update_takes_exactly_the_schemas_tool_updates_read_as_the_dicts_read_them(update, sid, ascii_, extra):
+    line = _line(update, sid, ascii_, **({"x": None} if extra else {}))
+    got = framing.tool_update(line)
+    parsed = classify(line)
+    assert type(parsed) is tuple and parsed[0] == NOTIFICATION
+    msg = parsed[1]
+    assert (got is not None) == _typed_shape(msg), line
+    if got is None:
+        return
+    sid_, typed = got
+    want = msg["params"]["update"]
+    assert sid_ == msg["params"]["sessionId"] and typed.sessionUpdate == want["sessionUpdate"]
+    assert [getattr(typed, k) for k in _SCALARS] == [want.get(k) for k in _SCALARS]
+    for key, attr in zip(_PAYLOADS, ("content", "locations", "rawInput", "rawOutput", "meta")):
+        raw = getattr(typed, attr)
+        assert (framing.payload(raw) == want[key]) if key in want else not raw
+    assert framing.update_of(line) == want
+
+
+def _state(turn: Turn) -> list:
+    return [(c.id, c.title, c.kind, c.status, c.content, c.locations, c.raw_input, c.raw_output, c.announced,
+             c.updates, c.output, c.output_dropped, c.exit_code, c.agent_terminal, c.text)
+            for c in turn.tool_calls.values()]
+
+
+def _events(turn: Turn) -> list:
+    return [(type(e).__name__, getattr(e, "new", None), getattr(e, "raw", None)) for e in turn.events]
+
+
+@settings(max_examples=300, deadline=None)
+@given(updates=st.lists(_updates(), min_size=1, max_size=6))
+def test_a_turn_read_typed_is_the_turn_read_as_dicts(updates):
+    """The same lines, one turn reading each as a dict, the other typed where it can: the same
+    tool calls (every field, the exit code and command output taken from rawOutput and
+    _meta included) and the same events, in order."""
+    by_dicts, typed = Turn("s"), Turn("s")
+    took = 0
+    for update in updates:
+        line = _line(update)
+        by_dicts.apply_update(classify(line)[1]["params"]["update"])  # type: ignore[index]
+        got = framing.tool_update(line)
+        if got is None:
+            typed.apply_update(classify(line)[1]["params"]["update"])  # type: ignore[index]
+        else:
+            took += 1
+            typed.apply_tool(got[1], line)
+    event(f"typed: {min(took, 2)}")
+    assert _events(typed) == _events(by_dicts)
+    assert _state(typed) == _state(by_dicts)
+    for turn in (typed, by_dicts):  # a finished turn compacts the same
+        turn.ended = 1.0
+        turn.compact()
+    assert _state(typed) == _state(by_dicts)
+
+
+def test_tool_update_lines_are_the_schemas_session_notifications():
+    """The typed reading's names are the pinned schema's: a full line of each kind validates
+    as a SessionNotification whose update has those values."""
+    from acp import schema
+
+    for kind in _KINDS:
+        update = {"sessionUpdate": kind, "toolCallId": "c1", "title": HOSTILE, "kind": "execute", "status": "completed",
+                  "content": [{"type": "content", "content": {"type": "text", "text": HOSTILE}}],
+                  "locations": [{"path": "/tmp/a\nb", "line": 2}], "rawInput": {"command": "ls"},
+                  "rawOutput": {"exit_code": 0}, "_meta": {"x": 1}}
+        line = _line(update)
+        sid, typed = framing.tool_update(line)
+        note = schema.SessionNotification.model_validate(json.loads(line)["params"])
+        u = note.update
+        assert (note.session_id, u.session_update, u.tool_call_id, u.title, u.kind, u.status) == \
+            (sid, typed.sessionUpdate, typed.toolCallId, typed.title, typed.kind, typed.status)
+        assert u.raw_input == framing.payload(typed.rawInput) and u.raw_output == framing.payload(typed.rawOutput)
+        assert u.field_meta == framing.payload(typed.meta) and len(u.locations) == 1 and len(u.content) == 1
+
+
+def test_a_line_too_deep_is_left_to_classify():
+    deep = {"sessionUpdate": "tool_call", "toolCallId": "c", "rawInput": json.loads("[" * 70 + "]" * 70)}
+    line = _line(deep)
+    assert framing.tool_update(line) is None
+    assert isinstance(classify(line), framing.TooDeep)
+    assert framing.tool_update(line, max_depth=100) is not None
+
+
+async def test_a_stream_through_a_real_agent_makes_the_dict_readings_events_and_keeps_the_unknown_sessions():
+    """Through a real agent process: tool calls typed between chunks and updates read as dicts,
+    in order; one for a session not open yet is kept as the dict it would have been."""
+    updates = [
+        {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "a "}},
+        {"sessionUpdate": "tool_call", "toolCallId": "c1", "title": HOSTILE, "kind": "execute",
+         "rawInput": {"command": "ls\nrm"}},
+        {"sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": "completed",
+         "rawOutput": {"exit_code": 2, "aggregated_output": HOSTILE}},
+        {"sessionUpdate": "tool_call_update", "toolCallId": "c1", "annotations": {}},  # not the schema's: as a dict
+        {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "b"}},
+    ]
+    stray = {"sessionUpdate": "tool_call", "toolCallId": "x1", "title": "elsewhere"}
+    script = [{"update": u} for u in updates]
+    script.append({"send": {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "later", "update": stray}}})
+    client = await Client(scripted_spec({"prompt": script})).start()
+    try:
+        session = await client.new_session()
+        turn = await session.prompt("go")
+    finally:
+        await client.close()
+    # The two of the schema's shape came typed (their lines kept), the third as a dict.
+    assert [type(e._update) for e in turn.events if type(e) is ToolCallEvent] == [bytes, bytes, dict]
+    reference = Turn(turn.session_id)
+    for u in updates:
+        reference.apply_update(u)
+    assert _events(turn) == _events(reference) and _state(turn) == _state(reference)
+    call = turn.tool_calls["c1"]
+    assert (call.exit_code, call.output, call.raw_input) == (2, HOSTILE, {"command": "ls\nrm"})
+    assert client._early == {"later": [stray]}
+
+
+async def test_a_failing_tool_update_handler_is_reported_and_the_stream_reads_on():
+    from acp_kernel.protocol.connection import Connection
+    from acp_kernel.protocol.transport import memory_pair
+
+    a, b = memory_pair()
+    conn = Connection(a, name="x")
+    reports: list[tuple[str, str]] = []
+    seen: list = []
+    conn.on_report = lambda kind, text: reports.append((kind, text))
+    conn.on_notification("session/update", lambda p: seen.append(("dict", p["update"]["sessionUpdate"])))
+    conn.on_text_chunk = lambda sid, kind, texts: seen.append(("text", texts))
+
+    def tool(sid: str, update: framing.ToolUpdate, line: bytes) -> None:
+        if update.toolCallId == "boom":
+            raise RuntimeError("no tool")
+        seen.append(("tool", update.toolCallId, line))
+
+    conn.on_tool_update = tool
+    await conn.start()
+    chunk = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "t"}}
+    lines = [_line(chunk), _line({"sessionUpdate": "tool_call", "toolCallId": "c1"}), _line(chunk),
+             _line({"sessionUpdate": "tool_call", "toolCallId": "boom"}), _line({"sessionUpdate": "plan", "entries": []}),
+             _line({"sessionUpdate": "tool_call", "toolCallId": "c2"})]
+    done = asyncio.get_running_loop().create_future()
+    conn.on_notification("_done", lambda p: done.set_result(None))
+    b.write(b"\n".join(lines) + b'\n{"jsonrpc":"2.0","method":"_done","params":{}}\n')
+    await asyncio.wait_for(done, 5)
+    await a.close()
+    assert reports == [("handler-error", "session/update: RuntimeError: no tool")]
+    assert seen == [("text", ["t"]), ("tool", "c1", lines[1]), ("text", ["t"]), ("dict", "plan"), ("tool", "c2", lines[5])]
+    assert msgspec.json.decode(seen[1][2])["params"]["update"]["toolCallId"] == "c1"
+    assert ToolCallEvent.__struct_fields__ == ("call", "new", "_update")
