@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import msgspec
+from msgspec import UNSET
 
 from ..protocol import framing
 from ..services.events import SERVICE_EVENTS, FileWritten, Notice  # turn events the services emit too; their home is there
@@ -252,23 +253,23 @@ class ToolCall(msgspec.Struct, gc=False):
         """:meth:`merge` of an update read typed: the same state, its payloads left as JSON
         text until read (a ``rawOutput`` is read now only if it holds a member that counts)."""
         self.updates += 1
-        if update.title is not None:
+        if type(update.title) is str:
             self.title = update.title
-        if update.kind is not None:
+        if type(update.kind) is str:
             self.kind = update.kind
-        if update.status is not None:
+        if type(update.status) is str:
             self.status = update.status
-        if update.content:
+        if update.content is not UNSET:
             self._content = update.content
-        if update.locations:
+        if update.locations is not UNSET:
             self._locations = update.locations
-        if update.rawInput:
+        if update.rawInput is not UNSET:
             self._raw_input = update.rawInput
-        if update.meta:
+        if update.meta is not UNSET:
             meta = framing.payload(update.meta)
             if type(meta) is dict:
                 self._take_meta(meta)
-        if update.rawOutput:
+        if update.rawOutput is not UNSET:
             self._raw_output = update.rawOutput
             if _RAW_OUTPUT_MARKS.search(update.rawOutput):
                 self._take_raw_output(self.raw_output)
@@ -420,6 +421,14 @@ class ToolCallEvent(msgspec.Struct, _Raw, gc=False):
         if type(update) is bytes:
             update = self._update = framing.update_of(update)
         return update
+
+    @property
+    def wire(self) -> Any:
+        """The update for msgspec to write as JSON: read typed again from its line (its
+        payloads written back as they came, not read), else :attr:`raw`."""
+        update = self._update
+        got = framing.typed_update(update, max_depth=1 << 30) if type(update) is bytes else None
+        return got[1] if got is not None else self.raw
 
 
 @dataclass(slots=True)

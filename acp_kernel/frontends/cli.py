@@ -80,7 +80,7 @@ def event_json(event: Any) -> dict[str, Any]:
     if kind is ToolCallEvent:
         c = event.call
         return {"type": "tool_call", "new": event.new, "id": c.id, "title": c.title, "kind": c.kind,
-                "status": c.status, "update": event.raw}
+                "status": c.status, "update": event.wire}
     if kind is PlanEvent:
         return {"type": "plan", "entries": event.entries}
     if kind is StateEvent:

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from dataclasses import dataclass
 from itertools import accumulate, islice
 from typing import Any, ClassVar, Literal, Union
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 DEFAULT_MAX_LINE = 64 * 1024 * 1024
 #: Deepest nesting of arrays and objects accepted in one message (``Limits.json_depth``).
@@ -69,20 +71,21 @@ class _UserText(TextChunk, tag="user_message_chunk"):
 class ToolUpdate(msgspec.Struct, gc=False, forbid_unknown_fields=True, tag_field="sessionUpdate"):
     """A ``tool_call`` / ``tool_call_update``: its scalars as strings, its payloads (content,
     locations, raw input and output, ``_meta``) as :class:`msgspec.Raw`, the JSON text
-    itself, read only when somebody asks (an empty Raw: the field was not sent). A long
+    itself, read only when somebody asks (``UNSET``: the field was not sent; msgspec writes
+    the update back as the agent's JSON, its payloads as they came). A long
     turn keeps every update; as dicts, tens of thousands of them were most of what the
     garbage collector walked and most of the memory a tool call took."""
 
     sessionUpdate: ClassVar[str]
     toolCallId: str
-    title: Union[str, None] = None
-    kind: Union[str, None] = None
-    status: Union[str, None] = None
-    content: msgspec.Raw = msgspec.Raw(b"")
-    locations: msgspec.Raw = msgspec.Raw(b"")
-    rawInput: msgspec.Raw = msgspec.Raw(b"")
-    rawOutput: msgspec.Raw = msgspec.Raw(b"")
-    meta: msgspec.Raw = msgspec.field(default=msgspec.Raw(b""), name="_meta")
+    title: Union[str, None, UnsetType] = UNSET
+    kind: Union[str, None, UnsetType] = UNSET
+    status: Union[str, None, UnsetType] = UNSET
+    content: Union[msgspec.Raw, UnsetType] = UNSET
+    locations: Union[msgspec.Raw, UnsetType] = UNSET
+    rawInput: Union[msgspec.Raw, UnsetType] = UNSET
+    rawOutput: Union[msgspec.Raw, UnsetType] = UNSET
+    meta: Union[msgspec.Raw, UnsetType] = msgspec.field(default=UNSET, name="_meta")
 
 
 class _ToolCallStart(ToolUpdate, tag="tool_call"):
@@ -120,7 +123,26 @@ def typed_update(line: bytes, max_depth: int = DEFAULT_MAX_DEPTH) -> tuple[str, 
     if type(update) is _ToolCallStart or type(update) is _ToolCallProgress:
         if line.count(b"[") + line.count(b"{") > max_depth:
             return None
+        # The payloads were skipped, not read: what reading them would refuse, classify must see.
+        if not line.isascii() and not _utf8(line):
+            return None  # invalid UTF-8: the line is noise
+        if _INT_DIGITS and len(line) > _INT_DIGITS and _LONG_DIGITS.search(line):
+            return None  # maybe an integer longer than json reads: maybe noise
     return params.sessionId, update
+
+
+#: Python's bound on an integer's digits (0: none): json refuses a longer integer, and so
+#: the line. A payload with a run of digits that long goes to classify.
+_INT_DIGITS = sys.get_int_max_str_digits()
+_LONG_DIGITS = re.compile(rb"\d{%d}" % (_INT_DIGITS + 1))
+
+
+def _utf8(line: bytes) -> bool:
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def text_chunk(line: bytes) -> tuple[str, str, str] | None:
@@ -140,8 +162,12 @@ def tool_update(line: bytes, max_depth: int = DEFAULT_MAX_DEPTH) -> tuple[str, T
 
 
 def payload(raw: msgspec.Raw) -> Any:
-    """A payload :func:`typed_update` left as JSON text, read as :func:`classify` reads it."""
-    return _fast_decode(raw)
+    """A payload :func:`typed_update` left as JSON text, read as :func:`classify` reads it:
+    by msgspec, or by json what msgspec refuses (a number past a double, a long integer)."""
+    try:
+        return _fast_decode(raw)
+    except ValueError:
+        return _decode(bytes(raw).decode("utf-8"))
 
 
 def update_of(line: bytes) -> Any:

@@ -38,7 +38,7 @@ Actions (one key each):
   {"update": {...}}        session/update for the current session ("$TERM": the
                            terminalId the client last created)
   {"chunk": "text"}        an agent_message_chunk
-  {"raw": "text"}          write this line as is (noise)
+  {"raw": "text"}          write this line as is (noise; $SID replaced)
   {"raw_b64": "..."}       write these bytes as is (garbage, invalid UTF-8)
   {"big_line": N}          a JSON-RPC notification line of about N bytes
   {"burst": N}             N agent_message_chunk notifications "0 1 2 ..."
@@ -182,7 +182,7 @@ class Agent:
 
     def do_update(self, value): self.update(json.loads(json.dumps(value).replace("$TERM", self.last_terminal)))
     def do_chunk(self, value): self.chunk(value)
-    def do_raw(self, value): write_raw(value.encode() + b"\n")
+    def do_raw(self, value): write_raw(value.replace("$SID", self.sid or "").encode() + b"\n")
     def do_raw_b64(self, value): write_raw(base64.b64decode(value))
     def do_stderr(self, value): sys.stderr.write(value + "\n"); sys.stderr.flush()
 

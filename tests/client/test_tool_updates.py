@@ -97,11 +97,12 @@ def test_tool_update_takes_exactly_the_schemas_tool_updates_read_as_the_dicts_re
     sid_, typed = got
     want = msg["params"]["update"]
     assert sid_ == msg["params"]["sessionId"] and typed.sessionUpdate == want["sessionUpdate"]
-    assert [getattr(typed, k) for k in _SCALARS] == [want.get(k) for k in _SCALARS]
+    assert [getattr(typed, k) for k in _SCALARS] == [want.get(k, msgspec.UNSET) for k in _SCALARS]
     for key, attr in zip(_PAYLOADS, ("content", "locations", "rawInput", "rawOutput", "meta")):
         raw = getattr(typed, attr)
-        assert (framing.payload(raw) == want[key]) if key in want else not raw
+        assert (framing.payload(raw) == want[key]) if key in want else raw is msgspec.UNSET
     assert framing.update_of(line) == want
+    assert msgspec.json.decode(msgspec.json.encode(typed)) == want  # written back: the agent's update
 
 
 def _state(turn: Turn) -> list:
@@ -158,6 +159,37 @@ def test_tool_update_lines_are_the_schemas_session_notifications():
             (sid, typed.sessionUpdate, typed.toolCallId, typed.title, typed.kind, typed.status)
         assert u.raw_input == framing.payload(typed.rawInput) and u.raw_output == framing.payload(typed.rawOutput)
         assert u.field_meta == framing.payload(typed.meta) and len(u.locations) == 1 and len(u.content) == 1
+
+
+def _same_value(a: object, b: object) -> bool:
+    return a == b or (a != a and b != b)  # NaN
+
+
+def test_a_payload_that_reading_would_refuse_or_read_otherwise_is_read_as_classify_reads_it():
+    """msgspec skips a payload without reading it: bytes that are not UTF-8, numbers past a
+    double or longer than json's integers. The typed reading refuses the line where
+    classify makes it noise, and reads a payload as classify does where json reads what
+    msgspec refuses (1e400 is inf)."""
+    payloads = [b"1e400", b"-1e999", b"1" * 5000, b"1" * 4300, b"0." + b"1" * 400, b'"\xed\xa0\x80"',
+                b'"\xc0\xaf"', b'"a\xffb"', '"é ☃"'.encode(), b'"\\ud83d\\ude00"', b'"\\ud800"', b"NaN", b"-0",
+                b'"a\x1bb"', b"[1,]", b"12345678901234567890123", b'{"a":1,"a":2}']
+    taken = 0
+    for text in payloads:
+        line = b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":' \
+               b'{"sessionUpdate":"tool_call","toolCallId":"x","rawInput":' + text + b',"rawOutput":' + text + b"}}}"
+        got, parsed = framing.tool_update(line), classify(line)
+        if type(parsed) is not tuple:
+            assert got is None, text
+            continue
+        want = parsed[1]["params"]["update"]["rawInput"]
+        if got is not None:
+            taken += 1
+            assert _same_value(framing.payload(got[1].rawInput), want), text
+            turn = Turn("s")
+            turn.apply_tool(got[1], line)
+            call = turn.tool_calls["x"]
+            assert _same_value(call.raw_input, want) and _same_value(call.raw_output, want), text
+    assert taken >= 8
 
 
 def test_a_line_too_deep_is_left_to_classify():

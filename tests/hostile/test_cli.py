@@ -331,6 +331,29 @@ def test_json_format_escapes_controls_and_keeps_the_data(tmp_path):
         assert h + "\n" in text  # lossless: a program reading JSON gets the exact text
 
 
+def test_json_format_writes_a_tool_calls_update_as_it_came_and_clean(tmp_path):
+    """A tool call's update is written back from its JSON text (the payloads are not read):
+    every hostile string in it, as UTF-8 in the agent's line or as escapes, comes out
+    escaped on the terminal and reads back as the agent's update."""
+    utf8 = "".join(h for h in HOSTILE if not any(0xD800 <= ord(c) <= 0xDFFF for c in h))  # a line's UTF-8 has no lone half
+    payload = {"command": utf8 + "\u202e\u2028 /tmp/a\nb", "n": [1e300, -0.0, 12345678901234567890123]}
+    update = {"sessionUpdate": "tool_call", "toolCallId": "t\u202e1", "title": "Run\x9b", "kind": None,
+              "rawInput": payload, "content": [{"type": "content", "content": {"type": "text", "text": HOSTILE[0]}}],
+              "_meta": {"x": "\x1b]0;t\x07"}}
+    line = json.dumps({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "SID", "update": update}},
+                      ensure_ascii=False)
+    halves = {**update, "rawInput": "".join(HOSTILE)}  # lone surrogates, as escapes: read as a dict
+    scenario = {"prompt": [{"raw": line.replace('"SID"', '"$SID"')}, _update(**update), _update(**halves),
+                           {"chunk": "END\n"}]}
+    res = subprocess.run(_argv(scenario, "--format", "json"), capture_output=True, timeout=TIMEOUT, env=_env(tmp_path),
+                         stdin=subprocess.DEVNULL)
+    assert res.returncode == 0, res.stderr
+    _assert_clean_bytes(res.stdout)
+    events = [json.loads(out) for out in res.stdout.decode().split("\n") if out]  # JSON lines end at \n only
+    tools = [e for e in events if e.get("type") == "tool_call"]
+    assert [e["update"] for e in tools] == [update, update, halves] and tools[0]["title"] == "Run\x9b"
+
+
 def test_closed_output_pipe_exits_quietly(tmp_path):
     """`acp-kernel prompt ... 2>&1 | head -1`: the reader goes away; nothing hangs."""
     scenario = {"prompt": [{"chunk": "first line\n"}, {"burst": 20000},
