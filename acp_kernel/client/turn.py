@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import msgspec
-from msgspec import UNSET
 
 from ..protocol import framing
 from ..services.events import SERVICE_EVENTS, FileWritten, Notice  # turn events the services emit too; their home is there
@@ -253,25 +252,26 @@ class ToolCall(msgspec.Struct, gc=False):
         """:meth:`merge` of an update read typed: the same state, its payloads left as JSON
         text until read (a ``rawOutput`` is read now only if it holds a member that counts)."""
         self.updates += 1
-        if type(update.title) is str:
+        # A payload not sent is an empty Raw (false).
+        if update.title is not None:
             self.title = update.title
-        if type(update.kind) is str:
+        if update.kind is not None:
             self.kind = update.kind
-        if type(update.status) is str:
+        if update.status is not None:
             self.status = update.status
-        if update.content is not UNSET:
+        if update.content:
             self._content = update.content
-        if update.locations is not UNSET:
+        if update.locations:
             self._locations = update.locations
-        if update.rawInput is not UNSET:
+        if update.rawInput:
             self._raw_input = update.rawInput
-        if update.meta is not UNSET:
+        if update.meta:
             meta = framing.payload(update.meta)
             if type(meta) is dict:
                 self._take_meta(meta)
-        if update.rawOutput is not UNSET:
-            self._raw_output = update.rawOutput
-            if _RAW_OUTPUT_MARKS.search(update.rawOutput):
+        if raw_output := update.rawOutput:
+            self._raw_output = raw_output
+            if _RAW_OUTPUT_MARKS.search(raw_output):
                 self._take_raw_output(self.raw_output)
 
     def merge(self, raw: dict[str, Any]) -> None:
@@ -424,11 +424,10 @@ class ToolCallEvent(msgspec.Struct, _Raw, gc=False):
 
     @property
     def wire(self) -> Any:
-        """The update for msgspec to write as JSON: read typed again from its line (its
-        payloads written back as they came, not read), else :attr:`raw`."""
+        """The update for msgspec to write as JSON: the agent's JSON text of it, cut from
+        its line (not read), else :attr:`raw`."""
         update = self._update
-        got = framing.typed_update(update, max_depth=1 << 30) if type(update) is bytes else None
-        return got[1] if got is not None else self.raw
+        return framing.update_text(update) if type(update) is bytes else update
 
 
 @dataclass(slots=True)

@@ -15,7 +15,6 @@ from itertools import accumulate, islice
 from typing import Any, ClassVar, Literal, Union
 
 import msgspec
-from msgspec import UNSET, UnsetType
 
 DEFAULT_MAX_LINE = 64 * 1024 * 1024
 #: Deepest nesting of arrays and objects accepted in one message (``Limits.json_depth``).
@@ -71,21 +70,20 @@ class _UserText(TextChunk, tag="user_message_chunk"):
 class ToolUpdate(msgspec.Struct, gc=False, forbid_unknown_fields=True, tag_field="sessionUpdate"):
     """A ``tool_call`` / ``tool_call_update``: its scalars as strings, its payloads (content,
     locations, raw input and output, ``_meta``) as :class:`msgspec.Raw`, the JSON text
-    itself, read only when somebody asks (``UNSET``: the field was not sent; msgspec writes
-    the update back as the agent's JSON, its payloads as they came). A long
+    itself, read only when somebody asks (an empty Raw: the field was not sent). A long
     turn keeps every update; as dicts, tens of thousands of them were most of what the
     garbage collector walked and most of the memory a tool call took."""
 
     sessionUpdate: ClassVar[str]
     toolCallId: str
-    title: Union[str, None, UnsetType] = UNSET
-    kind: Union[str, None, UnsetType] = UNSET
-    status: Union[str, None, UnsetType] = UNSET
-    content: Union[msgspec.Raw, UnsetType] = UNSET
-    locations: Union[msgspec.Raw, UnsetType] = UNSET
-    rawInput: Union[msgspec.Raw, UnsetType] = UNSET
-    rawOutput: Union[msgspec.Raw, UnsetType] = UNSET
-    meta: Union[msgspec.Raw, UnsetType] = msgspec.field(default=UNSET, name="_meta")
+    title: Union[str, None] = None
+    kind: Union[str, None] = None
+    status: Union[str, None] = None
+    content: msgspec.Raw = msgspec.Raw(b"")
+    locations: msgspec.Raw = msgspec.Raw(b"")
+    rawInput: msgspec.Raw = msgspec.Raw(b"")
+    rawOutput: msgspec.Raw = msgspec.Raw(b"")
+    meta: msgspec.Raw = msgspec.field(default=msgspec.Raw(b""), name="_meta")
 
 
 class _ToolCallStart(ToolUpdate, tag="tool_call"):
@@ -168,6 +166,23 @@ def payload(raw: msgspec.Raw) -> Any:
         return _fast_decode(raw)
     except ValueError:
         return _decode(bytes(raw).decode("utf-8"))
+
+
+class _UpdateText(msgspec.Struct, gc=False):
+    update: msgspec.Raw
+
+
+class _LineText(msgspec.Struct, gc=False):
+    params: _UpdateText
+
+
+_decode_text = msgspec.json.Decoder(_LineText).decode
+
+
+def update_text(line: bytes) -> msgspec.Raw:
+    """The ``update`` of a line :func:`typed_update` took, as the JSON text the agent wrote
+    (msgspec writes a Raw back as it is)."""
+    return _decode_text(line).params.update
 
 
 def update_of(line: bytes) -> Any:
