@@ -299,11 +299,12 @@ class Session:
                 self._apply_state(kind, update)
         self.turn.apply_update(update)
 
-    def apply_tool(self, update: framing.ToolUpdate, line: bytes) -> None:
-        """:meth:`apply` of a tool call update read typed (no session state to update)."""
+    def apply_tools(self, run: list[tuple[str, framing.ToolUpdate, bytes]], start: int, stop: int) -> None:
+        """:meth:`apply` of ``run[start:stop]``, tool call updates read typed (no session
+        state to update)."""
         if self._active is None:
             self._between_at = time.monotonic()
-        self.turn.apply_tool(update, line)
+        self.turn.apply_tools(run, start, stop)
 
     def apply_text(self, kind: str, text: str) -> None:
         """:meth:`apply` of a chunk that is only text (no session state to update)."""
@@ -879,14 +880,30 @@ class Client:
         for text in texts:
             self._on_update({"sessionId": sid, "update": {"sessionUpdate": kind, "content": {"type": "text", "text": text}}})
 
-    def _on_tool_update(self, sid: str, update: framing.ToolUpdate, line: bytes) -> None:
-        """:meth:`_on_update` of a tool call update read typed (``Connection.on_tool_update``):
-        an open session's turn takes it as it is; any other, the dict it would have been."""
-        session = self.sessions.get(sid)
-        if session is not None:
-            session.apply_tool(update, line)
-            return
-        self._on_update({"sessionId": sid, "update": framing.update_of(line)})
+    def _on_tool_update(self, run: list[tuple[str, framing.ToolUpdate, bytes]]) -> None:
+        """:meth:`_on_update` of a run of tool call updates read typed
+        (``Connection.on_tool_update``): an open session's turn takes its stretch of the run
+        as it is; any other session, each as the dict it would have been. A failure is raised
+        once the whole run has been taken."""
+        sessions, end, failed = self.sessions, len(run), None
+        start = 0
+        while start < end:
+            sid = run[start][0]
+            stop = start + 1
+            while stop < end and run[stop][0] == sid:
+                stop += 1
+            session = sessions.get(sid)
+            try:
+                if session is not None:
+                    session.apply_tools(run, start, stop)
+                else:
+                    for i in range(start, stop):
+                        self._on_update({"sessionId": sid, "update": framing.update_of(run[i][2])})
+            except Exception as exc:
+                failed = failed or exc
+            start = stop
+        if failed is not None:
+            raise failed
 
     def _keep_early(self, sid: str, update: Any) -> None:
         """Keep an update for a session id not known (yet): at most

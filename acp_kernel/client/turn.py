@@ -676,21 +676,41 @@ class Turn:
             self.add(event)
         return event
 
-    def apply_tool(self, update: framing.ToolUpdate, line: bytes) -> ToolCallEvent:
+    def apply_tool(self, update: framing.ToolUpdate, line: bytes) -> Any:
         """:meth:`apply_update` of a tool call update read typed from ``line``
-        (:func:`.framing.tool_update`): the same event, its payloads read only when asked."""
-        tid = update.toolCallId
-        call = self.tool_calls.get(tid)
-        new = call is None
-        if call is None:
-            if not tid:
-                return self.apply_update(framing.update_of(line))
-            call = self.tool_calls[tid] = ToolCall(
-                tid, announced=update.sessionUpdate == "tool_call", output_limit=self.tool_output_limit)
-        call.take(update)
-        event = ToolCallEvent(call, new, line)
-        self.add(event)
-        return event
+        (:func:`.framing.typed_update`): the same event, its payloads read only when asked."""
+        self.apply_tools([(self.session_id, update, line)], 0, 1)
+        return self.events[-1]
+
+    def apply_tools(self, run: list[tuple[str, framing.ToolUpdate, bytes]], start: int, stop: int) -> None:
+        """:meth:`apply_tool` of each of ``run[start:stop]`` (``(session id, update, line)``),
+        in one loop: a burst of tool calls is most of a busy turn's updates. A listener's
+        failure is raised once every update has been taken."""
+        calls, limit, failed = self.tool_calls, self.tool_output_limit, None
+        # What add() does with an event that is neither a notice nor a file written.
+        keep, listeners, late = self.events.append, self._listeners, self.ended is not None
+        for i in range(start, stop):
+            _, update, line = run[i]
+            try:
+                tid = update.toolCallId
+                call = calls.get(tid)
+                new = call is None
+                if call is None:
+                    if not tid:
+                        self.apply_update(framing.update_of(line))
+                        continue
+                    call = calls[tid] = ToolCall(tid, announced=update.sessionUpdate == "tool_call", output_limit=limit)
+                call.take(update)
+                event = ToolCallEvent(call, new, line)
+                if late:
+                    self.late_events += 1
+                keep(event)
+                for listener in listeners:
+                    listener(event)
+            except Exception as exc:
+                failed = failed or exc
+        if failed is not None:
+            raise failed
 
     def apply_text(self, kind: str, text: str) -> Any:
         """:meth:`apply_update` of a chunk that is only text (``kind`` one of the three chunk

@@ -100,10 +100,11 @@ class Connection:
         #: ``texts`` is a run: consecutive chunks of one session and kind that came in one read
         #: (a burst, an agent catching up), so a client can take it as one piece of text.
         self.on_text_chunk: Callable[[str, str, list[str]], None] | None = None
-        #: Set by a client that takes tool call updates typed: called with ``(session id,
-        #: update, line)`` for the lines :func:`.framing.tool_update` reads, in their place
-        #: in the stream, in place of the ``session/update`` handler (errors reported the same).
-        self.on_tool_update: Callable[[str, framing.ToolUpdate, bytes], None] | None = None
+        #: Set by a client that takes tool call updates typed: called with a run of ``(session
+        #: id, update, line)`` for the lines :func:`.framing.typed_update` reads as tool calls,
+        #: in their place in the stream, in place of the ``session/update`` handler (errors
+        #: reported the same). A run is the consecutive ones that came in one read.
+        self.on_tool_update: Callable[[list[tuple[str, framing.ToolUpdate, bytes]]], None] | None = None
         self.noise_count = 0
         transport.attach(self._on_data, self._on_eof)
         transport.on_stall = self._on_stall
@@ -258,6 +259,7 @@ class Connection:
         take = on_text is not None or on_tool is not None
         text_type = framing.TextChunk
         texts: list[str] = []  # the run of plain text chunks (one session, one kind) not yet handed on
+        tools: list[tuple[str, framing.ToolUpdate, bytes]] = []  # the run of tool updates not yet handed on
         sid = kind = ""
         for line in self._splitter.feed(data):
             if take and type(line) is bytes:
@@ -266,6 +268,9 @@ class Connection:
                     update = got[1]
                     if isinstance(update, text_type):
                         if on_text is not None:
+                            if tools:
+                                self._on_tools(tools)
+                                tools = []
                             if texts and (got[0] != sid or update.sessionUpdate != kind):
                                 self._on_texts(sid, kind, texts)
                                 texts = []
@@ -276,14 +281,14 @@ class Connection:
                         if texts:
                             self._on_texts(sid, kind, texts)
                             texts = []
-                        try:
-                            on_tool(got[0], update, line)
-                        except Exception as exc:
-                            self._handler_failed("session/update", exc)
+                        tools.append((got[0], update, line))
                         continue
             if texts:
                 self._on_texts(sid, kind, texts)
                 texts = []
+            if tools:
+                self._on_tools(tools)
+                tools = []
             if isinstance(line, Oversized):
                 self._report_oversized(line)
                 continue
@@ -300,10 +305,18 @@ class Connection:
             self._dispatch_parsed(parsed)
         if texts:
             self._on_texts(sid, kind, texts)
+        if tools:
+            self._on_tools(tools)
 
     def _on_texts(self, sid: str, kind: str, texts: list[str]) -> None:
         try:
             self.on_text_chunk(sid, kind, texts)  # type: ignore[misc]  # set: runs are made only then
+        except Exception as exc:
+            self._handler_failed("session/update", exc)
+
+    def _on_tools(self, run: list[tuple[str, framing.ToolUpdate, bytes]]) -> None:
+        try:
+            self.on_tool_update(run)  # type: ignore[misc]  # set: runs are made only then
         except Exception as exc:
             self._handler_failed("session/update", exc)
 

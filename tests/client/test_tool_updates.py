@@ -233,7 +233,10 @@ async def test_a_stream_through_a_real_agent_makes_the_dict_readings_events_and_
     assert client._early == {"later": [stray]}
 
 
-async def test_a_failing_tool_update_handler_is_reported_and_the_stream_reads_on():
+async def test_a_run_of_tool_updates_in_one_read_is_one_call_in_order_and_a_failure_is_reported():
+    """Consecutive tool updates that arrive in one read reach the client as one run; a
+    chunk or any other line ends it, and everything keeps its order. A handler's failure
+    is reported as the update handler's are, and the stream reads on."""
     from acp_kernel.protocol.connection import Connection
     from acp_kernel.protocol.transport import memory_pair
 
@@ -245,23 +248,46 @@ async def test_a_failing_tool_update_handler_is_reported_and_the_stream_reads_on
     conn.on_notification("session/update", lambda p: seen.append(("dict", p["update"]["sessionUpdate"])))
     conn.on_text_chunk = lambda sid, kind, texts: seen.append(("text", texts))
 
-    def tool(sid: str, update: framing.ToolUpdate, line: bytes) -> None:
-        if update.toolCallId == "boom":
+    def tool(run: list) -> None:
+        seen.append(("tools", [(sid, update.toolCallId, line) for sid, update, line in run]))
+        if any(update.toolCallId == "boom" for _, update, _ in run):
             raise RuntimeError("no tool")
-        seen.append(("tool", update.toolCallId, line))
 
     conn.on_tool_update = tool
     await conn.start()
     chunk = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "t"}}
     lines = [_line(chunk), _line({"sessionUpdate": "tool_call", "toolCallId": "c1"}), _line(chunk),
              _line({"sessionUpdate": "tool_call", "toolCallId": "boom"}), _line({"sessionUpdate": "plan", "entries": []}),
-             _line({"sessionUpdate": "tool_call", "toolCallId": "c2"})]
+             _line({"sessionUpdate": "tool_call", "toolCallId": "c2"}), _line({"sessionUpdate": "tool_call", "toolCallId": "c3"}, "s2"),
+             _line({"sessionUpdate": "tool_call_update", "toolCallId": "c2", "status": "completed"})]
     done = asyncio.get_running_loop().create_future()
     conn.on_notification("_done", lambda p: done.set_result(None))
     b.write(b"\n".join(lines) + b'\n{"jsonrpc":"2.0","method":"_done","params":{}}\n')
     await asyncio.wait_for(done, 5)
     await a.close()
     assert reports == [("handler-error", "session/update: RuntimeError: no tool")]
-    assert seen == [("text", ["t"]), ("tool", "c1", lines[1]), ("text", ["t"]), ("dict", "plan"), ("tool", "c2", lines[5])]
-    assert msgspec.json.decode(seen[1][2])["params"]["update"]["toolCallId"] == "c1"
+    assert seen == [("text", ["t"]), ("tools", [("s", "c1", lines[1])]), ("text", ["t"]), ("tools", [("s", "boom", lines[3])]),
+                    ("dict", "plan"), ("tools", [("s", "c2", lines[5]), ("s2", "c3", lines[6]), ("s", "c2", lines[7])])]
     assert ToolCallEvent.__struct_fields__ == ("call", "new", "_update")
+
+
+def test_a_listener_failing_in_a_run_stops_nothing_and_is_raised_once_after():
+    turn = Turn("s")
+    seen: list = []
+
+    def listener(event):  # noqa: ANN001
+        seen.append(event.call.id)
+        if event.call.id == "c2":
+            raise RuntimeError("view broke")
+
+    turn.subscribe(listener)
+    lines = [_line({"sessionUpdate": "tool_call", "toolCallId": f"c{i}", "title": HOSTILE}) for i in (1, 2, 3)]
+    run = [(*framing.tool_update(line), line) for line in lines]
+    try:
+        turn.apply_tools(run, 0, 3)
+    except RuntimeError as exc:
+        assert str(exc) == "view broke"
+    else:
+        raise AssertionError("the failure was swallowed")
+    assert seen == ["c1", "c2", "c3"] and list(turn.tool_calls) == ["c1", "c2", "c3"]
+    assert [e.raw["toolCallId"] for e in turn.events] == ["c1", "c2", "c3"]
