@@ -70,9 +70,18 @@ def _jsonable(value: Any) -> Any:
     return repr(value)
 
 
+@functools.cache
+def _event_kinds() -> tuple[Any, ...]:
+    """The turn's event classes, imported on the first event (start-up time), not on each
+    (an import statement in a function cost a microsecond per event)."""
+    from ..client.turn import Chunk, Notice, PlanEvent, StateEvent, ToolCallEvent, UnknownUpdate  # lazy: start-up time
+
+    return Chunk, Notice, PlanEvent, StateEvent, ToolCallEvent, UnknownUpdate
+
+
 def event_json(event: Any) -> dict[str, Any]:
     """One event as one JSON object for ``--format json``."""
-    from ..client.turn import Chunk, Notice, PlanEvent, StateEvent, ToolCallEvent, UnknownUpdate  # lazy: start-up time
+    Chunk, Notice, PlanEvent, StateEvent, ToolCallEvent, UnknownUpdate = _event_kinds()
 
     kind = type(event)
     if kind is Chunk:
@@ -418,6 +427,23 @@ class _Printer:
             self._raw.append(text)
         self._schedule()
 
+    def _json_tool(self, event: Any) -> None:
+        """A tool call's JSON line (:func:`event_json`), written by msgspec into the burst's
+        buffer, the update as the agent's own JSON text (a busy turn is mostly these)."""
+        if self._notes:
+            self._write_notes()
+        buf = self._jbuf
+        start = len(buf)
+        c = event.call
+        try:
+            _msgspec_encoder().encode_into({"type": "tool_call", "new": event.new, "id": c.id, "title": c.title,
+                                            "kind": c.kind, "status": c.status, "update": event.wire}, buf, -1)
+        except (UnicodeEncodeError, TypeError, ValueError, OverflowError):  # a lone surrogate: as _encode
+            del buf[start:]
+            buf += _std_encode({**event_json(event), "update": event.raw}).encode(errors="surrogatepass")
+        buf += b"\n"
+        self._schedule()
+
     def _json_chunk(self, role: str, text: str) -> None:
         """A chunk's JSON line, written by msgspec into the burst's buffer (a str per chunk,
         built and joined, cost four times as much)."""
@@ -467,6 +493,8 @@ class _Printer:
         if self.fmt == "json":
             if name == "Chunk" and event.text:
                 self._json_chunk(event.role, event.text)
+            elif name == "ToolCallEvent":
+                self._json_tool(event)
             else:
                 self._emit_raw(_encode(event_json(event)) + "\n")
             return
