@@ -191,7 +191,7 @@ class ToolCallRow:
             "icon": kind_icon(call.kind),
             "status": call.status,
             "status_label": f"{glyph} {label}",
-            "detail": "" if agent is not None else self._detail(),
+            "detail": "" if agent is not None else None,  # None: :meth:`detail` makes it when asked
             "text": text,
             "diffs": diffs,
             "locations": [location_text(loc) for loc in call.locations],
@@ -253,14 +253,19 @@ class ToolCallRow:
         """:func:`.transcript.tool_call_final_plain` of the row as it stands (the fallback's text)."""
         return self._cached("final_plain", lambda: tool_call_final_plain(self.call, self.snapshots(), header=self.plain()))
 
-    def _detail(self) -> str:
+    def detail(self, *, command_only: bool = False) -> str:
+        """The line under the title: the command the raw input holds, else (unless
+        ``command_only``: the row shows content that says more) the raw input as JSON."""
+        return self._cached("command" if command_only else "detail", lambda: self._detail(command_only))
+
+    def _detail(self, command_only: bool) -> str:
         raw = self.call.raw_input
         if raw is None or self.call.terminal_ids:
             return ""
         cmd = command_of(raw)
         if cmd:
             return "$ " + truncate_tail(cmd, 2000)[0]
-        return truncate_tail(_json_text(raw), 2000)[0]
+        return "" if command_only else truncate_tail(_json_text(raw), 2000)[0]
 
     # -- terminals ----------------------------------------------------------
 

@@ -398,3 +398,26 @@ async def test_the_static_end_keeps_the_rows_the_reader_opened_or_folded(fronten
     opened = [line.split("<summary>")[1].split(" · ")[0] for line in html.split("\n") if "<details open>" in line]
     folded = [line.split("<summary>")[1].split(" · ")[0] for line in html.split("\n") if "<details>" in line]
     assert opened == ["📖 Read one", "📖 Run four"] and folded == ["📖 Run two", "📖 Read three"], html
+
+
+async def test_a_rows_detail_is_its_command_or_its_raw_input_until_its_content_says_more(frontend: Frontend):
+    """The line under a tool call's title: the command its raw input holds, always; else the
+    raw input as JSON, only while the call shows nothing of its own (made only then)."""
+    turn, sink = Turn("s1"), RecordingSink()
+    view = TurnOutput(turn, sink)
+    turn.apply_update(tool_call("t1", "Read", "read", rawInput={"path": NL_PATH, "why": IMG}))
+    turn.apply_update(tool_call("t2", "Run", "execute", rawInput={"command": f"ls {SPAN}"}))
+    view.flush()
+    rows = model_of(frontend)
+    assert '"path": "/tmp/a\\n# not a heading.py"' in rows["b:0"]["detail"] and IMG in rows["b:0"]["detail"]
+    assert rows["b:1"]["detail"] == f"$ ls {SPAN}"
+    content = [{"type": "content", "content": {"type": "text", "text": f"$x$ {IMG}"}}]
+    for tid in ("t1", "t2"):
+        turn.apply_update(tool_update(tid, status="completed", content=content))
+    view.flush()
+    rows = model_of(frontend)
+    assert rows["b:0"]["detail"] == "" and rows["b:1"]["detail"] == f"$ ls {SPAN}"
+    row = view.blocks[0].row
+    # The JSON was made while the call was pending, not again once its content came.
+    assert row._cache["detail"][0] == (1, "pending") and row._cache["command"] == ((2, "completed"), "")
+    turn.finish("end_turn")
