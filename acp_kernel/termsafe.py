@@ -137,12 +137,14 @@ def line(value: object) -> str:
     return "" if value is None else clean(value if isinstance(value, str) else str(value), oneline=True)
 
 
-_JSON_UNSAFE = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 def json_safe(encoded: str) -> str:
-    """JSON text (``ensure_ascii=False``) with C1, DEL, bidi controls and lone
-    surrogates written as ``\\uXXXX`` escapes: the same data, safe bytes.
+    """JSON text (``ensure_ascii=False``) with C1, DEL, bidi controls, lone surrogates
+    and the two Unicode line breaks written as ``\\uXXXX`` escapes: the same data, safe
+    bytes, and a JSON line that a reader splitting on Unicode line breaks
+    (``str.splitlines``) still reads as one line.
 
     JSON escapes C0 itself; outside strings a JSON document is ASCII, so
     every match is inside a string, where the escape is equivalent.

@@ -102,7 +102,7 @@ def test_plain_text_is_returned_as_is():
 # -- termsafe: properties -------------------------------------------------------------
 
 _NASTY = st.sampled_from(list("\x1b\x07\x9b\x9c\x9d\x90\x98\x9e\x9f\x85\r\n\t\x00\x08\x7f[]\\;0123456789mP_^X?$ (") +
-                         ["\u202e", "\u202a", "\u2066", "\u2069", "\udc9b", "\ud800"])
+                         ["\u202e", "\u202a", "\u2066", "\u2069", "\udc9b", "\ud800", "\u2028", "\u2029"])
 _TEXT = st.text(alphabet=st.one_of(_NASTY, st.characters()), max_size=80)
 _PLAIN = st.text(alphabet=st.characters(blacklist_categories=("Cc", "Cs"), blacklist_characters="\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
                  | st.sampled_from("\n\t"), max_size=80)
@@ -143,6 +143,7 @@ def test_property_json_safe_is_lossless_and_safe(texts):
                     json_safe(cli_encode({"t": texts}))):  # what --format json writes (msgspec, else json)
         assert json.loads(encoded) == {"t": texts}
         assert not FORBIDDEN.search(encoded)
+        assert len(encoded.splitlines()) == 1  # no U+2028/U+2029 either: one JSON line, however it is split
 
 
 def test_json_lines_fall_back_to_json_for_a_lone_surrogate():
@@ -349,7 +350,8 @@ def test_json_format_writes_a_tool_calls_update_as_it_came_and_clean(tmp_path):
                          stdin=subprocess.DEVNULL)
     assert res.returncode == 0, res.stderr
     _assert_clean_bytes(res.stdout)
-    events = [json.loads(out) for out in res.stdout.decode().split("\n") if out]  # JSON lines end at \n only
+    assert "\u2028".encode() not in res.stdout  # escaped: a reader splitting on Unicode line breaks reads whole lines
+    events = [json.loads(out) for out in res.stdout.decode().splitlines()]
     tools = [e for e in events if e.get("type") == "tool_call"]
     assert [e["update"] for e in tools] == [update, update, halves] and tools[0]["title"] == "Run\x9b"
 
