@@ -87,9 +87,7 @@ def event_json(event: Any) -> dict[str, Any]:
     if kind is Chunk:
         return {"type": event.role, "text": event.text} if event.text else {"type": event.role, "content": event.content}
     if kind is ToolCallEvent:
-        c = event.call
-        return {"type": "tool_call", "new": event.new, "id": c.id, "title": c.title, "kind": c.kind,
-                "status": c.status, "update": event.wire}
+        return _tool_json(event, event.wire)
     if kind is PlanEvent:
         return {"type": "plan", "entries": event.entries}
     if kind is StateEvent:
@@ -99,6 +97,14 @@ def event_json(event: Any) -> dict[str, Any]:
     if kind is Notice:
         return {"type": "notice", "level": event.level, "text": event.text}
     return {"type": _snake(kind.__name__), **_jsonable(event)}
+
+
+def _tool_json(event: Any, update: Any) -> dict[str, Any]:
+    """A tool call event's JSON object, its ``update`` as given (the agent's JSON text, or
+    the dict for json to write)."""
+    c = event.call
+    return {"type": "tool_call", "new": event.new, "id": c.id, "title": c.title, "kind": c.kind,
+            "status": c.status, "update": update}
 
 
 def _snake(name: str) -> str:
@@ -434,13 +440,11 @@ class _Printer:
             self._write_notes()
         buf = self._jbuf
         start = len(buf)
-        c = event.call
         try:
-            _msgspec_encoder().encode_into({"type": "tool_call", "new": event.new, "id": c.id, "title": c.title,
-                                            "kind": c.kind, "status": c.status, "update": event.wire}, buf, -1)
+            _msgspec_encoder().encode_into(_tool_json(event, event.wire), buf, -1)
         except (UnicodeEncodeError, TypeError, ValueError, OverflowError):  # a lone surrogate: as _encode
             del buf[start:]
-            buf += _std_encode({**event_json(event), "update": event.raw}).encode(errors="surrogatepass")
+            buf += _std_encode(_tool_json(event, event.raw)).encode(errors="surrogatepass")
         buf += b"\n"
         self._schedule()
 

@@ -95,8 +95,9 @@ class Connection:
         #: Called for every notification without a registered handler.
         self.on_unknown_notification: Callable[[str, Any], None] | None = None
         #: Set by a client that takes plain text chunks typed: called with ``(session id,
-        #: sessionUpdate, texts)`` for the lines :func:`.framing.text_chunk` reads, in place of
-        #: the ``session/update`` handler with the params as dicts (errors reported the same).
+        #: sessionUpdate, texts)`` for the lines :func:`.framing.typed_update` reads as text
+        #: chunks, in place of the ``session/update`` handler with the params as dicts (errors
+        #: reported the same).
         #: ``texts`` is a run: consecutive chunks of one session and kind that came in one read
         #: (a burst, an agent catching up), so a client can take it as one piece of text.
         self.on_text_chunk: Callable[[str, str, list[str]], None] | None = None

@@ -160,12 +160,9 @@ def _row_state(row: ToolCallRow) -> dict[str, Any]:
         for t in st["terminals"]:
             if not t["exit"] and not t.get("live"):
                 t["exit"] = "no exit status: the call was " + row.call.status
-    shows = bool(st["text"] or st["diffs"] or st["terminals"])
     detail = st.get("detail")
     if detail is None:  # the raw input's JSON only when the call's own content says nothing more
-        detail = row.detail(command_only=shows)
-    if detail and not detail.startswith("$ ") and shows:
-        detail = ""
+        detail = row.detail(command_only=bool(st["text"] or st["diffs"] or st["terminals"]))
     st["detail"] = termsafe.clean(detail)
     st["type"] = "tool"
     return st
