@@ -87,7 +87,9 @@ def tool_call_lines(session_id: str, n: int) -> list[bytes]:
         "sessionUpdate": "tool_call_update",
         "toolCallId": "call_@ID@",
         "status": "completed",
-        "content": [{"type": "content", "content": {"type": "text", "text": "def main():\n    return 0\n"}}],
+        # Each call's own text, as a real agent's: the same text on every call let a
+        # renderer's cache answer for all but 97 of them.
+        "content": [{"type": "content", "content": {"type": "text", "text": "def main_@ID@():\n    return @ID@\n"}}],
         "rawOutput": {"lines": 2},
     })).replace(b"%", b"%%").replace(b"@ID@", b"%(id)06d")
     out = []
