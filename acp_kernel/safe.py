@@ -316,7 +316,35 @@ def code(value: Any, limit: int = INLINE_LIMIT) -> Markdown:
     element we write, its text as character references: no raw ``<`` is
     left for a renderer that takes the opening backtick otherwise (marked's
     GFM autolink ``www.a.b`` does)."""
+    return _code(_short(visible_controls(str(value), keep_newlines=False), limit))
+
+
+def code_forms(value: Any, limit: int = INLINE_LIMIT) -> tuple[Markdown, Html]:
+    """:func:`code` and the HTML :func:`inert_html` makes of it, written directly (a
+    property test compares the two): a tool call's body is made in both forms at once."""
     s = _short(visible_controls(str(value), keep_newlines=False), limit)
+    md = _code(s)
+    if md[0] == "`":  # a code span: markdown-it's own rule for its padding (str.strip's whitespace)
+        s = md.strip("`")
+        if s[0] == " " and s[-1] == " " and s.strip():
+            s = s[1:-1]
+    return md, Html("<code>" + _html_text(s) + "</code>")
+
+
+def _html_text(s: str) -> str:
+    """Text as markdown-it writes it into HTML (``&``, ``<``, ``>`` and ``"``; not ``'``)."""
+    if "&" in s:
+        s = s.replace("&", "&amp;")
+    if "<" in s:
+        s = s.replace("<", "&lt;")
+    if ">" in s:
+        s = s.replace(">", "&gt;")
+    if '"' in s:
+        s = s.replace('"', "&quot;")
+    return s
+
+
+def _code(s: str) -> Markdown:
     if not s:
         return Markdown("` `")
     if "|" in s or "<" in s or ">" in s or _mathy(s):
@@ -338,16 +366,32 @@ def block(value: Any, lang: str = "") -> Markdown:
     Text holding ``$``, ``\\`` or ``@@N@@`` is a ``<pre><code>`` HTML block we
     write instead (it ends only at ``</pre>``, so blank lines inside are
     fine), its text escaped and those characters as references."""
+    return _block(value, lang)[0]
+
+
+def block_forms(value: Any, lang: str = "") -> tuple[Markdown, Html, bool]:
+    """:func:`block`, the HTML :func:`inert_html` makes of it in a document where more
+    follows, written directly (a property test compares the two), and whether that
+    HTML is our own HTML block (which ends the document without its last newline)."""
+    md, body, info = _block(value, lang)
+    if md[0] == "<":
+        return md, Html(str(md) + "\n"), True
+    cls = f' class="language-{info}"' if info else ""
+    return md, Html(f"<pre><code{cls}>{_html_text(body)}</code></pre>\n"), False
+
+
+def _block(value: Any, lang: str) -> tuple[Markdown, str, str]:
+    """:func:`block` with its text and info string (for :func:`block_forms`)."""
     s = visible_controls(str(value))
     info = _SAFE_INFO.sub("", lang)
     body = s if s.endswith("\n") or not s else s + "\n"
     if _mathy(s):
         cls = f' class="language-{info}"' if info else ""
         refs = _PRE_SPECIAL.sub(lambda m: _PRE_REFS[m.group(0)] if m.group(0) != "@" or body.startswith("@", m.end()) else "@", body)
-        return Markdown(f"<pre><code{cls}>{refs}</code></pre>")
+        return Markdown(f"<pre><code{cls}>{refs}</code></pre>"), body, info
     longest = max((len(m) for m in _FENCES.findall(s)), default=0) if "```" in s else 0
     fence = "`" * max(3, longest + 1)
-    return Markdown(f"{fence}{info}\n{body}{fence}")
+    return Markdown(f"{fence}{info}\n{body}{fence}"), body, info
 
 
 def html(value: Any) -> Html:

@@ -22,7 +22,7 @@ from typing import Any
 from ..services import events as se
 from ..client.turn import ToolCall
 from .diff import diff_from_content
-from ..safe import Markdown, bundle
+from ..safe import Html, Markdown, bundle
 from .truncate import truncate_head, truncate_tail
 from .sink import DisplaySink
 from .transcript import (
@@ -32,7 +32,7 @@ from .transcript import (
     command_of,
     kind_icon,
     location_text,
-    tool_call_body,
+    tool_call_body_forms,
     tool_call_final_plain,
     tool_call_markdown,
     tool_call_plain,
@@ -244,7 +244,11 @@ class ToolCallRow:
 
     def body_markdown(self) -> Markdown:
         """The call's content without its header (the static view folds it under the header)."""
-        return self._cached("body", lambda: tool_call_body(self.call, self.snapshots()))
+        return self.body_forms()[0]
+
+    def body_forms(self) -> tuple[Markdown, Html]:
+        """:meth:`body_markdown` and its HTML (:func:`.transcript.tool_call_body_forms`)."""
+        return self._cached("body", lambda: tool_call_body_forms(self.call, self.snapshots()))
 
     def plain(self) -> str:
         return self._cached("plain", lambda: tool_call_plain(self.call))

@@ -23,7 +23,7 @@ from ..client import turn as tm
 from .diff import diff_from_content
 from .eventtable import unhandled
 from .markdown import BlockSplitter
-from ..safe import Html, Markdown, block, code, html, markdown, text
+from ..safe import Html, Markdown, block, block_forms, code, code_forms, html, inert_html_inner, markdown, text
 from .truncate import truncate_head, truncate_tail
 
 KIND_ICONS = {
@@ -131,17 +131,38 @@ def call_output(call: Any) -> tuple[str, bool, int | None]:
     return (output if isinstance(output, str) else str(output)), dropped, (code_ if isinstance(code_, int) else None)
 
 
-def output_markdown(call: Any, limit: int = MD_TEXT_LIMIT) -> Markdown:
+#: A part of a tool call's body: its markdown, the HTML :func:`~acp_kernel.safe.inert_html`
+#: makes of it within a document (None: only the parse knows), and whether that HTML is
+#: our own HTML block (the document's last one ends without its newline).
+Part = tuple[Markdown, "Html | None", bool]
+
+# Our own words in emphasis whose HTML is written directly: no character markdown reads
+# differently at a line's start or end, nothing inline (a property test compares with the parse).
+_EM_PLAIN = re.compile(r"[\w(][\w .,:()/+-]*[\w)]|\w")
+
+
+def _em(words: str, md: Markdown | None = None) -> Part:
+    """``*words*`` (or ``md``, which reads ``words``), a line of our own (an exit code, a note)."""
+    md = Markdown("*{}*").format(words) if md is None else md
+    return md, (Html(f"<p><em>{words}</em></p>\n") if _EM_PLAIN.fullmatch(words) else None), False
+
+
+def _output_parts(call: Any, limit: int = MD_TEXT_LIMIT) -> list[Part]:
     """The agent-sent command output as a fenced block (its fence longer than
-    any backtick run inside) and the exit code; empty when there is neither."""
+    any backtick run inside) and the exit code; none when there is neither."""
     output, dropped, exit_code = call_output(call)
-    parts = []
+    parts: list[Part] = []
     if output:
         out, cut = truncate_head(output, limit)
-        parts.append(block(("...\n" if cut or dropped else "") + out, "console"))
+        parts.append(block_forms(("...\n" if cut or dropped else "") + out, "console"))
     if exit_code is not None:
-        parts.append(Markdown("*exit code {}*").format(str(exit_code)))
-    return Markdown("\n\n").join(parts)
+        parts.append(_em(f"exit code {exit_code}", Markdown("*exit code {}*").format(str(exit_code))))
+    return parts
+
+
+def output_markdown(call: Any, limit: int = MD_TEXT_LIMIT) -> Markdown:
+    """:func:`_output_parts` as one markdown, empty when there is nothing."""
+    return Markdown("\n\n").join(p[0] for p in _output_parts(call, limit))
 
 
 def _indented(text: str, limit: int) -> list[str]:
@@ -196,11 +217,30 @@ def tool_call_body(call: tm.ToolCall, terminals: Mapping[str, TerminalSnapshot] 
 
     A ``terminal`` item this client has no terminal for (the agent's own,
     reported through ``_meta``) shows the output the agent sent instead."""
-    parts: list[Markdown] = []
+    return Markdown("\n\n").join(p[0] for p in _body_parts(call, terminals))
+
+
+def tool_call_body_forms(call: tm.ToolCall, terminals: Mapping[str, TerminalSnapshot] | None = None) -> tuple[Markdown, Html]:
+    """:func:`tool_call_body` and its HTML (:func:`~acp_kernel.safe.inert_html_inner`), made
+    together: each part's HTML written as it is made, the parse only for a part that has none
+    (a finished turn keeps hundreds of rows; parsing each body cost 65 us)."""
+    parts = _body_parts(call, terminals)
+    md = Markdown("\n\n").join(p[0] for p in parts)
+    if not parts:
+        return md, Html("")
+    htmls = [p[1] for p in parts]
+    if None in htmls:
+        return md, inert_html_inner(md)
+    out = "".join(htmls)  # type: ignore[arg-type]  # (None is not in it)
+    return md, Html(out[:-1] if parts[-1][2] else out)
+
+
+def _body_parts(call: tm.ToolCall, terminals: Mapping[str, TerminalSnapshot] | None) -> list[Part]:
+    parts: list[Part] = []
     cmd = command_of(call.raw_input)
     if cmd and not call.terminal_ids:
-        parts.append(block("$ " + truncate_tail(cmd, 500)[0], "sh"))
-    agent_output = output_markdown(call)
+        parts.append(block_forms("$ " + truncate_tail(cmd, 500)[0], "sh"))
+    agent_output = _output_parts(call)
     output_shown = terminal_shown = False
     for item in call.content:
         if not isinstance(item, dict):
@@ -211,39 +251,53 @@ def tool_call_body(call: tm.ToolCall, terminals: Mapping[str, TerminalSnapshot] 
             if isinstance(inner, dict) and isinstance(inner.get("text"), str):
                 # Tool output is text, not the agent's prose: a file's "# title" stays a line of it.
                 body, cut = truncate_tail(inner["text"], MD_TEXT_LIMIT)
-                parts.append(block(body, "text") + (Markdown("\n\n*(cut)*") if cut else Markdown("")))
+                parts.append(block_forms(body, "text"))
+                if cut:
+                    parts.append(_em("(cut)"))
             elif isinstance(inner, dict):
-                parts.append(Markdown("*[{}]*").format(str(inner.get("type", "content"))))
+                parts.append((Markdown("*[{}]*").format(str(inner.get("type", "content"))), None, False))
         elif kind == "diff":
             view = diff_from_content(item, max_lines=400)
-            parts.append(Markdown("{} {}\n\n{}").format(code(view.path), view.stats, view.markdown()))
+            path_md, path_html = code_forms(view.path)
+            stats = view.stats
+            parts.append((Markdown("{} {}").format(path_md, stats),
+                          Html(f"<p>{path_html} {stats}</p>\n") if _EM_PLAIN.fullmatch(stats) else None, False))
+            parts.append(block_forms(view.text(), "diff"))
         elif kind == "terminal":
             tid = item.get("terminalId")
             snap = (terminals or {}).get(tid) if isinstance(tid, str) else None
             if snap is None and agent_output:
                 if not output_shown:
-                    parts.append(agent_output)
+                    parts.extend(agent_output)
                     output_shown = True
                 continue
-            parts.append(terminal_markdown(snap, tid))
+            parts.extend(_terminal_parts(snap, tid))
             terminal_shown = terminal_shown or snap is not None
     # The client's own terminal already showed the output and its exit code (as in the text).
     if agent_output and not output_shown and not terminal_shown:
-        parts.append(agent_output)
+        parts.extend(agent_output)
     if call.locations:
-        parts.append(Markdown("\n").join(Markdown("- 📍 {}").format(code(location_text(loc))) for loc in call.locations))
-    return Markdown("\n\n").join(parts)
+        items = [code_forms(location_text(loc)) for loc in call.locations]
+        parts.append((Markdown("\n").join(Markdown("- 📍 {}").format(md) for md, _ in items),
+                      Html("<ul>\n" + "".join(f"<li>📍 {h}</li>\n" for _, h in items) + "</ul>\n"), False))
+    return parts
 
 
 def terminal_markdown(snap: TerminalSnapshot | None, tid: Any = None) -> Markdown:
+    return Markdown("\n\n").join(p[0] for p in _terminal_parts(snap, tid))
+
+
+def _terminal_parts(snap: TerminalSnapshot | None, tid: Any = None) -> list[Part]:
     if snap is None:
-        return Markdown("*terminal {} (output not available)*").format(code(str(tid)))
+        tid_md, tid_html = code_forms(str(tid))
+        return [(Markdown("*terminal {} (output not available)*").format(tid_md),
+                 Html(f"<p><em>terminal {tid_html} (output not available)</em></p>\n"), False)]
     out, cut = truncate_head(snap.output, MD_TEXT_LIMIT)
     head = f"$ {snap.command}\n" if snap.command else ""
-    lines = [block(head + ("...\n" if cut or snap.truncated else "") + out, "console")]
+    parts: list[Part] = [block_forms(head + ("...\n" if cut or snap.truncated else "") + out, "console")]
     if snap.exit:
-        lines.append(Markdown("*{}*").format(snap.exit))
-    return Markdown("\n\n").join(lines)
+        parts.append(_em(snap.exit))
+    return parts
 
 
 def plan_markdown(entries: Iterable[dict[str, Any]]) -> Markdown:

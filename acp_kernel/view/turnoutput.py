@@ -133,9 +133,9 @@ class Block:
             if self.html_of is not self.md:
                 self.html, self.html_of = inert_html_inner(self.md), self.md
             return self.html
-        body = row.body_markdown()
+        body, body_html = row.body_forms()
         if self.html_of is not body:
-            self.html, self.html_of = inert_html_inner(body) if body else Html(""), body
+            self.html, self.html_of = body_html, body
         header, open_ = row.plain(), _opens(row, chosen)
         made = self.tool_of
         if made is None or made[0] is not self.html or made[1] is not header or made[2] != open_:
