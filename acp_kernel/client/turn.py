@@ -84,6 +84,9 @@ _RAW_OUTPUT_READ = frozenset((*_RAW_OUTPUT_KEYS, "stdout", "stderr", "exit_code"
 #: ``rawOutput`` left unread (:class:`.framing.ToolUpdate`) holding none of these has no
 #: member :meth:`ToolCall._take_raw_output` reads, so it stays unread.
 _RAW_OUTPUT_MARKS = re.compile(b"|".join([*(re.escape(f'"{key}"'.encode()) for key in _RAW_OUTPUT_READ), rb"\\"]))
+#: Content as JSON text names a terminal (:attr:`ToolCall.terminal_ids`) only if it holds
+#: ``terminalId`` or a ``\\u`` escape (which could spell any of its letters).
+_TERMINAL_MARK = re.compile(rb"terminalId|\\u")
 
 
 def update_model(raw: dict[str, Any]) -> Any:
@@ -358,6 +361,11 @@ class ToolCall(msgspec.Struct, gc=False):
 
     @property
     def terminal_ids(self) -> list[str]:
+        content = self._content
+        # Content still as its JSON text names no terminal unless it spells "terminalId" (or
+        # escapes a letter): a view asks on every update, and need not read the rest.
+        if type(content) is msgspec.Raw and _TERMINAL_MARK.search(content) is None:
+            return []
         return [
             c["terminalId"]
             for c in self.content
@@ -556,6 +564,8 @@ class Turn:
     #: message is the last of its role (else None): its chunks take the streaming path.
     _last_mid: Optional[str] = field(default=None, repr=False)
     _listeners: list[Callable[[Any], None]] = field(default_factory=list, repr=False)
+    #: Listeners that take a run of tool call events in one call (:meth:`subscribe`'s ``runs``).
+    _runs: dict[Callable[[Any], None], Callable[[list[Any]], None]] = field(default_factory=dict, repr=False)
     _repeats: dict[str, int] = field(default_factory=dict, repr=False)
     _summaries: dict[str, Notice] = field(default_factory=dict, repr=False)
     _summary_sent: dict[str, tuple[int, float]] = field(default_factory=dict, repr=False)
@@ -610,10 +620,21 @@ class Turn:
 
     # -- writing ------------------------------------------------------------
 
-    def subscribe(self, listener: Callable[[Any], None]) -> Callable[[], None]:
-        """Call ``listener(event)`` for each new event, inline; returns an unsubscribe."""
+    def subscribe(self, listener: Callable[[Any], None],
+                  runs: Callable[[list[Any]], None] | None = None) -> Callable[[], None]:
+        """Call ``listener(event)`` for each new event, inline; returns an unsubscribe. With
+        ``runs``, the tool call events of one read (:meth:`apply_tools`) go to ``runs(events)``
+        in one call instead, once they are all in :attr:`events`."""
         self._listeners.append(listener)
-        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+        if runs is not None:
+            self._runs[listener] = runs
+
+        def unsubscribe() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+            self._runs.pop(listener, None)
+
+        return unsubscribe
 
     def add(self, event: Any) -> None:
         if type(event) is Notice and event.level != "info" and event.key is None:
@@ -688,7 +709,10 @@ class Turn:
         failure is raised once every update has been taken."""
         calls, limit, failed = self.tool_calls, self.tool_output_limit, None
         # What add() does with an event that is neither a notice nor a file written.
-        keep, listeners, late = self.events.append, self._listeners, self.ended is not None
+        keep, listeners, late, runs = self.events.append, self._listeners, self.ended is not None, self._runs
+        made: list[Any] | None = None
+        if runs:
+            made, listeners = [], [x for x in listeners if x not in runs]
         for i in range(start, stop):
             _, update, line = run[i]
             try:
@@ -697,6 +721,9 @@ class Turn:
                 new = call is None
                 if call is None:
                     if not tid:
+                        if made:  # the run so far first: listeners hear events in order
+                            err = self._deliver(made)
+                            failed, made = failed or err, []
                         self.apply_update(framing.update_of(line))
                         continue
                     call = calls[tid] = ToolCall(tid, announced=update.sessionUpdate == "tool_call", output_limit=limit)
@@ -705,12 +732,27 @@ class Turn:
                 if late:
                     self.late_events += 1
                 keep(event)
+                if made is not None:
+                    made.append(event)
                 for listener in listeners:
                     listener(event)
             except Exception as exc:
                 failed = failed or exc
+        if made:
+            err = self._deliver(made)
+            failed = failed or err
         if failed is not None:
             raise failed
+
+    def _deliver(self, made: list[Any]) -> Exception | None:
+        """A run of tool call events to each ``runs`` listener; the first failure, returned."""
+        failed = None
+        for take in list(self._runs.values()):
+            try:
+                take(made)
+            except Exception as exc:
+                failed = failed or exc
+        return failed
 
     def apply_text(self, kind: str, text: str) -> Any:
         """:meth:`apply_update` of a chunk that is only text (``kind`` one of the three chunk
@@ -1019,6 +1061,7 @@ class Turn:
         self.edited = set()
         self.__post_init__()
         self._listeners = []
+        self._runs = {}
         self._repeats = {}
         self._summaries = {}
         self._summary_sent = {}

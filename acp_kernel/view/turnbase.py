@@ -100,7 +100,7 @@ class TurnBase:
         run = self._run
         for event in list(self.turn.events):
             run(self._on_event, event)
-        self._unsubscribe = self.turn.subscribe(self._heard)
+        self._unsubscribe = self.turn.subscribe(self._heard, runs=self._heard_tools)
         if self.turn.done:
             self.close()
 
@@ -136,6 +136,21 @@ class TurnBase:
             return
         self._run(self._on_event, event)
 
+    def _heard_tools(self, events: list[tm.ToolCallEvent]) -> None:
+        """The tool call events of one read (most of a busy turn): one entry into the
+        cell's context for all of them, each as :meth:`_on_event` takes it."""
+        if not self.closed:
+            self._run(self._on_tools, events)
+
+    def _on_tools(self, events: list[tm.ToolCallEvent]) -> None:
+        for event in events:
+            if self.closed:
+                return
+            try:
+                self._tool_call(event)
+            except Exception as exc:
+                self._failed(exc, event)
+
     def _on_event(self, event: Any) -> None:
         if self.closed:
             return
@@ -149,13 +164,17 @@ class TurnBase:
             else:
                 self._line(*unhandled(event, type(self).__name__))
         except Exception as exc:
-            self.errors += 1
-            log.exception("turn view failed on %r", type(event).__name__)
-            if self.errors <= 3:
-                try:
-                    self._show_error(f"(renderer error: {type(exc).__name__}: {exc})")
-                except Exception:
-                    log.debug("could not show the renderer error", exc_info=True)
+            self._failed(exc, event)
+
+    def _failed(self, exc: Exception, event: Any) -> None:
+        """A handler raised: logged, and the first few shown in the cell; the view goes on."""
+        self.errors += 1
+        log.exception("turn view failed on %r", type(event).__name__, exc_info=exc)
+        if self.errors <= 3:
+            try:
+                self._show_error(f"(renderer error: {type(exc).__name__}: {exc})")
+            except Exception:
+                log.debug("could not show the renderer error", exc_info=True)
 
     def _watch(self, prompt: Any, settled: Callable[[Any], None]) -> None:
         """Call ``settled(outcome)`` on the loop once the prompt's future settles."""

@@ -107,8 +107,9 @@ def test_tool_update_takes_exactly_the_schemas_tool_updates_read_as_the_dicts_re
 
 
 def _state(turn: Turn) -> list:
-    return [(c.id, c.title, c.kind, c.status, c.content, c.locations, c.raw_input, c.raw_output, c.announced,
-             c.updates, c.output, c.output_dropped, c.exit_code, c.agent_terminal, c.text)
+    # terminal_ids first: asked of content still as JSON text, it answers without reading it.
+    return [(c.terminal_ids, c.id, c.title, c.kind, c.status, c.content, c.locations, c.raw_input, c.raw_output,
+             c.announced, c.updates, c.output, c.output_dropped, c.exit_code, c.agent_terminal, c.text)
             for c in turn.tool_calls.values()]
 
 
@@ -291,3 +292,66 @@ def test_a_listener_failing_in_a_run_stops_nothing_and_is_raised_once_after():
         raise AssertionError("the failure was swallowed")
     assert seen == ["c1", "c2", "c3"] and list(turn.tool_calls) == ["c1", "c2", "c3"]
     assert [e.raw["toolCallId"] for e in turn.events] == ["c1", "c2", "c3"]
+
+
+def test_terminal_ids_of_unread_content_see_a_terminal_however_its_key_is_spelled():
+    """Content left as JSON text answers "no terminal" unread only when no spelling of
+    ``terminalId`` can be in it; an escaped letter makes it read."""
+    for content, ids in [(b'[{"type":"terminal","terminalId":"t1"}]', ["t1"]),
+                         (b'[{"type":"termin\\u0061l","termin\\u0061lId":"t2"}]', ["t2"]),
+                         (b'[{"type":"content","content":{"type":"text","text":"a\\nterminal"}}]', []),
+                         (b'{"terminalId":"t3"}', [])]:
+        line = b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":' \
+            b'{"sessionUpdate":"tool_call","toolCallId":"c","content":' + content + b'}}}'
+        turn = Turn("s")
+        turn.apply_tool(framing.tool_update(line)[1], line)
+        call = turn.tool_calls["c"]
+        assert type(call._content) is msgspec.Raw
+        assert call.terminal_ids == ids, content
+        by_dict = Turn("s")
+        by_dict.apply_update(classify(line)[1]["params"]["update"])  # type: ignore[index]
+        assert by_dict.tool_calls["c"].terminal_ids == ids
+
+
+def test_a_runs_listener_hears_each_read_once_in_order_with_the_events_kept():
+    """``subscribe(listener, runs=...)``: the tool call events of one read in one call, after
+    they are all in the turn; other events as they come, in order (an update the run cannot
+    take sends the run so far first); per-event listeners as before; unsubscribing ends both."""
+    turn = Turn("s")
+    heard: list = []
+    each: list = []
+    unsubscribe = turn.subscribe(lambda ev: heard.append(("one", type(ev).__name__)),
+                                 runs=lambda evs: heard.append(("run", [e.call.id for e in evs], len(turn.events))))
+    turn.subscribe(lambda ev: each.append(getattr(getattr(ev, "call", None), "id", type(ev).__name__)))
+    ups = [{"sessionUpdate": "tool_call", "toolCallId": "c1", "title": HOSTILE},
+           {"sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": "completed"},
+           {"sessionUpdate": "tool_call", "toolCallId": "", "title": "no id"},
+           {"sessionUpdate": "tool_call", "toolCallId": "c2"}]
+    lines = [_line(u) for u in ups]
+    run = [(*framing.tool_update(line), line) for line in lines]
+    turn.apply_tools(run, 0, len(run))
+    assert heard == [("run", ["c1", "c1"], 2), ("one", "UnknownUpdate"), ("run", ["c2"], 4)]
+    assert each == ["c1", "c1", "UnknownUpdate", "c2"]
+    unsubscribe()
+    turn.apply_tools(run, 3, 4)
+    assert len(heard) == 3 and each[-1] == "c2" and len(each) == 5
+
+
+def test_a_runs_listener_failing_stops_nothing_and_is_raised_after_the_run():
+    turn = Turn("s")
+    ran: list = []
+
+    def broken(events):  # noqa: ANN001
+        raise RuntimeError("view broke")
+
+    turn.subscribe(lambda ev: None, runs=broken)
+    turn.subscribe(lambda ev: None, runs=lambda evs: ran.append(len(evs)))
+    lines = [_line({"sessionUpdate": "tool_call", "toolCallId": f"c{i}"}) for i in (1, 2)]
+    run = [(*framing.tool_update(line), line) for line in lines]
+    try:
+        turn.apply_tools(run, 0, 2)
+    except RuntimeError as exc:
+        assert str(exc) == "view broke"
+    else:
+        raise AssertionError("the failure was swallowed")
+    assert ran == [2] and list(turn.tool_calls) == ["c1", "c2"]

@@ -421,3 +421,61 @@ async def test_a_rows_detail_is_its_command_or_its_raw_input_until_its_content_s
     # The JSON was made while the call was pending, not again once its content came.
     assert row._cache["detail"][0] == (1, "pending") and row._cache["command"] == ((2, "completed"), "")
     turn.finish("end_turn")
+
+
+async def test_tool_calls_taken_in_runs_draw_what_they_draw_one_by_one(frontend: Frontend, monkeypatch):
+    """The tool call events of one read reach the view in one call (``Turn.subscribe``'s
+    ``runs``): the same rows live and the same saved output as when each update is taken on
+    its own, hostile strings inert; a row that fails to draw is reported in the cell and the
+    rest of the run is drawn."""
+    import json
+    import re
+
+    from acp_kernel.protocol import framing
+
+    content = [{"type": "content", "content": {"type": "text", "text": f"{SPAN} $x$ {IMG}"}},
+               {"type": "terminal", "terminalId": "not-ours"}]
+    ups = [tool_call("t1", f"Read {IMG}", "read", locations=[{"path": NL_PATH, "line": 2}],
+                     rawInput={"command": f"cat {NL_PATH}"}),
+           tool_call("t2", f"Run $x$ {SPAN}", "execute"),
+           tool_update("t1", status="completed", content=content),
+           tool_update("t2", status="failed", rawOutput={"exit_code": 3, "aggregated_output": f"{IMG}\n"})]
+    lines = [json.dumps({"jsonrpc": "2.0", "method": "session/update",
+                         "params": {"sessionId": "s1", "update": u}}).encode() for u in ups]
+    got = []
+    for how in ("one by one", "in runs"):
+        turn, sink = Turn("s1"), RecordingSink()
+        view = TurnOutput(turn, sink)
+        if how == "in runs":
+            run = [(*framing.tool_update(line), line) for line in lines]
+            turn.apply_tools(run, 0, 2)
+            turn.apply_tools(run, 2, 4)
+        else:
+            for u in ups:
+                turn.apply_update(u)
+        view.flush()
+        live_rows = [{k: v for k, v in b.items()} for b in blocks(frontend.models[frontend.opens(TURN_WIDGET)[-1]])]
+        turn.finish("end_turn")
+        elapsed = re.compile(r"\d+\.\d s")  # the status line's time
+        got.append((live_rows, {k: elapsed.sub("", v) for k, v in sink.outputs()[0].items()}))
+    assert got[0] == got[1]
+    rows, out = got[1]
+    assert [r["status"] for r in rows if r["type"] == "tool"] == ["completed", "failed"]
+    assert live_html(out["text/html"]) == [] and live(out["text/markdown"]) == []
+
+    turn, sink = Turn("s1"), RecordingSink()
+    view = TurnOutput(turn, sink)
+    real = view._new_row
+
+    def new_row(call):  # noqa: ANN001
+        if call.id == "t1":
+            raise RuntimeError(f"broken {IMG}")
+        return real(call)
+
+    monkeypatch.setattr(view, "_new_row", new_row)
+    run = [(*framing.tool_update(line), line) for line in lines]
+    turn.apply_tools(run, 0, 2)
+    turn.finish("end_turn")
+    out = sink.outputs()[0]
+    assert "renderer error: RuntimeError: broken" in out["text/plain"] and "Run" in out["text/plain"]
+    assert live_html(out["text/html"]) == []
