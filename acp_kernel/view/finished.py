@@ -34,8 +34,6 @@ LIMIT = 200_000
 #: Steps kept from the start of a long turn (the prompt's first answer), before the cut.
 HEAD = 5
 
-_TOOL = "<details{open}><summary>{header}</summary>{body}</details>"
-
 
 @dataclass(frozen=True)
 class Step:
@@ -127,7 +125,9 @@ def tool_html(header: str, body: Html, *, open_: bool = False) -> Html:
     """A tool call: its header (plain text: icon, title, status) as the summary, its
     content (our markdown's :func:`~acp_kernel.safe.inert_html_inner`) folded under it;
     open when ``open_``."""
-    return Html(_TOOL).format(open=Html(" open") if open_ else Html(""), header=html(header), body=body)
+    if not isinstance(body, Html):
+        raise TypeError("a tool call's body is HTML made by acp_kernel.safe")
+    return Html(f"<details{' open' if open_ else ''}><summary>{html(header)}</summary>{body}</details>")
 
 
 def omitted(count: int) -> Step:

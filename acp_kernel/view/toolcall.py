@@ -135,6 +135,18 @@ def _json_text(value: Any) -> str:
     return text
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class RowForms:
+    """A tool call row's static forms (the fallback's and the saved output's), made in one
+    pass: a finished turn renders hundreds of rows."""
+
+    header: str  #: :func:`.transcript.tool_call_plain`: icon, title and status on one line
+    md: Markdown  #: :func:`.transcript.tool_call_markdown`: the header, then the body
+    body: Markdown  #: the content below the header
+    body_html: Html  #: ``body`` as :func:`~acp_kernel.safe.inert_html_inner` makes it
+    text: str  #: :func:`.transcript.tool_call_final_plain`
+
+
 class ToolCallRow:
     """One tool call and the terminals it shows: its row state and its markdown."""
 
@@ -238,24 +250,31 @@ class ToolCallRow:
                     snaps[tid] = dataclasses.replace(snap, exit="no exit status: the call was " + self.call.status)
         return snaps
 
+    def forms(self) -> RowForms:
+        """The row's static forms as it stands, made together and kept until it changes."""
+        return self._cached("forms", self._make_forms)
+
+    def _make_forms(self) -> RowForms:
+        call, snaps = self.call, self.snapshots()
+        body, body_html = tool_call_body_forms(call, snaps)
+        header = tool_call_plain(call)
+        return RowForms(header, tool_call_markdown(call, body=body), body, body_html,
+                        tool_call_final_plain(call, snaps, header=header))
+
     def markdown(self) -> Markdown:
-        """:func:`.transcript.tool_call_markdown`: the header, then the cached body."""
-        return self._cached("md", lambda: tool_call_markdown(self.call, body=self.body_markdown()))
+        """:func:`.transcript.tool_call_markdown`: the header, then the body."""
+        return self.forms().md
 
     def body_markdown(self) -> Markdown:
         """The call's content without its header (the static view folds it under the header)."""
-        return self.body_forms()[0]
-
-    def body_forms(self) -> tuple[Markdown, Html]:
-        """:meth:`body_markdown` and its HTML (:func:`.transcript.tool_call_body_forms`)."""
-        return self._cached("body", lambda: tool_call_body_forms(self.call, self.snapshots()))
+        return self.forms().body
 
     def plain(self) -> str:
-        return self._cached("plain", lambda: tool_call_plain(self.call))
+        return self.forms().header
 
     def final_plain(self) -> str:
         """:func:`.transcript.tool_call_final_plain` of the row as it stands (the fallback's text)."""
-        return self._cached("final_plain", lambda: tool_call_final_plain(self.call, self.snapshots(), header=self.plain()))
+        return self.forms().text
 
     def detail(self, *, command_only: bool = False) -> str:
         """The line under the title: the command the raw input holds, else (unless
@@ -316,6 +335,8 @@ class ToolCallRow:
 
     def _agent_delta(self) -> str:
         """The agent-sent output not streamed yet (while the call runs)."""
+        if not self.call.output:  # none yet (a finished turn asks every row)
+            return ""
         output, _, _ = call_output(self.call)
         total = int(getattr(self.call, "output_dropped", 0) or 0) + len(output)
         new = total - self._agent_sent

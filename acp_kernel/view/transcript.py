@@ -225,9 +225,9 @@ def tool_call_body_forms(call: tm.ToolCall, terminals: Mapping[str, TerminalSnap
     together: each part's HTML written as it is made, the parse only for a part that has none
     (a finished turn keeps hundreds of rows; parsing each body cost 65 us)."""
     parts = _body_parts(call, terminals)
-    md = Markdown("\n\n").join(p[0] for p in parts)
     if not parts:
-        return md, Html("")
+        return Markdown(""), Html("")
+    md = Markdown("\n\n".join([p[0] for p in parts]))  # (each part is our Markdown: Part)
     htmls = [p[1] for p in parts]
     if None in htmls:
         return md, inert_html_inner(md)
@@ -278,8 +278,9 @@ def _body_parts(call: tm.ToolCall, terminals: Mapping[str, TerminalSnapshot] | N
         parts.extend(agent_output)
     if call.locations:
         items = [code_forms(location_text(loc)) for loc in call.locations]
-        parts.append((Markdown("\n").join(Markdown("- 📍 {}").format(md) for md, _ in items),
-                      Html("<ul>\n" + "".join(f"<li>📍 {h}</li>\n" for _, h in items) + "</ul>\n"), False))
+        # Our own words around Markdown and Html made by code_forms: joined as text.
+        parts.append((Markdown("\n".join([f"- 📍 {md}" for md, _ in items])),
+                      Html("<ul>\n" + "".join([f"<li>📍 {h}</li>\n" for _, h in items]) + "</ul>\n"), False))
     return parts
 
 

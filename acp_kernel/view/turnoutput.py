@@ -122,7 +122,8 @@ class Block:
         """A tool call's markdown and text as its row stands now (nothing for other blocks)."""
         row = self.row
         if row is not None:
-            self.md, self.text = row.markdown(), row.final_plain()
+            forms = row.forms()
+            self.md, self.text = forms.md, forms.text
 
     def fallback_html(self, chosen: Any = None) -> Html:
         """``md`` as HTML, rendered again only when ``md`` changed; a tool call folded
@@ -133,10 +134,10 @@ class Block:
             if self.html_of is not self.md:
                 self.html, self.html_of = inert_html_inner(self.md), self.md
             return self.html
-        body, body_html = row.body_forms()
-        if self.html_of is not body:
-            self.html, self.html_of = body_html, body
-        header, open_ = row.plain(), _opens(row, chosen)
+        forms = row.forms()
+        if self.html_of is not forms.body:
+            self.html, self.html_of = forms.body_html, forms.body
+        header, open_ = forms.header, _opens(row, chosen)
         made = self.tool_of
         if made is None or made[0] is not self.html or made[1] is not header or made[2] != open_:
             self.tool, self.tool_of = tool_html(header, self.html, open_=open_), (self.html, header, open_)
