@@ -149,6 +149,9 @@ def json_safe(encoded: str) -> str:
     JSON escapes C0 itself; outside strings a JSON document is ASCII, so
     every match is inside a string, where the escape is equivalent.
     """
-    if not _JSON_UNSAFE.search(encoded):
+    if encoded.isascii():  # (known without a scan) of the set, ASCII holds DEL only
+        if "\x7f" not in encoded:
+            return encoded
+    elif not _JSON_UNSAFE.search(encoded):
         return encoded
     return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", encoded)

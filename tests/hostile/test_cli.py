@@ -146,6 +146,15 @@ def test_property_json_safe_is_lossless_and_safe(texts):
         assert len(encoded.splitlines()) == 1  # no U+2028/U+2029 either: one JSON line, however it is split
 
 
+def test_json_safe_escapes_del_in_an_all_ascii_line():
+    """ASCII text is known to be ASCII without a scan; of the escaped set it can hold DEL only,
+    which is still found and escaped."""
+    for text in ("a\x7fb", "\x7f", "plain ascii"):
+        encoded = json_safe(cli_encode({"t": text}))
+        assert json.loads(encoded) == {"t": text} and not FORBIDDEN.search(encoded) and encoded.isascii()
+    assert json_safe('{"t":"\x7f"}') == '{"t":"\\u007f"}'
+
+
 def test_json_lines_fall_back_to_json_for_a_lone_surrogate():
     """msgspec cannot write a lone surrogate (an agent may send one as an escape, which
     json reads); the line is then json's, escaped, not an error."""
