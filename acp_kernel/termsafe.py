@@ -132,6 +132,12 @@ def clean(text: str, *, colour: bool = False, oneline: bool = False) -> str:
     return scan(text, colour=colour, oneline=oneline)[0]
 
 
+def lines_clean(text: str) -> bool:
+    """Whether :func:`clean` with ``oneline`` leaves each line of ``text`` as it is (one scan
+    for a block of lines, not one per line)."""
+    return "\t" not in text and not _UNSAFE.search(text)
+
+
 def line(value: object) -> str:
     """Any value as one clean line (``None`` -> "")."""
     return "" if value is None else clean(value if isinstance(value, str) else str(value), oneline=True)

@@ -32,7 +32,7 @@ from typing import Any, NoReturn, Sequence, TextIO
 from .process import freeze_start_up, tune_own_process
 from .ask import RAW_INPUT_SHOWN, action_details, check_answer, field_question, parse_answer, permission_question  # noqa: F401
 from .._version import VERSION
-from ..termsafe import clean, json_safe, line, scan
+from ..termsafe import clean, json_safe, line, lines_clean, scan
 from ..errors import AcpError, AuthRequired
 
 EXIT_OK, EXIT_AGENT, EXIT_USAGE, EXIT_AUTH, EXIT_REFUSAL, EXIT_CANCELLED, EXIT_LIMIT = range(7)
@@ -117,10 +117,17 @@ def _block(text: Any) -> str:
     return clean(str(text)).replace("\n", "\n  ")
 
 
+#: ACP's tool kinds and statuses: words with nothing to clean (any other is cleaned).
+_PLAIN_WORDS = frozenset({"read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode",
+                          "other", "pending", "in_progress", "completed", "failed", "cancelled"})
+
+
 def _tool_line(event: Any) -> str | None:
     c = event.call
     if event.new or c.final:  # its start and its end; progress in between is not a line
-        return f"[tool] {line(c.kind or 'other')}: {line(c.title or c.id)} ({line(c.status)})"
+        kind, status = c.kind or "other", c.status
+        return (f"[tool] {kind if kind in _PLAIN_WORDS else line(kind)}: {line(c.title or c.id)} "
+                f"({status if status in _PLAIN_WORDS else line(status)})")
     return None
 
 
@@ -155,12 +162,14 @@ def tool_detail(call: Any, terminals: dict[str, Any], *, colour: bool = False) -
                 out.append("    " + (f"\x1b[{tint}m{cleaned}\x1b[0m" if tint else cleaned))
             if view.truncated:
                 out.append(f"    ... the diff goes on (+{view.added} -{view.removed} in all)")
-    snaps = {tid: snapshot(started) for tid, started in terminals.items() if tid in call.terminal_ids}
+    snaps = {tid: snapshot(started) for tid, started in terminals.items() if tid in call.terminal_ids} if terminals else {}
     # Its first line is the header, printed already: an empty one is not rendered to be dropped.
-    body = tool_call_final_plain(call, snaps, header="").split("\n")[1:]
+    text = tool_call_final_plain(call, snaps, header="")
+    body = text.split("\n")[1:]
     if len(body) > DETAIL_OUTPUT_LINES:
         body = [f"    ... {len(body) - DETAIL_OUTPUT_LINES} lines above"] + body[-DETAIL_OUTPUT_LINES:]
-    out += [clean(text, oneline=True) for text in body]  # indented by four already
+    # Indented by four already; each line cleaned (one scan says when none needs it).
+    out += body if lines_clean(text) else [clean(ln, oneline=True) for ln in body]
     return "\n".join(out)
 
 
@@ -448,6 +457,18 @@ class _Printer:
         buf += b"\n"
         self._schedule()
 
+    def _tool_text(self, event: Any) -> str | None:
+        """What ``--format text`` says on stderr of a tool call event: its line at its start
+        and end (:func:`describe`), then, once, what it did (:func:`tool_detail`)."""
+        text = _tool_line(event)
+        call = event.call
+        if call.final and call.id not in self._detailed:
+            self._detailed.add(call.id)
+            detail = tool_detail(call, self._terminals, colour=self.colour)
+            if detail:
+                text = f"{text}\n{detail}" if text else detail
+        return text
+
     def _json_chunk(self, role: str, text: str) -> None:
         """A chunk's JSON line, written by msgspec into the burst's buffer (a str per chunk,
         built and joined, cost four times as much)."""
@@ -507,16 +528,11 @@ class _Printer:
             return
         if name in ("PermissionPrompt", "ElicitationPrompt"):
             return  # handled by the asker
-        text = describe(event)
+        text = self._tool_text(event) if name == "ToolCallEvent" else describe(event)
         if text:
             self.note(text)
         if name == "TerminalStarted":
             self._terminals[event.terminal_id] = event
-        elif name == "ToolCallEvent" and event.call.final and event.call.id not in self._detailed:
-            self._detailed.add(event.call.id)
-            detail = tool_detail(event.call, self._terminals, colour=self.colour)
-            if detail:
-                self.note(detail)
 
 
 _std_encode = json.JSONEncoder(ensure_ascii=False, default=repr).encode
@@ -866,6 +882,7 @@ async def _converse(client: Any, text: str, args: argparse.Namespace, printer: _
         if type(event).__name__ == "Notice" and getattr(event, "kind", None) == "between-turns":
             printer(event)
     turn = session.begin(text)
+    # Each event as it comes (not in runs): a line says the call's state at its event.
     turn.subscribe(printer)
     if asker is not None:
         asker.turn = turn

@@ -178,12 +178,13 @@ def tool_call_final_plain(call: Any, terminals: Mapping[str, TerminalSnapshot] |
     :func:`tool_call_plain` already), the command, then the end of its output
     (a client terminal's, or what the agent sent) and the exit code."""
     lines = [tool_call_plain(call) if header is None else header]
+    tids = call.terminal_ids
     cmd = command_of(call.raw_input)
-    if cmd and not call.terminal_ids:
+    if cmd and not tids:
         lines.append("    $ " + " ".join(truncate_tail(cmd, 500)[0].split("\n")))
     shown_terminal = False
-    for tid in call.terminal_ids:
-        snap = (terminals or {}).get(tid)
+    for tid in tids if terminals else ():
+        snap = terminals.get(tid)  # type: ignore[union-attr]  # (terminals is not empty)
         if snap is None:
             continue
         shown_terminal = True

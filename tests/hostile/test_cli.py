@@ -365,6 +365,27 @@ def test_json_format_writes_a_tool_calls_update_as_it_came_and_clean(tmp_path):
     assert [e["update"] for e in tools] == [update, update, halves] and tools[0]["title"] == "Run\x9b"
 
 
+def test_each_tool_line_says_the_calls_state_at_its_own_update(tmp_path):
+    """A call's start, progress and end in one read: each JSON line (and each text line) says
+    the state the call had at that update, not the state at the end of the read."""
+    scenario = {"prompt": [_update(sessionUpdate="tool_call", toolCallId="c1", title="Read <b>a</b>", kind="read",
+                                   status="pending"),
+                           _update(sessionUpdate="tool_call_update", toolCallId="c1", title="Read $b$",
+                                   status="in_progress"),
+                           _update(sessionUpdate="tool_call_update", toolCallId="c1", status="completed"),
+                           {"chunk": "END\n"}]}
+    res = subprocess.run(_argv(scenario, "--format", "json"), capture_output=True, timeout=TIMEOUT,
+                         env=_env(tmp_path), stdin=subprocess.DEVNULL)
+    assert res.returncode == 0, res.stderr
+    tools = [e for e in map(json.loads, res.stdout.decode().splitlines()) if e.get("type") == "tool_call"]
+    assert [(e["new"], e["title"], e["status"]) for e in tools] == [
+        (True, "Read <b>a</b>", "pending"), (False, "Read $b$", "in_progress"), (False, "Read $b$", "completed")]
+    res = subprocess.run(_argv(scenario), capture_output=True, timeout=TIMEOUT, env=_env(tmp_path),
+                         stdin=subprocess.DEVNULL)
+    err = res.stderr.decode()
+    assert "[tool] read: Read <b>a</b> (pending)" in err and "[tool] read: Read $b$ (completed)" in err, err
+
+
 def test_closed_output_pipe_exits_quietly(tmp_path):
     """`acp-kernel prompt ... 2>&1 | head -1`: the reader goes away; nothing hangs."""
     scenario = {"prompt": [{"chunk": "first line\n"}, {"burst": 20000},
