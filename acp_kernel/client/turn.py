@@ -624,7 +624,9 @@ class Turn:
                   runs: Callable[[list[Any]], None] | None = None) -> Callable[[], None]:
         """Call ``listener(event)`` for each new event, inline; returns an unsubscribe. With
         ``runs``, the tool call events of one read (:meth:`apply_tools`) go to ``runs(events)``
-        in one call instead, once they are all in :attr:`events`."""
+        in one call instead, once they are all in :attr:`events`: each call then reads as it
+        stands after the read (right for a view; a reader of each update's own state, as the
+        CLI's lines, takes events one by one)."""
         self._listeners.append(listener)
         if runs is not None:
             self._runs[listener] = runs

@@ -160,11 +160,6 @@ def _output_parts(call: Any, limit: int = MD_TEXT_LIMIT) -> list[Part]:
     return parts
 
 
-def output_markdown(call: Any, limit: int = MD_TEXT_LIMIT) -> Markdown:
-    """:func:`_output_parts` as one markdown, empty when there is nothing."""
-    return Markdown("\n\n").join(p[0] for p in _output_parts(call, limit))
-
-
 def _indented(text: str, limit: int) -> list[str]:
     out, cut = truncate_head(text, limit)
     lines = out.rstrip("\n").split("\n")
@@ -178,13 +173,13 @@ def tool_call_final_plain(call: Any, terminals: Mapping[str, TerminalSnapshot] |
     :func:`tool_call_plain` already), the command, then the end of its output
     (a client terminal's, or what the agent sent) and the exit code."""
     lines = [tool_call_plain(call) if header is None else header]
-    tids = call.terminal_ids
+    tids, terms = call.terminal_ids, terminals or {}
     cmd = command_of(call.raw_input)
     if cmd and not tids:
         lines.append("    $ " + " ".join(truncate_tail(cmd, 500)[0].split("\n")))
     shown_terminal = False
-    for tid in tids if terminals else ():
-        snap = terminals.get(tid)  # type: ignore[union-attr]  # (terminals is not empty)
+    for tid in tids if terms else ():
+        snap = terms.get(tid)
         if snap is None:
             continue
         shown_terminal = True
@@ -283,10 +278,6 @@ def _body_parts(call: tm.ToolCall, terminals: Mapping[str, TerminalSnapshot] | N
         parts.append((Markdown("\n".join([f"- 📍 {md}" for md, _ in items])),
                       Html("<ul>\n" + "".join([f"<li>📍 {h}</li>\n" for _, h in items]) + "</ul>\n"), False))
     return parts
-
-
-def terminal_markdown(snap: TerminalSnapshot | None, tid: Any = None) -> Markdown:
-    return Markdown("\n\n").join(p[0] for p in _terminal_parts(snap, tid))
 
 
 def _terminal_parts(snap: TerminalSnapshot | None, tid: Any = None) -> list[Part]:
