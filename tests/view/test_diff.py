@@ -37,3 +37,23 @@ def test_html_in_diff_stays_inside_the_fence():
 def test_to_json_is_plain_data():
     data = render_diff("a", "1\n", "2\n").to_json()
     assert data["path"] == "a" and data["lines"][2][0] == "@" and data["added"] == 1
+
+
+def test_a_diff_asked_for_again_is_made_once_and_cut_to_each_callers_length():
+    """One call's diff is asked for by its row's state, its markdown, its HTML and the CLI:
+    made once (difflib on a big file takes milliseconds), each caller getting the same view
+    a fresh render would give at its length, its own copy to keep."""
+    from acp_kernel.view import diff
+
+    old = "".join(f"line {i} <img src=x onerror=alert(1)> $x$\n" for i in range(3000))
+    new = old.replace("line 10 ", "LINE 10 ").replace("line 2500 ", "`a\nb` ")
+    item = {"type": "diff", "path": "/tmp/a\nb.py", "oldText": old, "newText": new}
+    diff._whole_diff.cache_clear()
+    for max_lines in (diff.MAX_LINES, 400, 40, 5, 1):
+        got = diff_from_content(item, max_lines=max_lines)
+        assert got == render_diff(item["path"], old, new, max_lines=max_lines), max_lines
+        got.lines.append(("+", "mine"))  # a caller's copy: the next one does not see it
+    assert diff._whole_diff.cache_info().misses == 1 and diff._whole_diff.cache_info().hits == 4
+    big = "x\n" * (diff.CACHE_CHARS // 2 + 1)
+    assert diff_from_content({"type": "diff", "path": "big", "oldText": big, "newText": big + "y\n"}).added == 1
+    assert diff._whole_diff.cache_info().currsize == 1  # past CACHE_CHARS: made, not kept
