@@ -64,12 +64,12 @@ def chunk_prefix_suffix(session_id: str) -> tuple[bytes, bytes]:
     return pre, post
 
 
-def chunk_lines(session_id: str, n: int, size: int) -> bytes:
-    line = _line(_update(session_id, {
-        "sessionUpdate": "agent_message_chunk",
-        "content": {"type": "text", "text": chunk_text(0, size)},
-    }))
-    return line * n
+def chunk_lines(session_id: str, n: int, size: int, message_id: str | None = None) -> bytes:
+    """``n`` chunks, each with ``message_id`` when given (claude-agent-acp stamps every chunk)."""
+    update = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": chunk_text(0, size)}}
+    if message_id is not None:
+        update["messageId"] = message_id
+    return _line(_update(session_id, update)) * n
 
 
 def tool_call_lines(session_id: str, n: int) -> list[bytes]:
@@ -114,7 +114,7 @@ def step_lines(session_id: str, n: int) -> bytes:
 
 def load_bytes(session_id: str, args: argparse.Namespace) -> bytes:
     """A load's updates: chunks, interleaved steps, then tool call pairs."""
-    parts = [chunk_lines(session_id, args.chunks, args.size)]
+    parts = [chunk_lines(session_id, args.chunks, args.size, "msg_01" if getattr(args, "message_id", False) else None)]
     if getattr(args, "steps", 0):
         parts.append(step_lines(session_id, args.steps))
     parts.extend(tool_call_lines(session_id, args.tool_calls))
@@ -285,6 +285,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--terminals", type=int, default=0, help="terminal round trips per prompt")
     p.add_argument("--steps", type=int, default=0, help="steps per prompt: a paragraph and a tool call pair each")
     p.add_argument("--stamp", action="store_true", help="start each chunk's text with time.time_ns()")
+    p.add_argument("--message-id", action="store_true", help="a messageId on every chunk, as claude-agent-acp sends")
     p.add_argument("--rate", type=float, default=0.0, help="chunks per second (0 = as fast as possible)")
     p.add_argument("--dump", metavar="FILE", help="write the prompt's stream bytes to FILE and exit")
     p.add_argument("--raw", action="store_true", help="write the prompt's stream bytes to stdout and exit")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -185,7 +186,8 @@ def _plain(content: dict, update: dict, params: dict, msg: dict) -> bool:
     return (set(msg) == {"jsonrpc", "method", "params"} and msg["jsonrpc"] == "2.0"
             and msg["method"] == "session/update" and type(params) is dict
             and set(params) == {"sessionId", "update"} and type(params["sessionId"]) is str
-            and type(update) is dict and set(update) == {"sessionUpdate", "content"}
+            and type(update) is dict and set(update) - {"messageId"} == {"sessionUpdate", "content"}
+            and type(update.get("messageId", "")) is str
             and update["sessionUpdate"] in _KINDS and type(content) is dict
             and set(content) == {"type", "text"} and content["type"] == "text" and type(content["text"]) is str)
 
@@ -193,14 +195,15 @@ def _plain(content: dict, update: dict, params: dict, msg: dict) -> bool:
 @st.composite
 def _chunk_lines(draw):
     """Text chunk notifications, most of them near misses: a member added, dropped or of
-    another type at any level, another kind, a messageId, keys reordered or repeated."""
+    another type at any level, another kind, a messageId (a string, or not), keys reordered
+    or repeated."""
     content = {"type": "text", "text": draw(st.text(max_size=12) | st.sampled_from(["$x$", "<b>", "a\nb", "\u2028"]))}
     update = {"sessionUpdate": draw(st.sampled_from(_KINDS + ["tool_call", "agent_message"])), "content": content}
     params = {"sessionId": draw(st.sampled_from(["s1", "<s>"])), "update": update}
     msg = {"jsonrpc": "2.0", "method": "session/update", "params": params}
     for target in (content, update, params, msg):
         if draw(st.integers(0, 5)) == 0:
-            target[draw(st.sampled_from(["messageId", "_meta", "annotations", "id", "x"]))] = draw(_odd)
+            target[draw(st.sampled_from(["messageId", "_meta", "annotations", "id", "x"]))] = draw(_odd | st.text(max_size=6))
         if draw(st.integers(0, 7)) == 0 and target:
             key = draw(st.sampled_from(sorted(target)))
             if draw(st.booleans()):
@@ -239,6 +242,8 @@ def test_text_chunk_reads_exactly_the_plain_chunks_the_dict_reading_sees(drawn):
     params, update = msg["params"], msg["params"]["update"]
     assert _plain(update["content"], update, params, msg), line
     assert got == (params["sessionId"], update["sessionUpdate"], update["content"]["text"])
+    mid = framing.typed_update(line)[1].messageId  # type: ignore[index, union-attr]
+    assert (None if mid is msgspec.UNSET else mid) == update.get("messageId"), line
 
 
 def test_text_chunk_lines_are_the_schemas_session_notifications():

@@ -306,11 +306,12 @@ class Session:
             self._between_at = time.monotonic()
         self.turn.apply_tools(run, start, stop)
 
-    def apply_text(self, kind: str, text: str) -> None:
-        """:meth:`apply` of a chunk that is only text (no session state to update)."""
+    def apply_texts(self, kind: str, texts: list[str], message_id: str | None = None) -> None:
+        """:meth:`apply` of a run of chunks that are only text (and maybe one message id; no
+        session state to update)."""
         if self._active is None:
             self._between_at = time.monotonic()
-        self.turn.apply_text(kind, text)
+        self.turn.apply_texts(kind, texts, message_id)
 
     async def replay_settled(self) -> bool:
         """Wait until updates outside a turn (a load's replay) have been quiet for
@@ -869,16 +870,19 @@ class Client:
             return  # a closed session's last words: nobody shows them
         self._keep_early(sid if type(sid) is str else "", params.get("update"))
 
-    def _on_text_chunk(self, sid: str, kind: str, texts: list[str]) -> None:
-        """:meth:`_on_update` of a run of plain text chunks, read typed
-        (``Connection.on_text_chunk``): one piece of text for an open session's turn (one
-        event, however many lines came in the read); one update each for any other."""
+    def _on_text_chunk(self, sid: str, kind: str, texts: list[str], message_id: str | None = None) -> None:
+        """:meth:`_on_update` of a run of plain text chunks (of one message id, or none), read
+        typed (``Connection.on_text_chunk``): an open session's turn takes the run
+        (:meth:`.Turn.apply_texts`); any other session, one update each."""
         session = self.sessions.get(sid)
         if session is not None:
-            session.apply_text(kind, texts[0] if len(texts) == 1 else "".join(texts))
+            session.apply_texts(kind, texts, message_id)
             return
         for text in texts:
-            self._on_update({"sessionId": sid, "update": {"sessionUpdate": kind, "content": {"type": "text", "text": text}}})
+            update: dict[str, Any] = {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
+            if message_id is not None:
+                update["messageId"] = message_id
+            self._on_update({"sessionId": sid, "update": update})
 
     def _on_tool_update(self, run: list[tuple[str, framing.ToolUpdate, bytes]]) -> None:
         """:meth:`_on_update` of a run of tool call updates read typed

@@ -756,14 +756,22 @@ class Turn:
                 failed = failed or exc
         return failed
 
-    def apply_text(self, kind: str, text: str) -> Any:
-        """:meth:`apply_update` of a chunk that is only text (``kind`` one of the three chunk
-        kinds; no messageId, nothing else): what the client reads typed."""
-        if not text:
-            return None  # as an empty chunk of the update's dict: nothing
-        event = self._chunk(kind, text, None, None)
-        self.add(event)
-        return event
+    def apply_texts(self, kind: str, texts: list[str], message_id: str | None = None) -> None:
+        """:meth:`apply_update` of each of a run of chunks that are only text, all with
+        ``message_id`` (or none): what the client reads typed. The run goes on as one chunk
+        where the dict reading would stream each piece at the end of the last message; a
+        piece that would start or name a message (its id is not the last chunk's) is read
+        as its dict is, alone, so the replay rule sees exactly the pieces the agent sent."""
+        i, n = 0, len(texts)
+        if message_id is not None:
+            while i < n and message_id != self._last_mid:
+                if texts[i]:  # (an empty chunk is nothing, on either path)
+                    self.apply_update({"sessionUpdate": kind, "content": {"type": "text", "text": texts[i]},
+                                       "messageId": message_id})
+                i += 1
+        text = texts[i] if n - i == 1 else "".join(texts[i:])
+        if text:
+            self.add(self._chunk(kind, text, None, message_id))
 
     def _chunk(self, kind: str, text: str, keep: dict[str, Any] | None, mid: str | None) -> Chunk:
         """A chunk of the last message of its role (not by messageId: see below)."""

@@ -24,6 +24,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import msgspec
+
 from . import framing
 from ..errors import (
     INTERNAL_ERROR,
@@ -95,12 +97,12 @@ class Connection:
         #: Called for every notification without a registered handler.
         self.on_unknown_notification: Callable[[str, Any], None] | None = None
         #: Set by a client that takes plain text chunks typed: called with ``(session id,
-        #: sessionUpdate, texts)`` for the lines :func:`.framing.typed_update` reads as text
-        #: chunks, in place of the ``session/update`` handler with the params as dicts (errors
-        #: reported the same).
-        #: ``texts`` is a run: consecutive chunks of one session and kind that came in one read
-        #: (a burst, an agent catching up), so a client can take it as one piece of text.
-        self.on_text_chunk: Callable[[str, str, list[str]], None] | None = None
+        #: sessionUpdate, texts, messageId or None)`` for the lines :func:`.framing.typed_update`
+        #: reads as text chunks, in place of the ``session/update`` handler with the params as
+        #: dicts (errors reported the same).
+        #: ``texts`` is a run: consecutive chunks of one session, kind and message id that came
+        #: in one read (a burst, an agent catching up), so a client can take it as one piece.
+        self.on_text_chunk: Callable[[str, str, list[str], str | None], None] | None = None
         #: Set by a client that takes tool call updates typed: called with a run of ``(session
         #: id, update, line)`` for the lines :func:`.framing.typed_update` reads as tool calls,
         #: in their place in the stream, in place of the ``session/update`` handler (errors
@@ -259,9 +261,10 @@ class Connection:
         typed, on_text, on_tool = framing.typed_update, self.on_text_chunk, self.on_tool_update
         take = on_text is not None or on_tool is not None
         text_type = framing.TextChunk
-        texts: list[str] = []  # the run of plain text chunks (one session, one kind) not yet handed on
+        texts: list[str] = []  # the run of plain text chunks (one session, kind, message id) not yet handed on
         tools: list[tuple[str, framing.ToolUpdate, bytes]] = []  # the run of tool updates not yet handed on
         sid = kind = ""
+        mid: Any = None
         for line in self._splitter.feed(data):
             if take and type(line) is bytes:
                 got = typed(line, depth)
@@ -272,20 +275,20 @@ class Connection:
                             if tools:
                                 self._on_tools(tools)
                                 tools = []
-                            if texts and (got[0] != sid or update.sessionUpdate != kind):
-                                self._on_texts(sid, kind, texts)
+                            if texts and (got[0] != sid or update.sessionUpdate != kind or update.messageId != mid):
+                                self._on_texts(sid, kind, texts, mid)
                                 texts = []
-                            sid, kind = got[0], update.sessionUpdate
+                            sid, kind, mid = got[0], update.sessionUpdate, update.messageId
                             texts.append(update.content.text)
                             continue
                     elif on_tool is not None:
                         if texts:
-                            self._on_texts(sid, kind, texts)
+                            self._on_texts(sid, kind, texts, mid)
                             texts = []
                         tools.append((got[0], update, line))
                         continue
             if texts:
-                self._on_texts(sid, kind, texts)
+                self._on_texts(sid, kind, texts, mid)
                 texts = []
             if tools:
                 self._on_tools(tools)
@@ -305,13 +308,13 @@ class Connection:
                     continue
             self._dispatch_parsed(parsed)
         if texts:
-            self._on_texts(sid, kind, texts)
+            self._on_texts(sid, kind, texts, mid)
         if tools:
             self._on_tools(tools)
 
-    def _on_texts(self, sid: str, kind: str, texts: list[str]) -> None:
-        try:
-            self.on_text_chunk(sid, kind, texts)  # type: ignore[misc]  # set: runs are made only then
+    def _on_texts(self, sid: str, kind: str, texts: list[str], mid: Any) -> None:
+        try:  # (an unset messageId is None)
+            self.on_text_chunk(sid, kind, texts, None if mid is msgspec.UNSET else mid)  # type: ignore[misc]  # set: runs are made only then
         except Exception as exc:
             self._handler_failed("session/update", exc)
 

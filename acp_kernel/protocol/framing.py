@@ -49,10 +49,13 @@ class _TextBlock(msgspec.Struct, gc=False, forbid_unknown_fields=True):
 
 
 class TextChunk(msgspec.Struct, gc=False, forbid_unknown_fields=True, tag_field="sessionUpdate"):
-    """A chunk of a message, thought or prompt that is one text block and nothing else."""
+    """A chunk of a message, thought or prompt that is one text block and nothing else but,
+    maybe, its message's id (claude-agent-acp sends one on every chunk; ``null`` is refused:
+    :func:`classify` reads it as the dicts do)."""
 
     sessionUpdate: ClassVar[str]
     content: _TextBlock
+    messageId: Union[str, msgspec.UnsetType] = msgspec.UNSET
 
 
 class _AgentText(TextChunk, tag="agent_message_chunk"):

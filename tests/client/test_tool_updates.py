@@ -247,7 +247,7 @@ async def test_a_run_of_tool_updates_in_one_read_is_one_call_in_order_and_a_fail
     seen: list = []
     conn.on_report = lambda kind, text: reports.append((kind, text))
     conn.on_notification("session/update", lambda p: seen.append(("dict", p["update"]["sessionUpdate"])))
-    conn.on_text_chunk = lambda sid, kind, texts: seen.append(("text", texts))
+    conn.on_text_chunk = lambda sid, kind, texts, mid: seen.append(("text", texts))
 
     def tool(run: list) -> None:
         seen.append(("tools", [(sid, update.toolCallId, line) for sid, update, line in run]))
