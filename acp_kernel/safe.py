@@ -301,6 +301,14 @@ def text(value: Any, limit: int = INLINE_LIMIT) -> Markdown:
     return Markdown(_lead(_refs(s)))
 
 
+def text_forms(value: Any, limit: int = INLINE_LIMIT) -> tuple[Markdown, Html]:
+    """:func:`text` and the HTML :func:`inert_html` makes of it inside a line, written
+    directly (a property test compares the two): every character it made a reference is
+    itself again, escaped for HTML."""
+    s = _short(" ".join(visible_controls(str(value)).split("\n")), limit)
+    return Markdown(_lead(_refs(s))), Html(_html_text(s))
+
+
 # In a code span a reference does not decode: code holding these is HTML.
 
 

@@ -34,7 +34,7 @@ from .transcript import (
     location_text,
     tool_call_body_forms,
     tool_call_final_plain,
-    tool_call_markdown,
+    tool_call_header_forms,
     tool_call_plain,
 )
 
@@ -141,7 +141,8 @@ class RowForms:
     pass: a finished turn renders hundreds of rows."""
 
     header: str  #: :func:`.transcript.tool_call_plain`: icon, title and status on one line
-    md: Markdown  #: :func:`.transcript.tool_call_markdown`: the header, then the body
+    md: Markdown  #: the header (:func:`.transcript.tool_call_header_forms`), then the body
+    html: Html  #: ``md`` as :func:`~acp_kernel.safe.inert_html_inner` makes it
     body: Markdown  #: the content below the header
     body_html: Html  #: ``body`` as :func:`~acp_kernel.safe.inert_html_inner` makes it
     text: str  #: :func:`.transcript.tool_call_final_plain`
@@ -257,12 +258,14 @@ class ToolCallRow:
     def _make_forms(self) -> RowForms:
         call, snaps = self.call, self.snapshots()
         body, body_html = tool_call_body_forms(call, snaps)
+        head_md, head_html = tool_call_header_forms(call)
         header = tool_call_plain(call)
-        return RowForms(header, tool_call_markdown(call, body=body), body, body_html,
-                        tool_call_final_plain(call, snaps, header=header))
+        # (our Markdown and Html, joined as text: the header's paragraph, then the body)
+        md, html = (Markdown(f"{head_md}\n\n{body}"), Html(head_html + body_html)) if body else (head_md, head_html)
+        return RowForms(header, md, html, body, body_html, tool_call_final_plain(call, snaps, header=header))
 
     def markdown(self) -> Markdown:
-        """:func:`.transcript.tool_call_markdown`: the header, then the body."""
+        """The row's markdown: its header, then its body."""
         return self.forms().md
 
     def body_markdown(self) -> Markdown:
@@ -403,9 +406,9 @@ class RowDisplay:
         self._sent_md = ""
 
     def bundle(self) -> dict[str, Any]:
-        md = self.row.markdown()
-        self._sent_md = md
-        return bundle(md, self.row.plain())
+        forms = self.row.forms()
+        self._sent_md = forms.md
+        return bundle(forms.md, forms.header, forms.html)
 
     def sync(self, sink: DisplaySink) -> None:
         """Take the terminal output heard so far; show the row again if its markdown changed."""

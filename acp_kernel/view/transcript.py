@@ -23,7 +23,8 @@ from ..client import turn as tm
 from .diff import diff_from_content
 from .eventtable import unhandled
 from .markdown import BlockSplitter
-from ..safe import Html, Markdown, block, block_forms, code, code_forms, html, inert_html_inner, markdown, text
+from ..safe import (Html, Markdown, block, block_forms, code, code_forms, html, inert_html_inner, markdown, text,
+                    text_forms)
 from .truncate import truncate_head, truncate_tail
 
 KIND_ICONS = {
@@ -107,13 +108,21 @@ def location_text(loc: Any) -> str:
 #: Our own words of a row's header, escaped once: :func:`~acp_kernel.safe.text` is pure,
 #: so these are what it makes of them on every row (an unknown status is escaped each time).
 _ICON_MD = {icon: text(icon) for icon in KIND_ICONS.values()}
-_STATUS_MD = {status: text(status_text(status)) for status in STATUS}
+_STATUS_FORMS = {status: text_forms(status_text(status)) for status in STATUS}
 
 
-def tool_call_header(call: tm.ToolCall) -> Markdown:
-    title = text(call.title) if call.title else Markdown("tool call {}").format(code(call.id))
-    return Markdown("{} {} · {}").format(_ICON_MD[kind_icon(call.kind)], title,
-                                         _STATUS_MD.get(call.status) or text(status_text(call.status)))
+def tool_call_header_forms(call: tm.ToolCall) -> tuple[Markdown, Html]:
+    """A tool call's header line (icon, title, status) and its paragraph's HTML (the
+    parse's, written directly: a property test compares the two)."""
+    if call.title:
+        title_md, title_html = text_forms(call.title)
+    else:
+        id_md, id_html = code_forms(call.id)
+        title_md, title_html = Markdown("tool call {}").format(id_md), Html(f"tool call {id_html}")
+    status_md, status_html = _STATUS_FORMS.get(call.status) or text_forms(status_text(call.status))
+    icon = kind_icon(call.kind)
+    return (Markdown("{} {} · {}").format(_ICON_MD[icon], title_md, status_md),
+            Html(f"<p>{icon} {title_html} · {status_html}</p>\n"))
 
 
 def tool_call_plain(call: tm.ToolCall) -> str:
@@ -200,12 +209,10 @@ def tool_call_final_plain(call: Any, terminals: Mapping[str, TerminalSnapshot] |
     return "\n".join(lines)
 
 
-def tool_call_markdown(call: tm.ToolCall, terminals: Mapping[str, TerminalSnapshot] | None = None, *,
-                       body: Markdown | None = None) -> Markdown:
-    """Header line, then :func:`tool_call_body` (``body`` when the caller has it already)."""
-    if body is None:
-        body = tool_call_body(call, terminals)
-    return Markdown("\n\n").join([tool_call_header(call), body] if body else [tool_call_header(call)])
+def tool_call_markdown(call: tm.ToolCall, terminals: Mapping[str, TerminalSnapshot] | None = None) -> Markdown:
+    """Header line, then :func:`tool_call_body` (the transcript's; a row makes both forms at once)."""
+    head, body = tool_call_header_forms(call)[0], tool_call_body(call, terminals)
+    return Markdown("\n\n").join([head, body] if body else [head])
 
 
 def tool_call_body(call: tm.ToolCall, terminals: Mapping[str, TerminalSnapshot] | None = None) -> Markdown:

@@ -46,7 +46,6 @@ from .transcript import (
     status_line,
     status_markdown,
     thought_html,
-    tool_call_final_plain,
     thought_markdown,
     user_markdown,
 )
@@ -315,7 +314,8 @@ class TurnView(TurnBase):
         row = ToolCallRow(call, f"row:{self._order[call.id]}", on_dirty)
         self.rows[call.id] = row
         if not self.updates:
-            self._append(bundle(row.markdown(), row.plain()))
+            forms = row.forms()
+            self._append(bundle(forms.md, forms.header, forms.html))
             return row
         shown = RowDisplay(row)
         self.displays[call.id] = shown
@@ -334,7 +334,8 @@ class TurnView(TurnBase):
             elif not row.settled():
                 continue
             self._final_shown.add(tid)
-            self._append(bundle(row.markdown(), tool_call_final_plain(row.call, row.snapshots())))
+            forms = row.forms()
+            self._append(bundle(forms.md, forms.text, forms.html))
 
     def _plan_event(self) -> None:
         if not self.updates:

@@ -108,3 +108,28 @@ def test_a_common_tool_call_is_not_parsed():
 def test_our_own_exit_lines_are_written_not_parsed(exit_text):
     part = tr._em(exit_text)
     assert part[1] is not None and str(part[1]) + "<p>x</p>\n" == _rendered(safe.Markdown("\n\n").join([part[0], safe.Markdown("x")]))
+
+
+@settings(max_examples=400, deadline=None)
+@given(hostile)
+def test_inline_text_s_html_is_what_the_parse_writes(s):
+    md, html = safe.text_forms(s)
+    assert md == safe.text(s)
+    assert "<p>a " + str(html) + " b</p>\n" == _rendered(safe.Markdown("a {} b").format(md)), s
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(calls, hostile, hostile, st.sampled_from(["pending", "in_progress", "completed", "failed", "cancelled", "odd<b>"]),
+       st.sampled_from(["read", "edit", "execute", None, "<x>"]))
+def test_a_whole_rows_html_is_what_the_parse_writes(d, title, cid, status, kind):
+    """A row's header (its title, or its id when it has none) and body: the HTML a view
+    without widgets shows (RowForms.html) is the parse of the row's markdown."""
+    from acp_kernel.view.toolcall import ToolCallRow
+
+    call = ToolCall(cid or "c", title=title if len(title) % 3 else "", status=status, kind=kind)
+    call.content = [_content(t, k) for t, k in d["content"]]
+    call.locations = [{"path": p, "line": n} for p, n in d["locations"]]
+    call.output, call.exit_code = d["output"], d["exit"]
+    forms = ToolCallRow(call, "k", lambda: None).forms()
+    assert forms.md == tr.tool_call_markdown(call, {})
+    assert forms.html == _rendered(forms.md)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from hypothesis import given, settings, strategies as st
 
 from acp_kernel.client.turn import ToolCall
-from acp_kernel.safe import Html, Markdown, Plain, html, plain, text
+from acp_kernel.safe import Html, Markdown, Plain, html, plain, text, text_forms
 from acp_kernel.view import transcript as tr
 from acp_kernel.view.toolcall import ToolCallRow
 
@@ -64,7 +64,7 @@ def test_header_words_are_text_of_them():
     for icon in tr.KIND_ICONS.values():
         assert tr._ICON_MD[icon] == text(icon)
     for status in tr.STATUS:
-        assert tr._STATUS_MD[status] == text(tr.status_text(status))
+        assert tr._STATUS_FORMS[status] == text_forms(tr.status_text(status))
 
 
 def _reference_format(template, args):
