@@ -31,19 +31,20 @@ def templates(safe: ModuleType) -> dict[str, Callable[[str], dict]]:
         "block": lambda x: safe.bundle(md("Output:\n\n{}\n\nend").format(safe.block(x))),
         # A plain-only output (a notice, a status line): JupyterLab renders text/plain.
         "plain": lambda x: safe.bundle(plain_text=x),
-        # A tool call's body as the saved output has it: the HTML written beside the
-        # markdown (safe.code_forms / safe.block_forms), not made by a parse.
+        # A tool call as the saved output has it: the HTML written beside the markdown
+        # (safe.code_forms / text_forms / block_forms), not made by a parse.
         "tool": lambda x: _tool_forms(safe, x),
     }
 
 
 def _tool_forms(safe: ModuleType, x: str) -> dict:
     if not hasattr(safe, "block_forms"):  # an older copy of the module (run.py): the parse
-        return safe.bundle(safe.Markdown("Path {}\n\n{}").format(safe.code(x), safe.block(x)))
+        return safe.bundle(safe.Markdown("Path {} titled {}\n\n{}").format(safe.code(x), safe.text(x), safe.block(x)))
     code_md, code_html = safe.code_forms(x)
+    text_md, text_html = safe.text_forms(x)
     block_md, block_html, _ = safe.block_forms(x)
-    md = safe.Markdown("\n\n").join([safe.Markdown("Path {}").format(code_md), block_md])
-    return safe.bundle(md, x, safe.Html(f"<p>Path {code_html}</p>\n{block_html}"))
+    md = safe.Markdown("\n\n").join([safe.Markdown("Path {} titled {}").format(code_md, text_md), block_md])
+    return safe.bundle(md, x, safe.Html(f"<p>Path {code_html} titled {text_html}</p>\n{block_html}"))
 
 
 def items_for(safe: ModuleType, text: str, which: tuple[str, ...] | None = None) -> list[Item]:
