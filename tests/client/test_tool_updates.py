@@ -272,6 +272,19 @@ async def test_a_run_of_tool_updates_in_one_read_is_one_call_in_order_and_a_fail
     assert ToolCallEvent.__struct_fields__ == ("call", "new", "_update")
 
 
+def _raises_once_after(turn: Turn, n: int) -> None:
+    """A run of ``n`` tool calls (c1, c2, ...) into ``turn``: a listener's "view broke" comes
+    out once, after the run."""
+    lines = [_line({"sessionUpdate": "tool_call", "toolCallId": f"c{i}", "title": HOSTILE}) for i in range(1, n + 1)]
+    run = [(*framing.tool_update(line), line) for line in lines]
+    try:
+        turn.apply_tools(run, 0, n)
+    except RuntimeError as exc:
+        assert str(exc) == "view broke"
+    else:
+        raise AssertionError("the failure was swallowed")
+
+
 def test_a_listener_failing_in_a_run_stops_nothing_and_is_raised_once_after():
     turn = Turn("s")
     seen: list = []
@@ -282,14 +295,7 @@ def test_a_listener_failing_in_a_run_stops_nothing_and_is_raised_once_after():
             raise RuntimeError("view broke")
 
     turn.subscribe(listener)
-    lines = [_line({"sessionUpdate": "tool_call", "toolCallId": f"c{i}", "title": HOSTILE}) for i in (1, 2, 3)]
-    run = [(*framing.tool_update(line), line) for line in lines]
-    try:
-        turn.apply_tools(run, 0, 3)
-    except RuntimeError as exc:
-        assert str(exc) == "view broke"
-    else:
-        raise AssertionError("the failure was swallowed")
+    _raises_once_after(turn, 3)
     assert seen == ["c1", "c2", "c3"] and list(turn.tool_calls) == ["c1", "c2", "c3"]
     assert [e.raw["toolCallId"] for e in turn.events] == ["c1", "c2", "c3"]
 
@@ -346,12 +352,5 @@ def test_a_runs_listener_failing_stops_nothing_and_is_raised_after_the_run():
 
     turn.subscribe(lambda ev: None, runs=broken)
     turn.subscribe(lambda ev: None, runs=lambda evs: ran.append(len(evs)))
-    lines = [_line({"sessionUpdate": "tool_call", "toolCallId": f"c{i}"}) for i in (1, 2)]
-    run = [(*framing.tool_update(line), line) for line in lines]
-    try:
-        turn.apply_tools(run, 0, 2)
-    except RuntimeError as exc:
-        assert str(exc) == "view broke"
-    else:
-        raise AssertionError("the failure was swallowed")
+    _raises_once_after(turn, 2)
     assert ran == [2] and list(turn.tool_calls) == ["c1", "c2"]

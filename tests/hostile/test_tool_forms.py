@@ -35,11 +35,12 @@ def test_a_block_s_html_is_what_the_parse_writes(s, lang):
     assert (html[:-1] if raw else html) == _rendered(md), (s, lang)
 
 
+@pytest.mark.parametrize("forms, made", [(safe.code_forms, safe.code), (safe.text_forms, safe.text)])
 @settings(max_examples=400, deadline=None)
-@given(hostile)
-def test_inline_code_s_html_is_what_the_parse_writes(s):
-    md, html = safe.code_forms(s)
-    assert md == safe.code(s)
+@given(s=hostile)
+def test_inline_code_and_text_html_is_what_the_parse_writes(forms, made, s):
+    md, html = forms(s)
+    assert md == made(s)
     assert "<p>a " + str(html) + " b</p>\n" == _rendered(safe.Markdown("a {} b").format(md)), s
 
 
@@ -108,14 +109,6 @@ def test_a_common_tool_call_is_not_parsed():
 def test_our_own_exit_lines_are_written_not_parsed(exit_text):
     part = tr._em(exit_text)
     assert part[1] is not None and str(part[1]) + "<p>x</p>\n" == _rendered(safe.Markdown("\n\n").join([part[0], safe.Markdown("x")]))
-
-
-@settings(max_examples=400, deadline=None)
-@given(hostile)
-def test_inline_text_s_html_is_what_the_parse_writes(s):
-    md, html = safe.text_forms(s)
-    assert md == safe.text(s)
-    assert "<p>a " + str(html) + " b</p>\n" == _rendered(safe.Markdown("a {} b").format(md)), s
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
