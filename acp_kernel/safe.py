@@ -297,16 +297,20 @@ def text(value: Any, limit: int = INLINE_LIMIT) -> Markdown:
     control pictures (:func:`visible_controls`)."""
     if isinstance(value, Markdown):
         return value
-    s = _short(" ".join(visible_controls(str(value)).split("\n")), limit)
-    return Markdown(_lead(_refs(s)))
+    return Markdown(_lead(_refs(_one_line(value, limit))))
 
 
 def text_forms(value: Any, limit: int = INLINE_LIMIT) -> tuple[Markdown, Html]:
     """:func:`text` and the HTML :func:`inert_html` makes of it inside a line, written
     directly (a property test compares the two): every character it made a reference is
     itself again, escaped for HTML."""
-    s = _short(" ".join(visible_controls(str(value)).split("\n")), limit)
+    s = _one_line(value, limit)
     return Markdown(_lead(_refs(s))), Html(_html_text(s))
+
+
+def _one_line(value: Any, limit: int) -> str:
+    """What :func:`text` shows of ``value``: controls pictured, newlines as spaces, cut at ``limit``."""
+    return _short(" ".join(visible_controls(str(value)).split("\n")), limit)
 
 
 # In a code span a reference does not decode: code holding these is HTML.
@@ -324,13 +328,13 @@ def code(value: Any, limit: int = INLINE_LIMIT) -> Markdown:
     element we write, its text as character references: no raw ``<`` is
     left for a renderer that takes the opening backtick otherwise (marked's
     GFM autolink ``www.a.b`` does)."""
-    return _code(_short(visible_controls(str(value), keep_newlines=False), limit))
+    return _code(_code_text(value, limit))
 
 
 def code_forms(value: Any, limit: int = INLINE_LIMIT) -> tuple[Markdown, Html]:
     """:func:`code` and the HTML :func:`inert_html` makes of it, written directly (a
     property test compares the two): a tool call's body is made in both forms at once."""
-    s = _short(visible_controls(str(value), keep_newlines=False), limit)
+    s = _code_text(value, limit)
     md = _code(s)
     if md[0] == "`":  # a code span: markdown-it's own rule for its padding (str.strip's whitespace)
         s = md.strip("`")
@@ -350,6 +354,11 @@ def _html_text(s: str) -> str:
     if '"' in s:
         s = s.replace('"', "&quot;")
     return s
+
+
+def _code_text(value: Any, limit: int) -> str:
+    """What :func:`code` shows of ``value``: one line (newlines as ``␊``), cut at ``limit``."""
+    return _short(visible_controls(str(value), keep_newlines=False), limit)
 
 
 def _code(s: str) -> Markdown:

@@ -134,13 +134,11 @@ class Block:
             if self.html_of is not self.md:
                 self.html, self.html_of = inert_html_inner(self.md), self.md
             return self.html
-        forms = row.forms()
-        if self.html_of is not forms.body:
-            self.html, self.html_of = forms.body_html, forms.body
-        header, open_ = forms.header, _opens(row, chosen)
+        forms = row.forms()  # (made again only when the row changed)
+        header, body, open_ = forms.header, forms.body_html, _opens(row, chosen)
         made = self.tool_of
-        if made is None or made[0] is not self.html or made[1] is not header or made[2] != open_:
-            self.tool, self.tool_of = tool_html(header, self.html, open_=open_), (self.html, header, open_)
+        if made is None or made[0] is not body or made[1] is not header or made[2] != open_:
+            self.tool, self.tool_of = tool_html(header, body, open_=open_), (body, header, open_)
         return self.tool
 
 
