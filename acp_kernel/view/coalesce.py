@@ -40,6 +40,7 @@ class Coalescer:
         self._handle: Any = None
         self._dirty = False
         self._closed = False
+        self._held = 0
         self.flushes = 0
 
     def poke(self) -> None:
@@ -47,6 +48,8 @@ class Coalescer:
         if self._closed:
             return
         self._dirty = True
+        if self._held:
+            return  # one poke at the release
         wait = self._last + self.interval - self._clock()
         if self._handle is not None:
             if wait > -self.interval:
@@ -62,6 +65,16 @@ class Coalescer:
         loop = self._get_loop()
         if loop is not None:
             self._handle = loop.call_later(wait, self._fire)
+
+    def hold(self) -> None:
+        """Until :meth:`release`, a poke only marks the change: the events of one read (a
+        busy turn's tool calls come a few hundred at once) make one poke, not one each."""
+        self._held += 1
+
+    def release(self) -> None:
+        self._held -= 1
+        if not self._held and self._dirty:
+            self.poke()
 
     def _fire(self) -> None:
         self._handle = None

@@ -143,13 +143,18 @@ class TurnBase:
             self._run(self._on_tools, events)
 
     def _on_tools(self, events: list[tm.ToolCallEvent]) -> None:
-        for event in events:
-            if self.closed:
-                return
-            try:
-                self._tool_call(event)
-            except Exception as exc:
-                self._failed(exc, event)
+        ticker = self._ticker
+        ticker.hold()  # one poke for the run
+        try:
+            for event in events:
+                if self.closed:
+                    return
+                try:
+                    self._tool_call(event)
+                except Exception as exc:
+                    self._failed(exc, event)
+        finally:
+            ticker.release()
 
     def _on_event(self, event: Any) -> None:
         if self.closed:

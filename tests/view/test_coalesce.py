@@ -105,3 +105,36 @@ def test_a_blocked_loop_still_flushes_from_pokes():
     c.poke()
     assert calls == [100.0, 100.25]
     assert loop.timers[0].cancelled
+
+
+def test_pokes_while_held_make_one_poke_at_the_release():
+    """A run of events (one read) holds the pokes: none flushes or schedules until the
+    release, which pokes once; a release with nothing poked does nothing; holds nest."""
+    c, loop, calls = make()
+    c.hold()
+    c.hold()
+    for _ in range(100):
+        c.poke()
+    c.release()
+    assert calls == [] and loop.timers == []
+    c.release()
+    assert calls == [100.0] and loop.timers == []
+    c.hold()
+    c.release()
+    assert calls == [100.0] and loop.timers == []
+    c.hold()
+    c.poke()
+    c.release()  # within the interval: scheduled, as a poke is
+    assert calls == [100.0] and len(loop.timers) == 1
+    loop.advance(0.1)
+    assert calls == [100.0, 100.1]
+
+
+def test_a_flush_while_held_sends_what_was_poked():
+    c, loop, calls = make()
+    c.hold()
+    c.poke()
+    c.flush_now()
+    assert calls == [100.0]
+    c.release()  # nothing changed since: no poke
+    assert calls == [100.0] and loop.timers == []
