@@ -123,6 +123,12 @@ class Cell:
                 best = max(best, i - j + 1)
             out["max_display_per_s"] = best
             out["shown_chars"] = shown_chars(shows)
+            # What the bytes carry: the record (the last display: the finished turn's forms),
+            # the live fallback before it, the widget's comm traffic (all frames).
+            final = json.loads(shows[-1].content or b"{}").get("data") or {}
+            out["record_bytes"] = {k: len(v.encode()) for k, v in final.items() if isinstance(v, str)}
+            out["live_display_bytes"] = sum(m.nbytes for m in shows[:-1])
+            out["widget_bytes"] = sum(m.nbytes for m in self.msgs if m.msg_type.startswith("comm_"))
         if stamps:
             out["latency"] = stamp_latency([m for m in self.msgs if m.msg_type in SHOWN_TYPES])
             shown = [m.t for m in self.msgs if m.msg_type in SHOWN_TYPES]

@@ -648,7 +648,8 @@ def iopub_traffic(ctx: Ctx) -> Section:
         loads.append(("1 MB in 5,000 chunks of 200, paced 250/s (20 s)", "chunks=5000 size=200 rate=250", 5000 * 200))
     sec = Section("iopub traffic per turn through the acp kernel (what the frontend receives)",
                   ["response", "turn s", "iopub msgs", "iopub bytes", "bytes / response", "display + update msgs",
-                   "update msgs/s", "display msgs/s (busiest 1 s)", "shown chars"])
+                   "update msgs/s", "display msgs/s (busiest 1 s)", "shown chars",
+                   "of it: record html / md / text", "widget", "live fallback"])
     print("  [iopub] one kernel, all loads", file=sys.stderr)
     try:
         r = run_cells(ctx, agent_cmd(chunks=0), [p for _, p, _ in loads], empties=1)
@@ -668,16 +669,31 @@ def iopub_traffic(ctx: Ctx) -> Section:
                          f"{t['display_msgs']:,} ({up:,} updates)",
                          f"{rate:.1f}" if rate else "- (short)",
                          (f"{drate:.1f} ({t.get('max_display_per_s', 0)})" if drate else "- (short)"),
-                         f"{t.get('shown_chars', 0):,}"])
+                         f"{t.get('shown_chars', 0):,}", *_carried(t, chars)])
     sec.notes.append(f"targets: iopub bytes <= 2x the response for 1 MB (worst here {worst:.2f}x: "
                      f"{'met' if worst <= 2 else 'MISSED'}); tail updates about 10/s at most while streaming")
     sec.notes.append("response = the chunks' characters (ASCII: bytes); iopub bytes = all frames of every iopub "
                      "message during the turn (status, execute_input, display_data, update_display_data, ...); "
                      "rates are over the span from the first to the last display message; busiest 1 s = most "
                      "display + update messages in any one-second window")
+    sec.notes.append("of it (x the response): the record = the finished turn's last display, the whole answer as "
+                     "HTML, markdown and text (the saved notebook keeps it whole: tests/kernel/test_saved_turn.py), "
+                     "so at least about 3x for any turn; widget = its comm messages (the live text, at least 1x "
+                     "once the turn streams for longer than a refresh); live fallback = the displays before the "
+                     "record (the text for pages without the widget, rebuilt at most every 2 s, past 64,000 "
+                     "characters only once doubled)")
     sec.notes.append("the synthetic text has no newlines (one long paragraph): the worst case for the open tail, "
                      "which the view cuts only at 4 x max_tail = 16,000 characters")
     return sec
+
+
+def _carried(t: dict[str, Any], chars: int) -> list[str]:
+    """The iopub row's last columns: what its bytes carry, as multiples of the response."""
+    rec = t.get("record_bytes")
+    if rec is None:
+        return ["-", "-", "-"]
+    forms = " / ".join(f"{rec.get(m, 0) / chars:.2f}" for m in ("text/html", "text/markdown", "text/plain"))
+    return [forms, f"{t.get('widget_bytes', 0) / chars:.2f}", f"{t.get('live_display_bytes', 0) / chars:.2f}"]
 
 
 def by_type_count(t: dict[str, Any], kind: str) -> int:
