@@ -209,7 +209,7 @@ def stamp_latency(shows: list[IopubMsg], gap: float = 0.005) -> dict[str, Any]:
 class Kernel:
     """One kernel and this process as its frontend (shell DEALER + iopub SUB)."""
 
-    def __init__(self, name: str, cwd: str | None = None) -> None:
+    def __init__(self, name: str, cwd: str | None = None, *, as_page: bool = False) -> None:
         import zmq
         from jupyter_client.manager import KernelManager
 
@@ -218,6 +218,8 @@ class Kernel:
         self.t0 = time.perf_counter()
         self.km.start_kernel(env=dict(os.environ), cwd=cwd or os.getcwd())
         self.session = self.km.session
+        #: Answer a turn widget's comm_open as a page that draws it does: ``{"type": "seen"}``.
+        self.as_page = as_page
         self.iopub = self.km.connect_iopub()
         self.shell = self.km.connect_shell()
         self.poller = zmq.Poller()
@@ -267,9 +269,17 @@ class Kernel:
                 continue
             cell.msgs.append(IopubMsg(t - t0, t_ns, kind, sum(len(f) for f in frames),
                                       bytes(content) if kind in SHOWN_TYPES else None))
+            if kind == "comm_open" and self.as_page:
+                self._seen(json.loads(content))
             if kind == "status" and json.loads(content).get("execution_state") == "idle":
                 cell.idle_seconds = t - t0
                 idle = True
+
+    def _seen(self, opened: dict) -> None:
+        """A turn widget opened (its state names its turn): say it is shown, as its view does."""
+        if "turn" in ((opened.get("data") or {}).get("state") or {}):
+            self.session.send(self.shell, self.session.msg("comm_msg", {
+                "comm_id": opened["comm_id"], "data": {"method": "custom", "content": {"type": "seen"}}}))
 
     def execute(self, code: str, timeout: float = 600) -> Cell:
         msg = self.session.msg("execute_request", {
@@ -318,7 +328,7 @@ class Kernel:
 
 
 def cells(args: argparse.Namespace) -> dict:
-    k = Kernel(args.kernel)
+    k = Kernel(args.kernel, as_page=args.as_page)
     try:
         ready = k.ready()
         out = []
@@ -374,6 +384,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cell", action="append", default=[], help="a cell to run, in order (repeatable)")
     p.add_argument("--timeout", type=float, default=600, help="seconds per cell")
     p.add_argument("--prompt", default="hello", help="startup: the demo prompt")
+    p.add_argument("--as-page", action="store_true",
+                   help="cells: answer each turn widget as a page that shows it does ({type: seen})")
     args = p.parse_args(argv)
     _emit(MODES[args.mode](args))
     return 0

@@ -17,7 +17,10 @@ removed (:mod:`.ansi`). The fallback (markdown + text) is rebuilt at block
 boundaries at most every ``FALLBACK_INTERVAL`` seconds (each rebuild also
 makes the page render the widget's view again), past ``FALLBACK_BIG``
 characters only once it has doubled, not while a question waits for its
-answer (so a half-filled form is not redrawn), and at the end.
+answer (so a half-filled form is not redrawn), and at the end. Once a page
+shows the widget (its view sends ``{"type": "seen"}``), only every
+``FALLBACK_STALE`` seconds: the fallback is then for a notebook saved while
+the turn runs and read without the widget, not for the page.
 
 Questions are answered inside the same output: the widget sends
 ``{"type": "answer", "block", "option"}`` or a form's ``submit`` /
@@ -209,6 +212,9 @@ class TurnOutput(TurnBase):
         self._fallback_handle: Any = None
         self._fallback_sent: tuple[str, str] | None = None  # the markdown and text last sent
         self._fallback_sent_at = 0.0
+        #: A page shows the widget (its view said so): the fallback is then only for a notebook
+        #: saved meanwhile and read without the widget, and is rebuilt every FALLBACK_STALE seconds.
+        self._on_page = False
         #: Rows the reader opened or folded (block key -> open), as the page said in a message: the
         #: synced ``expanded`` can wait for the kernel to go idle (ipywidgets buffers a model's
         #: updates until the last one is answered), and the static end must keep the choices.
@@ -234,7 +240,7 @@ class TurnOutput(TurnBase):
 
     def _display(self) -> None:
         self.sink.display(self._bundle(), display_id=self.display_id)
-        self._fallback_at = time.monotonic()
+        self._fallback_at = self._fallback_sent_at = time.monotonic()
 
     def _new(self, kind: str) -> Block:
         block = Block(len(self.blocks), kind)
@@ -445,6 +451,8 @@ class TurnOutput(TurnBase):
     def _update_fallback(self, *, final: bool = False) -> None:
         if not final and self._asking():
             return  # a re-render would redraw the question under the reader's hands
+        if not final and self._on_page and time.monotonic() - self._fallback_sent_at < FALLBACK_STALE:
+            return  # the page shows the widget; the end replaces the output anyway
         self._refresh_rows()
         md, text = self.markdown(), self.plain_text()
         now = self._fallback_at = time.monotonic()
@@ -641,6 +649,9 @@ class TurnOutput(TurnBase):
         kind = content.get("type")
         if kind == "hello":
             self._call_soon(self._replay)
+            return
+        if kind == "seen":
+            self._on_page = True  # (a bool: safe from a comm thread)
             return
         key = content.get("block")
         if not isinstance(key, str) or not key.startswith("b:") or not key[2:].isdigit():

@@ -479,3 +479,32 @@ async def test_tool_calls_taken_in_runs_draw_what_they_draw_one_by_one(frontend:
     out = sink.outputs()[0]
     assert "renderer error: RuntimeError: broken" in out["text/plain"] and "Run" in out["text/plain"]
     assert live_html(out["text/html"]) == []
+
+
+async def test_once_a_page_shows_the_widget_the_fallback_goes_only_when_stale(frontend: Frontend, monkeypatch):
+    """The fallback is for readers without the widget. Once a view on a page says it shows
+    the widget (``{"type": "seen"}``, static/turnloader.js), the fallback is rebuilt only
+    when FALLBACK_STALE seconds old (for a notebook saved meanwhile); the end is the same."""
+    turn, sink = Turn("s1"), RecordingSink()
+    view = TurnOutput(turn, sink)
+    para = f"{IMG} {SPAN} $x$ {NL_PATH} words\n\n"
+
+    def step() -> int:
+        turn.apply_update(text(para))
+        turn.apply_update(tool_call(f"t{len(view.blocks)}", f"Read {NL_PATH} {IMG}", "read", "completed"))
+        view.flush()
+        before = len(sink.updates())
+        view._update_fallback()  # what the fallback's timer calls
+        return len(sink.updates()) - before
+
+    assert step() == 1  # no page said it shows the widget: the fallback follows
+    view.widget._handle_msg({"content": {"data": {"method": "custom", "content": {"type": "seen"}}}, "buffers": []})
+    assert [step() for _ in range(5)] == [0] * 5
+    monkeypatch.setattr(turnoutput, "FALLBACK_STALE", 0.0)
+    assert step() == 1  # stale: it goes
+    monkeypatch.setattr(turnoutput, "FALLBACK_STALE", 30.0)
+    assert step() == 0
+    turn.finish("end_turn")
+    out = sink.outputs()[0]
+    assert WIDGET not in out and out["text/markdown"].count("words") == 8
+    assert inert_data(out) == [] and live_html(out["text/html"]) == []

@@ -100,6 +100,8 @@ function render({ model, el }) {
     S.views.add(up);
     ask(model, () => S.views.has(up));
   }
+  // The kernel then rebuilds the output's fallback (for readers without the widget) seldom.
+  try { model.send({ type: "seen" }); } catch { /* no kernel: a saved notebook */ }
   return () => {
     quiet();
     if (typeof inner === "function") inner();
