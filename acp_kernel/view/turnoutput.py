@@ -448,10 +448,10 @@ class TurnOutput(TurnBase):
         return any(b.prompt is not None and b.state.get("state") == "asking" for b in self.blocks
                    if b.kind in ("permission", "form", "url"))
 
-    def _update_fallback(self, *, final: bool = False) -> None:
-        if not final and self._asking():
+    def _update_fallback(self) -> None:
+        if self._asking():
             return  # a re-render would redraw the question under the reader's hands
-        if not final and self._on_page and time.monotonic() - self._fallback_sent_at < FALLBACK_STALE:
+        if self._on_page and time.monotonic() - self._fallback_sent_at < FALLBACK_STALE:
             return  # the page shows the widget; the end replaces the output anyway
         self._refresh_rows()
         md, text = self.markdown(), self.plain_text()
