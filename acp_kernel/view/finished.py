@@ -13,7 +13,12 @@ notebook's sanitizer has nothing to strip.
 
 Bounded: a turn of many steps keeps its first :data:`HEAD` steps and as many of its
 last as fit in :data:`LIMIT` characters of HTML; one line between says how many steps
-were left out of the saved output (the agent's session keeps its whole history).
+were left out of the saved output (the agent's session keeps its whole history). The
+HTML, which the notebook front-ends show (JupyterLab, Notebook 7, VS Code, nbconvert's
+HTML, GitHub), keeps a long answer whole. The markdown and the text (nbconvert's LaTeX
+and PDF, consoles) keep at most :data:`FORM_LIMIT` characters of what the HTML keeps:
+its start and its end, with a line saying how much of the middle is only in the HTML
+(:func:`capped`). So a long answer is saved about once, not three times.
 
 A step is a tool call, a notice, a question..., or one whole run of message text (or of
 thoughts): the live view sends a message as blocks cut wherever its refreshes fell, so
@@ -25,6 +30,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import groupby
+from operator import itemgetter
 from typing import Any, overload
 
 from ..safe import Html, Markdown, Plain, bundle, html, plain
@@ -33,15 +40,20 @@ from ..safe import Html, Markdown, Plain, bundle, html, plain
 LIMIT = 200_000
 #: Steps kept from the start of a long turn (the prompt's first answer), before the cut.
 HEAD = 5
+#: Characters the markdown and the text of a finished turn keep, each (:func:`capped`).
+FORM_LIMIT = 64_000
 
 
 @dataclass(frozen=True)
 class Step:
-    """One block of the turn in its three static forms."""
+    """One block of the turn in its three static forms; a run of blocks joined as one step
+    keeps them as its ``parts`` (each whole markdown: :func:`capped` may leave some out)."""
 
     html: Html
     md: Markdown
     text: str
+    parts: tuple[Step, ...] = ()
+    sep: str = "\n"  # between the parts' texts
 
     @property
     def size(self) -> int:
@@ -56,7 +68,15 @@ def joined(steps: Sequence[Step], text_sep: str = "\n") -> Step:
     """Steps as one, joined as :func:`static_bundle` joins steps (the same output), their
     text with ``text_sep``."""
     return Step(Html("\n").join(s.html for s in steps if s.html), Markdown("\n\n").join(s.md for s in steps if s.md),
-                Plain(text_sep).join(s.text for s in steps if s.text))
+                Plain(text_sep).join(s.text for s in steps if s.text), tuple(pieces(steps)), text_sep)
+
+
+def pieces(steps: Sequence[Step]) -> list[Step]:
+    """The blocks the steps were joined from, in order (a step that is one block is its own)."""
+    out: list[Step] = []
+    for s in steps:
+        out.extend(s.parts or (s,))
+    return out
 
 
 def run_spans(blocks: Sequence[tuple[str, bool]]) -> list[tuple[str, list[int]]]:
@@ -167,12 +187,55 @@ def bounded(steps: Sequence[Step], limit: int | None = None, head: int = HEAD) -
     return first + [omitted(n - head - len(kept))] + kept
 
 
-def static_bundle(steps: Sequence[Step], *, empty: str = "(the agent's turn)") -> dict[str, Any]:
+def capped(steps: Sequence[Step], limit: int = FORM_LIMIT) -> list[Step]:
+    """What the markdown and the text keep of ``steps``: all of them when they fit in
+    ``limit`` characters; else, of their :func:`pieces` (so inside a long run of text too),
+    the first that fit in half of it and the last that fit in the rest (the last always: the
+    status line), and between them a line saying how many characters were left out. Whole
+    pieces only: each is markdown that reads on its own, as :func:`joined` joins them; a
+    step that keeps some of its pieces is joined again from those."""
+    sizes = [max(len(s.md), len(s.text)) + 2 for s in steps]
+    if sum(sizes) <= limit:
+        return list(steps)
+    owned = [(i, p) for i, s in enumerate(steps) for p in (s.parts or (s,))]
+    sizes = [max(len(p.md), len(p.text)) + 2 for _, p in owned]
+    room = limit // 2
+    first = 0
+    while first < len(owned) - 1 and sizes[first] <= room:
+        room -= sizes[first]
+        first += 1
+    room += limit - limit // 2 - sizes[-1]
+    last = len(owned) - 1
+    while last > first and sizes[last - 1] <= room:
+        last -= 1
+        room -= sizes[last]
+    return _regrouped(steps, owned[:first]) + [left_out(sum(sizes[first:last]))] + _regrouped(steps, owned[last:])
+
+
+def _regrouped(steps: Sequence[Step], owned: list[tuple[int, Step]]) -> list[Step]:
+    """Kept pieces back in their steps: a step whole when all of its pieces are kept."""
+    out: list[Step] = []
+    for i, run in groupby(owned, key=itemgetter(0)):
+        group = [p for _, p in run]
+        step = steps[i]
+        out.append(step if len(group) == len(step.parts or (step,)) else joined(group, step.sep))
+    return out
+
+
+def left_out(chars: int) -> Step:
+    """The line where :func:`capped` left characters out of the markdown and the text."""
+    line = (f"… {chars:,} characters of this turn are not kept in its saved markdown and text "
+            "(its HTML keeps them; the agent's session keeps its whole history)")
+    return Step(Html(""), Markdown("*{}*").format(line), line)
+
+
+def static_bundle(steps: Sequence[Step], *, empty: str = "(the agent's turn)", form_limit: int = FORM_LIMIT) -> dict[str, Any]:
     """The finished turn's display data: HTML, markdown and text, bounded, no widget."""
     kept = [s for s in bounded(steps) if s.md or s.text]
     if not kept:
         return bundle(Markdown("*{}*").format(empty), plain(empty))
-    md = Markdown("\n\n").join(s.md for s in kept if s.md)
+    small = capped(kept, form_limit)
+    md = Markdown("\n\n").join(s.md for s in small if s.md)
     # Each text made plain once (a block of prose already is: .turnoutput), not the whole again.
-    text = Plain("\n").join(s.text for s in kept if s.text)
+    text = Plain("\n").join(s.text for s in small if s.text)
     return bundle(md, text, Html("\n").join(s.html for s in kept))

@@ -13,8 +13,9 @@ Traffic: blocks are synced at most ``rate_hz`` times a second, only the ones
 that changed (completed text is sent once: the open tail of the message is
 its own block, as in :mod:`.turnview`); terminal output travels as appended
 deltas in custom messages, colours kept and every other escape sequence
-removed (:mod:`.ansi`). The fallback (markdown + text) is rebuilt at block
-boundaries at most every ``FALLBACK_INTERVAL`` seconds (each rebuild also
+removed (:mod:`.ansi`). The fallback (HTML, markdown and text, the last two
+bounded as the finished turn's are) is rebuilt at block boundaries at most
+every ``FALLBACK_INTERVAL`` seconds (each rebuild also
 makes the page render the widget's view again), past ``FALLBACK_BIG``
 characters only once it has doubled, not while a question waits for its
 answer (so a half-filled form is not redrawn), and at the end. Once a page
@@ -73,7 +74,7 @@ from .transcript import (
 )
 from .turnbase import TurnBase, notice_icon, outcome_of, record_metadata
 from .turnwidget import block_key, turn_widget_class
-from .finished import LazySteps, Step, run_of, run_spans, static_bundle, tool_html
+from .finished import FORM_LIMIT, LazySteps, Step, capped, run_of, run_spans, static_bundle, tool_html
 from .form import UNSET
 from .turnview import TurnView
 
@@ -423,6 +424,9 @@ class TurnOutput(TurnBase):
         self._fallback_sent = (md, text)
         if not md:
             return widget_bundle(self.widget, plain(text), Markdown("*(the agent's turn)*"))
+        if len(md) > FORM_LIMIT or len(text) > FORM_LIMIT:  # bounded as the end's (.finished.capped)
+            small = capped([Step(Html(""), b.md, b.text) for b in self.blocks if b.md or b.text])
+            md, text = Markdown("\n\n").join(s.md for s in small if s.md), "\n".join(s.text for s in small if s.text)
         # The HTML of each block is kept with it: a rebuild renders only the blocks that changed.
         html = ignored(Html("\n").join(b.fallback_html() for b in self.blocks if b.md))
         return widget_bundle(self.widget, plain(text), md, html)

@@ -18,6 +18,8 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Callable
 
+import acp_kernel.safe as acp_safe
+
 from .oracle import Item
 
 TEXT_MIMES = ("text/html", "text/markdown", "text/plain")
@@ -34,7 +36,21 @@ def templates(safe: ModuleType) -> dict[str, Callable[[str], dict]]:
         # A tool call as the saved output has it: the HTML written beside the markdown
         # (safe.code_forms / text_forms / block_forms), not made by a parse.
         "tool": lambda x: _tool_forms(safe, x),
+        # A finished turn whose markdown and text keep only its start and end (finished.capped).
+        **({"cut": lambda x: _cut_turn(x)} if safe is acp_safe else {}),
     }
+
+
+def _cut_turn(x: str) -> dict:
+    from acp_kernel.view.finished import Step, runs, static_bundle
+
+    md = acp_safe.markdown(x)
+    block = Step(acp_safe.inert_html_inner(md), md, x)
+    status = Step(acp_safe.Html("<p>Done</p>"), acp_safe.Markdown("Done"), "Done")
+    size = max(len(md), len(x)) + 2
+    data = static_bundle(runs([("text", block)] * 6 + [("status", status)]), form_limit=3 * size + 10)
+    assert "characters of this turn are not kept" in data["text/markdown"]
+    return data
 
 
 def _tool_forms(safe: ModuleType, x: str) -> dict:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from acp_kernel.safe import Html, Markdown, inert_html_inner, markdown, text
 import random
 
-from acp_kernel.view.finished import HEAD, LazySteps, Step, bounded, runs, static_bundle, tool_html
+from acp_kernel.view.finished import FORM_LIMIT, HEAD, LazySteps, Step, bounded, capped, runs, static_bundle, tool_html
 from tests.hostile.render import inert_data, live_html
 
 IMG = "<img src=x onerror=alert(1)>"
@@ -94,7 +94,7 @@ def test_a_run_of_message_text_is_one_step_however_many_blocks_the_live_view_cut
     steps = runs(blocks)
     assert len(steps) == 2 and steps[1] == blocks[-1][1]
     assert bounded(steps, limit=5_000) == steps  # nothing of the message left out
-    assert all(f"step {i} " in static_bundle(steps)["text/plain"] for i in range(HEAD + 3))
+    assert all(f"step {i} " in static_bundle(steps)["text/html"] for i in range(HEAD + 3))
     small = [*[("text", _step(i)) for i in range(HEAD + 3)], ("status", _step(99))]
     one, apart = static_bundle(runs(small)), static_bundle([s for _, s in small])
     assert {k: one[k] for k in ("text/markdown", "text/html")} == {k: apart[k] for k in ("text/markdown", "text/html")}
@@ -126,3 +126,51 @@ def test_hostile_strings_in_a_tool_call_and_its_content_stay_inert():
 def test_an_empty_turn_still_says_what_it_is():
     data = static_bundle([Step(Html(""), Markdown(""), "")])
     assert data["text/plain"] == "(the agent's turn)"
+
+
+def _hostile_block(i: int) -> Step:
+    words = f"block {i} {IMG} {SPAN} {MATH} {NL_PATH} " + "y" * 3_000
+    md = markdown(words)
+    return Step(inert_html_inner(md), md, words)
+
+
+def test_a_long_answer_is_whole_in_the_html_and_its_start_and_end_in_the_markdown_and_text():
+    """One message of 60 blocks (about 4 KB each, over FORM_LIMIT), then the status line: the
+    HTML keeps every block; the markdown and the text keep whole blocks from the start and
+    from the end, and between them one line with the count of characters left out, which
+    the kept and the left-out blocks add up to."""
+    blocks = [("text", _hostile_block(i)) for i in range(60)] + [("status", _step(99))]
+    data = static_bundle(runs(blocks))
+    assert all(f"block {i} " in data["text/html"] for i in range(60))
+    assert inert_data(data) == [], inert_data(data)
+    md, plain = data["text/markdown"], data["text/plain"]
+    for form in (md, plain):
+        assert len(form) <= FORM_LIMIT + 1_000
+        assert form.count("characters of this turn are not kept") == 1
+    kept = [i for i in range(60) if f"block {i} " in plain]
+    assert kept == [i for i in range(60) if f"block {i} " in md]
+    assert kept[0] == 0 and kept[-1] == 59 and len(kept) < 60
+    gap = [i for i in range(kept[0], kept[-1]) if i not in kept]
+    assert gap == list(range(gap[0], gap[-1] + 1))  # one cut, in the middle
+    assert plain.endswith(blocks[-1][1].text)  # the status line, last
+    # each kept block whole, apart by a blank line as in a run that fits
+    head = "\n\n".join(blocks[i][1].text for i in range(gap[0]))
+    assert plain.startswith(head + "\n…")
+    sizes = {i: max(len(s.md), len(s.text)) + 2 for i, (_, s) in enumerate(blocks)}
+    assert f"… {sum(sizes[i] for i in gap):,} characters" in plain
+
+
+def test_what_fits_in_the_markdown_and_text_is_kept_as_it_is():
+    steps = runs([("text", _hostile_block(i)) for i in range(5)] + [("tool", _step(7)), ("status", _step(8))])
+    assert capped(steps) == steps
+    assert "not kept" not in static_bundle(steps)["text/plain"]
+
+
+def test_a_long_turn_of_tool_calls_keeps_the_first_and_last_calls_in_the_markdown_and_text():
+    steps = [_step(i, size=1_000) for i in range(150)]  # 150 KB: the HTML keeps all
+    data = static_bundle(steps)
+    assert all(f"step {i} " in data["text/html"] for i in range(150))
+    small = capped(steps)
+    line = next(k for k, s in enumerate(small) if "not kept" in s.text)
+    assert small[:line] == steps[:line] and small[line + 1:] == steps[150 - (len(small) - line - 1):]
+    assert sum(len(s.text) + 2 for s in small) <= FORM_LIMIT + 200

@@ -84,7 +84,7 @@ def test_a_turn_of_many_tool_calls_is_one_bounded_static_output_in_the_saved_not
     """Live, the turn is one widget; finished, one static output (no widget view, so a
     reopened notebook needs no model), its size bounded: the first steps, a line saying
     how many were left out, the last ones; the closed model nbclient keeps is a husk."""
-    from acp_kernel.view.finished import HEAD, LIMIT
+    from acp_kernel.view.finished import FORM_LIMIT, HEAD, LIMIT
 
     nb = nbformat.v4.new_notebook()
     nb.cells.append(nbformat.v4.new_code_cell(MANY))
@@ -96,15 +96,18 @@ def test_a_turn_of_many_tool_calls_is_one_bounded_static_output_in_the_saved_not
     assert len(outputs) == 1 and "application/vnd.jupyter.widget-view+json" not in outputs[0].data
     data = outputs[0].data
     assert len(data["text/html"]) <= LIMIT + 100  # and the wrapping element
-    md = data["text/markdown"]
-    kept = md.count("· ✓ done")
-    left = int(re.search(r"… (\d+) steps of this turn are not kept", md).group(1))
+    html = data["text/html"]
+    kept = html.count("<details")
+    left = int(re.search(r"… (\d+) steps of this turn are not kept", html).group(1))
     assert kept + left == 1500 and 0 < left < 1500
-    assert "Read f0.py" in md and f"Read f{HEAD - 2}.py" in md and "Read f1499.py" in md  # HEAD counts the text
-    assert md.index("Read f0.py") < md.index("not kept") < md.index("Read f1499.py")
-    plain = data["text/plain"]
-    assert plain.count("· ✓ done") == kept and plain.splitlines()[-1].startswith("Done")
-    assert data["text/html"].count("<details") == kept
+    assert "Read f0.py" in html and f"Read f{HEAD - 2}.py" in html and "Read f1499.py" in html  # HEAD counts the text
+    assert html.index("Read f0.py") < html.index("not kept") < html.index("Read f1499.py")
+    md, plain = data["text/markdown"], data["text/plain"]
+    for form in (md, plain):  # the start and the end of what the HTML keeps
+        assert len(form) <= FORM_LIMIT + 200
+        assert 0 < form.count("· ✓ done") < kept and form.count("characters of this turn are not kept") == 1
+        assert form.index("Read f0.py") < form.index("characters of this turn") < form.index("Read f1499.py")
+    assert md.count("· ✓ done") == plain.count("· ✓ done") and plain.splitlines()[-1].startswith("Done")
     state = nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
     ours = [m for m in state.values() if m["state"].get("_anywidget_id") == "acp_kernel.view.turnwidget.TurnWidget"]
     assert len(ours) == 1  # one comm for 1,500 tool calls, emptied before it closed

@@ -361,6 +361,30 @@ async def test_a_big_fallback_is_rebuilt_only_once_it_has_doubled(frontend: Fron
     assert live_html(out["text/html"]) == []
 
 
+async def test_a_long_live_fallback_keeps_its_markdown_and_text_bounded_and_its_html_whole(frontend: Frontend):
+    """The live fallback's markdown and text are bounded as the finished turn's are
+    (finished.capped): the start and the end, one line between; its HTML has every block."""
+    from acp_kernel.view.finished import FORM_LIMIT
+
+    turn, sink = Turn("s1"), RecordingSink()
+    view = TurnOutput(turn, sink)
+    for i in range(40):  # about 200 KB of hostile paragraphs, a tool call after each
+        turn.apply_update(text(f"para {i} {IMG} {SPAN} $x$ \\(y\\) {NL_PATH} " + "words " * 800 + "\n\n"))
+        turn.apply_update(tool_call(f"t{i}", f"Read {NL_PATH} {IMG} {i}", "read", "completed"))
+    view.flush()
+    before = len(sink.updates())
+    view._update_fallback()  # what the fallback's timer calls
+    assert len(sink.updates()) == before + 1
+    data = sink.updates()[-1].data
+    assert WIDGET in data and all(f"para {i} " in data["text/html"] for i in range(40))
+    for form in (data["text/markdown"], data["text/plain"]):
+        assert len(form) <= FORM_LIMIT + 1_000
+        assert form.count("characters of this turn are not kept") == 1
+        assert form.index("para 0 ") < form.index("characters of this turn") < form.index("para 39 ")
+    assert inert_data(data) == [] and live_html(data["text/html"]) == []
+    turn.finish("end_turn")
+
+
 async def test_a_cancelled_turn_leaves_no_stale_cancelling_line(frontend: Frontend):
     turn, sink = Turn("s1"), RecordingSink()
     TurnOutput(turn, sink)
