@@ -25,6 +25,7 @@ Modes:
 from __future__ import annotations
 
 import argparse
+import html as _html
 import json
 import os
 import re
@@ -139,13 +140,18 @@ class Cell:
 
 
 def shown_chars(shows: list[IopubMsg]) -> int:
-    """Characters of text/plain in the output area at the end, as a frontend
-    rebuilds it (each display replaced by the last update to its id)."""
+    """Characters of text in the output area at the end, as a notebook front-end
+    rebuilds it (each display replaced by the last update to its id) and shows it:
+    the HTML's text when there is HTML (a finished turn's markdown and text keep only
+    its start and end), else the markdown or the plain text."""
     outs: list[str] = []
     where: dict[str, list[int]] = {}
     for m in shows:
         c = json.loads(m.content or b"{}")
-        text = ((c.get("data") or {}).get("text/markdown") or (c.get("data") or {}).get("text/plain") or "")
+        data = c.get("data") or {}
+        html = data.get("text/html")
+        text = (_html.unescape(re.sub(r"<[^>]*>", "", html)) if isinstance(html, str)
+                else data.get("text/markdown") or data.get("text/plain") or "")
         did = (c.get("transient") or {}).get("display_id")
         if m.msg_type == "update_display_data":
             for i in where.get(did or "", ()):

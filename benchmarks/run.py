@@ -608,8 +608,10 @@ def kernel_throughput(ctx: Ctx) -> Section:
         if last.get("other_msgs"):
             note += (f"; incl. {last['other_msgs']:,} msgs / {_kb(last['other_bytes'])} of other parents "
                      f"({', '.join(last.get('other_types', []))})")
-        if what == "chunks" and last.get("shown_chars", 0) < n * size:
-            note += f"; WARNING: {last.get('shown_chars', 0):,} of {n * size:,} chars shown"
+        if what == "chunks":
+            note += f"; iopub {nbytes / (n * size):.2f}x the answer (target <= 1.2x for 3.2 MB)"
+            if last.get("shown_chars", 0) < n * size:
+                note += f"; WARNING: {last.get('shown_chars', 0):,} of {n * size:,} chars shown"
         speed = floor_us / us if floor_us else None
         sec.rows.append([label, load, f"{us:.2f}", f"{updates / net:,.0f}",
                          "-" if speed is None else f"{speed:.2f}" if speed >= 0.01 else f"{speed:.4f}",
@@ -660,12 +662,15 @@ def iopub_traffic(ctx: Ctx) -> Section:
     except (Failed, subprocess.TimeoutExpired, OSError, ValueError, KeyError) as exc:
         sec.notes.append(f"failed: {exc}")
         return sec
-    worst = 0.0
+    worst = burst = 0.0
     for (label, _, chars), t in zip(loads + paged, r["turns"] + r_page["turns"]):
         msgs, nbytes = _iopub_total(t)
         ratio = nbytes / chars
         if chars >= 1_000_000:
-            worst = max(worst, ratio)
+            if "paced" in label:
+                worst = max(worst, ratio)
+            else:
+                burst = max(burst, ratio)
         up = by_type_count(t, "update_display_data")
         rate = t.get("update_rate")
         drate = t.get("display_rate")
@@ -674,18 +679,22 @@ def iopub_traffic(ctx: Ctx) -> Section:
                          f"{rate:.1f}" if rate else "- (short)",
                          (f"{drate:.1f} ({t.get('max_display_per_s', 0)})" if drate else "- (short)"),
                          f"{t.get('shown_chars', 0):,}", *_carried(t, chars)])
-    sec.notes.append(f"targets: iopub bytes <= 2x the response for 1 MB (worst here {worst:.2f}x: "
-                     f"{'met' if worst <= 2 else 'MISSED'}); tail updates about 10/s at most while streaming")
+    sec.notes.append(f"targets: iopub bytes <= 1.2x the response for 1 MB in one burst (issue 25; worst here "
+                     f"{burst:.2f}x: {'met' if burst <= 1.2 else 'MISSED'}); a streamed turn adds the live text "
+                     f"(the widget, at least 1x) to the record (about 1x): worst streamed 1 MB here {worst:.2f}x; "
+                     "tail updates about 10/s at most while streaming")
     sec.notes.append("response = the chunks' characters (ASCII: bytes); iopub bytes = all frames of every iopub "
                      "message during the turn (status, execute_input, display_data, update_display_data, ...); "
                      "rates are over the span from the first to the last display message; busiest 1 s = most "
                      "display + update messages in any one-second window")
     sec.notes.append("of it (x the response): the record = the finished turn's last display, the whole answer as "
-                     "HTML, markdown and text (the saved notebook keeps it whole: tests/kernel/test_saved_turn.py), "
-                     "so at least about 3x for any turn; widget = its comm messages (the live text, at least 1x "
-                     "once the turn streams for longer than a refresh); live fallback = the displays before the "
-                     "record (the text for pages without the widget, rebuilt at most every 2 s, past 64,000 "
-                     "characters only once doubled; once a page says it shows the widget, only every 30 s)")
+                     "HTML (the saved notebook keeps it whole: tests/kernel/test_saved_turn.py), its markdown and "
+                     "text at most 64,000 characters each (the start and the end), so about 1x for a long answer; "
+                     "widget = its comm messages (the live text, at least 1x once the turn streams for longer than "
+                     "a refresh); live fallback = the displays before the record (the turn so far for pages "
+                     "without the widget, its markdown and text bounded as the record's, rebuilt at most every "
+                     "2 s, past 64,000 characters only once doubled; once a page says it shows the widget, only "
+                     "every 30 s)")
     sec.notes.append("the synthetic text has no newlines (one long paragraph): the worst case for the open tail, "
                      "which the view cuts only at 4 x max_tail = 16,000 characters")
     return sec
