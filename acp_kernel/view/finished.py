@@ -209,6 +209,8 @@ def capped(steps: Sequence[Step], limit: int = FORM_LIMIT) -> list[Step]:
     while last > first and sizes[last - 1] <= room:
         last -= 1
         room -= sizes[last]
+    if last == first:
+        return list(steps)  # nothing to leave out: one piece alone over the limit is kept
     return _regrouped(steps, owned[:first]) + [left_out(sum(sizes[first:last]))] + _regrouped(steps, owned[last:])
 
 

@@ -174,3 +174,12 @@ def test_a_long_turn_of_tool_calls_keeps_the_first_and_last_calls_in_the_markdow
     line = next(k for k, s in enumerate(small) if "not kept" in s.text)
     assert small[:line] == steps[:line] and small[line + 1:] == steps[150 - (len(small) - line - 1):]
     assert sum(len(s.text) + 2 for s in small) <= FORM_LIMIT + 200
+
+
+def test_one_piece_over_the_limit_alone_is_kept_and_nothing_said_of_it():
+    big = _hostile_block(0)
+    size = max(len(big.md), len(big.text))
+    assert capped([big], limit=size // 2) == [big]
+    two = [big, _hostile_block(1)]
+    small = capped(two, limit=size + size // 2)  # the second (the last) is kept; the first is not
+    assert small[1:] == two[1:] and small[0].text.startswith(f"… {size + 2:,} characters of this turn")
