@@ -34,7 +34,7 @@ from itertools import groupby
 from operator import itemgetter
 from typing import Any, overload
 
-from ..safe import Html, Markdown, Plain, bundle, html, plain
+from ..safe import Html, Markdown, Plain, bundle, html, markdown, plain
 
 #: Characters of HTML a finished turn keeps (the markdown and the text are smaller).
 LIMIT = 200_000
@@ -54,6 +54,9 @@ class Step:
     text: str
     parts: tuple[Step, ...] = ()
     sep: str = "\n"  # between the parts' texts
+    #: Agent markdown this block is :func:`~acp_kernel.safe.markdown` of (its text), or None:
+    #: :func:`capped` may keep the start or end of it.
+    source: str | None = None
 
     @property
     def size(self) -> int:
@@ -192,13 +195,14 @@ def capped(steps: Sequence[Step], limit: int = FORM_LIMIT) -> list[Step]:
     ``limit`` characters; else, of their :func:`pieces` (so inside a long run of text too),
     the first that fit in half of it and the last that fit in the rest (the last always: the
     status line), and between them a line saying how many characters were left out. Whole
-    pieces only: each is markdown that reads on its own, as :func:`joined` joins them; a
-    step that keeps some of its pieces is joined again from those."""
-    sizes = [max(len(s.md), len(s.text)) + 2 for s in steps]
-    if sum(sizes) <= limit:
+    pieces, each markdown that reads on its own as :func:`joined` joins them (a step that
+    keeps some of its pieces is joined again from those); and, in the room left, the start
+    and the end of the agent text at the cut (:func:`_cut_text`): the live view may have
+    made a whole long answer one piece."""
+    if sum(map(_size, steps)) <= limit:
         return list(steps)
     owned = [(i, p) for i, s in enumerate(steps) for p in (s.parts or (s,))]
-    sizes = [max(len(p.md), len(p.text)) + 2 for _, p in owned]
+    sizes = [_size(p) for _, p in owned]
     room = limit // 2
     first = 0
     while first < len(owned) - 1 and sizes[first] <= room:
@@ -211,16 +215,66 @@ def capped(steps: Sequence[Step], limit: int = FORM_LIMIT) -> list[Step]:
         room -= sizes[last]
     if last == first:
         return list(steps)  # nothing to leave out: one piece alone over the limit is kept
-    return _regrouped(steps, owned[:first]) + [left_out(sum(sizes[first:last]))] + _regrouped(steps, owned[last:])
+    head, tail, left = owned[:first], owned[last:], sum(sizes[first:last])
+    (i, start), (j, end) = owned[first], owned[last - 1]
+    cut = _cut_text(start, room // 2, at_end=False, after=0)
+    if cut is not None:
+        head.append((i, cut))
+        room -= _size(cut)
+    done = len(cut.text) if cut is not None and start is end else 0  # the same text, cut at both ends
+    cut2 = _cut_text(end, room, at_end=True, after=done)
+    if cut2 is not None:
+        tail.insert(0, (j, cut2))
+    left -= sum(len(c.text) for c in (cut, cut2) if c is not None)
+    return _regrouped(steps, head) + [left_out(max(left, 0))] + _regrouped(steps, tail)
+
+
+#: A piece of agent text at the cut keeps its start or end only when this much room is left.
+MIN_CUT = 200
+
+
+def _cut_text(piece: Step, room: int, *, at_end: bool, after: int) -> Step | None:
+    """The start (or the end) of a piece of agent text in at most ``room`` characters, from
+    its markdown source (``source``; not before index ``after`` of it), cut at a paragraph, a
+    line or a word, and made markdown again by :func:`~acp_kernel.safe.markdown` (a cut in
+    made markdown could open what an escape closed); None when it has no source or no room."""
+    src = piece.source
+    if src is None:
+        return None
+    take = room  # characters of the source; fewer when escaping makes its markdown longer
+    for _ in range(3):
+        if take < MIN_CUT:
+            break
+        part = src[max(after, len(src) - take):] if at_end else src[:take]
+        for sep in ("\n\n", "\n", " "):
+            at = part.find(sep) if at_end else part.rfind(sep)
+            if at_end and 0 <= at < len(part) // 2:
+                part = part[at + len(sep):]
+                break
+            if not at_end and at > len(part) // 2:
+                part = part[:at]
+                break
+        cut = Step(Html(""), markdown(part), part)
+        if _size(cut) <= room:
+            return cut if part.strip() else None
+        take = len(part) * room // _size(cut) * 9 // 10
+    return None
+
+
+def _size(step: Step) -> int:
+    """Characters a step takes in the markdown or the text, the longer (and the join)."""
+    return max(len(step.md), len(step.text)) + 2
 
 
 def _regrouped(steps: Sequence[Step], owned: list[tuple[int, Step]]) -> list[Step]:
-    """Kept pieces back in their steps: a step whole when all of its pieces are kept."""
+    """Kept pieces back in their steps: a step itself when all of its pieces are kept."""
     out: list[Step] = []
     for i, run in groupby(owned, key=itemgetter(0)):
         group = [p for _, p in run]
         step = steps[i]
-        out.append(step if len(group) == len(step.parts or (step,)) else joined(group, step.sep))
+        whole = step.parts or (step,)
+        out.append(step if len(group) == len(whole) and all(a is b for a, b in zip(group, whole))
+                   else joined(group, step.sep))
     return out
 
 

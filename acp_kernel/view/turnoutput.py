@@ -425,7 +425,8 @@ class TurnOutput(TurnBase):
         if not md:
             return widget_bundle(self.widget, plain(text), Markdown("*(the agent's turn)*"))
         if len(md) > FORM_LIMIT or len(text) > FORM_LIMIT:  # bounded as the end's (.finished.capped)
-            small = capped([Step(Html(""), b.md, b.text) for b in self.blocks if b.md or b.text])
+            small = capped([Step(Html(""), b.md, b.text, source=b.text if b.kind == "text" else None)
+                            for b in self.blocks if b.md or b.text])
             md, text = Markdown("\n\n").join(s.md for s in small if s.md), "\n".join(s.text for s in small if s.text)
         # The HTML of each block is kept with it: a rebuild renders only the blocks that changed.
         html = ignored(Html("\n").join(b.fallback_html() for b in self.blocks if b.md))
@@ -785,7 +786,8 @@ class TurnOutput(TurnBase):
     @staticmethod
     def _final_step(block: Block, chosen: Any) -> Step:
         block.refresh()
-        return Step(block.fallback_html(chosen) if block.md else Html(""), block.md, block.text)
+        return Step(block.fallback_html(chosen) if block.md else Html(""), block.md, block.text,
+                    source=block.text if block.kind == "text" else None)
 
 
 def view_for(turn: tm.Turn, sink: DisplaySink, *, frontend: Frontend | None = None, widgets: bool = True,

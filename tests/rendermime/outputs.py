@@ -37,7 +37,7 @@ def templates(safe: ModuleType) -> dict[str, Callable[[str], dict]]:
         # (safe.code_forms / text_forms / block_forms), not made by a parse.
         "tool": lambda x: _tool_forms(safe, x),
         # A finished turn whose markdown and text keep only its start and end (finished.capped).
-        **({"cut": lambda x: _cut_turn(x)} if safe is acp_safe else {}),
+        **({"cut": _cut_turn, "cut-source": _cut_source} if safe is acp_safe else {}),
     }
 
 
@@ -51,6 +51,18 @@ def _cut_turn(x: str) -> dict:
     data = static_bundle(runs([("text", block)] * 6 + [("status", status)]), form_limit=3 * size + 10)
     assert "characters of this turn are not kept" in data["text/markdown"]
     return data
+
+
+def _cut_source(x: str) -> dict:
+    """One block of agent text over the limit (an answer in one burst): its start and end cut
+    from the source and made markdown again (finished._cut_text)."""
+    from acp_kernel.view.finished import MIN_CUT, Step, static_bundle
+
+    source = "\n\n".join([x] * max(4, 5 * MIN_CUT // (len(x) + 2)))
+    md = acp_safe.markdown(source)
+    answer = Step(acp_safe.inert_html_inner(md), md, source, source=source)
+    status = Step(acp_safe.Html("<p>Done</p>"), acp_safe.Markdown("Done"), "Done")
+    return static_bundle([answer, status], form_limit=max(len(md), len(source)) // 2)
 
 
 def _tool_forms(safe: ModuleType, x: str) -> dict:

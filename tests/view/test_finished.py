@@ -183,3 +183,28 @@ def test_one_piece_over_the_limit_alone_is_kept_and_nothing_said_of_it():
     two = [big, _hostile_block(1)]
     small = capped(two, limit=size + size // 2)  # the second (the last) is kept; the first is not
     assert small[1:] == two[1:] and small[0].text.startswith(f"… {size + 2:,} characters of this turn")
+
+
+def test_one_long_block_of_agent_text_keeps_its_start_and_end_made_markdown_again():
+    """The live view may make a whole answer one block (it came in one burst): the markdown
+    and the text keep its start and its end, cut at paragraphs and made markdown again from
+    the source (a cut in the made markdown could undo an escape), hostile text inert."""
+    paras = [f"para {i} {IMG} {SPAN} {MATH} {NL_PATH} " + "z" * 2_000 for i in range(100)]
+    source = "\n\n".join(paras)
+    answer = Step(inert_html_inner(markdown(source)), markdown(source), source, source=source)
+    status = _step(99)
+    data = static_bundle([answer, status])
+    assert all(f"para {i} " in data["text/html"] for i in range(100))
+    assert inert_data(data) == [], inert_data(data)
+    plain = data["text/plain"]
+    assert len(data["text/markdown"]) <= FORM_LIMIT + 1_000 and len(plain) <= FORM_LIMIT + 1_000
+    head, _, rest = plain.partition("\n… ")
+    line, _, tail = rest.partition("\n")
+    assert "characters of this turn are not kept" in line
+    kept = [i for i in range(100) if f"para {i} " in plain]
+    assert kept[0] == 0 and kept[-1] == 99 and 10 < len(kept) < 90
+    assert source.startswith(head) and head.endswith("z" * 2_000)  # whole paragraphs
+    body = tail.rsplit("\n", 1)[0]  # after the line, before the status
+    assert source.endswith(body) and body.startswith("para ")
+    for i in kept:
+        assert f"para {i} " in data["text/markdown"]
