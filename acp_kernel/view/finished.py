@@ -193,12 +193,12 @@ def bounded(steps: Sequence[Step], limit: int | None = None, head: int = HEAD) -
 def capped(steps: Sequence[Step], limit: int = FORM_LIMIT) -> list[Step]:
     """What the markdown and the text keep of ``steps``: all of them when they fit in
     ``limit`` characters; else, of their :func:`pieces` (so inside a long run of text too),
-    the first that fit in half of it and the last that fit in the rest (the last always: the
-    status line), and between them a line saying how many characters were left out. Whole
-    pieces, each markdown that reads on its own as :func:`joined` joins them (a step that
-    keeps some of its pieces is joined again from those); and, in the room left, the start
-    and the end of the agent text at the cut (:func:`_cut_text`): the live view may have
-    made a whole long answer one piece."""
+    the first that fit in half of it and the last that fit in the rest, and between them a
+    line saying how many characters were left out. Whole pieces, each markdown that reads on
+    its own as :func:`joined` joins them (a step that keeps some of its pieces is joined again
+    from those); and, in the room left, the start and the end of the agent text at the cut
+    (:func:`_cut_text`): the live view may have made a whole long answer one piece. The last
+    piece is kept whole (the status line, a question), unless it is agent text over the room."""
     if sum(map(_size, steps)) <= limit:
         return list(steps)
     owned = [(i, p) for i, s in enumerate(steps) for p in (s.parts or (s,))]
@@ -208,24 +208,33 @@ def capped(steps: Sequence[Step], limit: int = FORM_LIMIT) -> list[Step]:
     while first < len(owned) - 1 and sizes[first] <= room:
         room -= sizes[first]
         first += 1
-    room += limit - limit // 2 - sizes[-1]
-    last = len(owned) - 1
-    while last > first and sizes[last - 1] <= room:
-        last -= 1
+    room += limit - limit // 2
+    last = len(owned) - 1  # owned[last:] is kept whole
+    if sizes[last] <= room or owned[last][1].source is None:
         room -= sizes[last]
-    if last == first:
-        return list(steps)  # nothing to leave out: one piece alone over the limit is kept
-    head, tail, left = owned[:first], owned[last:], sum(sizes[first:last])
-    (i, start), (j, end) = owned[first], owned[last - 1]
+        while last > first and sizes[last - 1] <= room:
+            last -= 1
+            room -= sizes[last]
+        if last == first:
+            return list(steps)  # nothing to leave out: one piece alone over the limit is kept
+    else:
+        last += 1  # agent text over the room: cut below, as any piece at the cut
+    left = sum(sizes[first:last])
+    i, start = owned[first]
     cut = _cut_text(start, room // 2, at_end=False, after=0)
     if cut is not None:
-        head.append((i, cut))
         room -= _size(cut)
-    done = len(cut.text) if cut is not None and start is end else 0  # the same text, cut at both ends
+    j, end = owned[last - 1]
+    done = len(cut.text) if cut is not None and end is start else 0  # the same text, cut at both ends
     cut2 = _cut_text(end, room, at_end=True, after=done)
-    if cut2 is not None:
-        tail.insert(0, (j, cut2))
+    if cut2 is None and last == len(owned):
+        last -= 1  # the last piece could not be cut: kept whole all the same
+        left -= sizes[last]
+        if end is start:
+            cut = None  # (not its start as well)
     left -= sum(len(c.text) for c in (cut, cut2) if c is not None)
+    head = owned[:first] + ([(i, cut)] if cut is not None else [])
+    tail = ([(j, cut2)] if cut2 is not None else []) + owned[last:]
     return _regrouped(steps, head) + [left_out(max(left, 0))] + _regrouped(steps, tail)
 
 

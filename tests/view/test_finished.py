@@ -5,6 +5,9 @@ from __future__ import annotations
 from acp_kernel.safe import Html, Markdown, inert_html_inner, markdown, text
 import random
 
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
+
 from acp_kernel.view.finished import FORM_LIMIT, HEAD, LazySteps, Step, bounded, capped, runs, static_bundle, tool_html
 from tests.hostile.render import inert_data, live_html
 
@@ -208,3 +211,44 @@ def test_one_long_block_of_agent_text_keeps_its_start_and_end_made_markdown_agai
     assert source.endswith(body) and body.startswith("para ")
     for i in kept:
         assert f"para {i} " in data["text/markdown"]
+
+
+_WORDS = ["alpha", "beta <b>", "`c\nd`", "$e$", "/tmp/f\ng.py", "\n\n", "\n", " "]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["text", "tool", "thought"]),
+                          st.lists(st.sampled_from(_WORDS), min_size=1, max_size=400)), min_size=1, max_size=12),
+       st.integers(min_value=250, max_value=2_500))
+def test_capped_keeps_order_the_end_and_the_bound(spec, limit):
+    """Any turn: what the markdown and text keep is in order, ends with the turn's last
+    block, says once what it left out, fits the limit (plus that line), and its cut text is
+    an exact start or end of a block's source."""
+    blocks = []
+    for n, (kind, words) in enumerate(spec):
+        src = f"b{n} " + "".join(words)
+        md = markdown(src)
+        blocks.append((kind, Step(Html(""), md, src, source=src if kind == "text" else None)))
+    steps = runs(blocks)
+    small = capped(steps, limit)
+    lines = [s for s in small if "characters of this turn are not kept" in s.text]
+    event("cut" if lines else "whole")
+    if not lines:
+        assert small == steps
+        return
+    assert len(lines) == 1
+    line = small.index(lines[0])
+    kept = [s for k, s in enumerate(small) if k != line]
+    total = sum(max(len(s.md), len(s.text)) + 2 for s in kept)
+    last = steps[-1].parts[-1] if steps[-1].parts else steps[-1]
+    whole_last = small[-1] is steps[-1] or bool(small[-1].parts) and small[-1].parts[-1] is last
+    assert total <= limit or whole_last and total - (max(len(last.md), len(last.text)) + 2) <= limit
+    assert whole_last or last.source is not None and last.source.endswith(small[-1].text)  # the end of the last piece
+    sources = [s.source for _, s in blocks if s.source]
+    texts = [s.text for _, s in blocks]
+    for s in kept:
+        for p in s.parts or (s,):
+            assert p.text in texts or any(src.startswith(p.text) or src.endswith(p.text) for src in sources), p.text[:80]
+    order = [texts.index(p.text) if p.text in texts else next(i for i, t in enumerate(texts) if p.text in t)
+             for s in kept for p in (s.parts or (s,))]
+    assert order == sorted(order)
