@@ -377,6 +377,10 @@ class _Printer:
         #: a chunk's line into it, no str made per chunk).
         self._raw: list[str] = []
         self._jbuf = bytearray()
+        #: Tool call events' JSON lines not written yet (json: :meth:`_json_tool`), each with its
+        #: event, written into ``_jbuf`` by one ``encode_lines`` before anything after them.
+        self._tools: list[Any] = []
+        self._tool_events: list[Any] = []
         self._notes: list[str] = []  # stderr lines not written yet (one of the two is empty)
         self._carry = ""
         self._scheduled = False
@@ -391,7 +395,7 @@ class _Printer:
     def _emit(self, text: str) -> None:
         if self._notes:  # stderr lines gathered before this text go out first
             self._write_notes()
-        if self._raw or self._jbuf:
+        if self._raw or self._jbuf or self._tools:
             self._clean_raw()
         self._buf.append(text)
         self._schedule()
@@ -406,7 +410,7 @@ class _Printer:
 
     def flush(self) -> None:
         self._scheduled = False
-        if self._raw or self._jbuf:
+        if self._raw or self._jbuf or self._tools:
             self._clean_raw()
         if self._buf:
             data = "".join(self._buf)
@@ -425,7 +429,7 @@ class _Printer:
         in a row are gathered like stdout's (a tool-call burst is thousands of
         them: one write each woke the reader of a pipe each time); a switch
         between the streams writes what came before, so the order holds."""
-        if self._buf or self._raw or self._jbuf:
+        if self._buf or self._raw or self._jbuf or self._tools:
             self.flush()
         self._notes.append(text + "\n")
         self._schedule()
@@ -437,25 +441,37 @@ class _Printer:
         if self._notes:
             self._write_notes()
         if self.fmt == "json":  # (a lone surrogate the std encoder kept passes: escaped at the flush)
+            if self._tools:
+                self._write_tools()
             self._jbuf += text.encode(errors="surrogatepass")
         else:
             self._raw.append(text)
         self._schedule()
 
     def _json_tool(self, event: Any) -> None:
-        """A tool call's JSON line (:func:`event_json`), written by msgspec into the burst's
-        buffer, the update as the agent's own JSON text (a busy turn is mostly these)."""
+        """A tool call's JSON line (:func:`event_json`), its update as the agent's own JSON text
+        (a busy turn is mostly these): the call as it stands now, kept until the burst's lines
+        are written at once (:meth:`_write_tools`)."""
         if self._notes:
             self._write_notes()
-        buf = self._jbuf
-        start = len(buf)
+        c = event.call
+        self._tools.append(_tool_line_type()(event.new, c.id, c.title, c.kind, c.status, event.wire))
+        self._tool_events.append(event)
+        if not self._scheduled:
+            self._schedule()
+
+    def _write_tools(self) -> None:
+        """The kept tool call lines into the burst's buffer, by one ``encode_lines`` (one call
+        per line cost a third of the JSON path); a burst it cannot write (a lone surrogate)
+        is written line by line, as :func:`_encode`."""
+        tools, events = self._tools, self._tool_events
         try:
-            _msgspec_encoder().encode_into(_tool_json(event, event.wire), buf, -1)
-        except (UnicodeEncodeError, TypeError, ValueError, OverflowError):  # a lone surrogate: as _encode
-            del buf[start:]
-            buf += _std_encode(_tool_json(event, event.raw)).encode(errors="surrogatepass")
-        buf += b"\n"
-        self._schedule()
+            self._jbuf += _msgspec_encoder().encode_lines(tools)
+        except (UnicodeEncodeError, TypeError, ValueError, OverflowError):
+            for tool, event in zip(tools, events):
+                self._jbuf += _tool_bytes(tool, event)
+        tools.clear()
+        events.clear()
 
     def _tool_text(self, event: Any) -> str | None:
         """What ``--format text`` says on stderr of a tool call event: its line at its start
@@ -474,6 +490,8 @@ class _Printer:
         built and joined, cost four times as much)."""
         if self._notes:
             self._write_notes()
+        if self._tools:
+            self._write_tools()
         buf = self._jbuf
         start = len(buf)
         prefix = _CHUNK_LINE.get(role) or _chunk_line(role)
@@ -487,6 +505,8 @@ class _Printer:
         self._schedule()
 
     def _clean_raw(self) -> None:
+        if self._tools:
+            self._write_tools()
         if self._jbuf:  # json_safe escapes character by character (lone surrogates too): the join is safe
             data = self._jbuf.decode(errors="surrogatepass")
             self._jbuf.clear()
@@ -506,7 +526,7 @@ class _Printer:
             return  # a late update (after a cancel): the turn keeps it, the end line stays last
         if event is None:
             self._ended = True
-            if self._raw or self._jbuf:
+            if self._raw or self._jbuf or self._tools:
                 self._clean_raw()  # (it may leave a "\r" carried)
             if self._carry:  # a lone "\r" at the very end
                 self._carry = ""
@@ -545,6 +565,34 @@ def _msgspec_encoder() -> Any:
     import msgspec
 
     return msgspec.json.Encoder(enc_hook=repr)
+
+
+@functools.cache
+def _tool_line_type() -> Any:
+    """The JSON line of a tool call event, as msgspec writes it: :func:`_tool_json`'s keys in
+    its order (``type`` first), made on the first tool call (msgspec is imported then)."""
+    import msgspec
+
+    class ToolLine(msgspec.Struct, tag_field="type", tag="tool_call", gc=False):
+        new: Any
+        id: Any
+        title: Any
+        kind: Any
+        status: Any
+        update: Any
+
+    return ToolLine
+
+
+def _tool_bytes(tool: Any, event: Any) -> bytes:
+    """One kept tool call line (:func:`_tool_line_type`) as bytes; one msgspec cannot write (a
+    lone surrogate) is written by json, its update the dict (json cannot write JSON text)."""
+    try:
+        return _msgspec_encoder().encode(tool) + b"\n"
+    except (UnicodeEncodeError, TypeError, ValueError, OverflowError):
+        fields = {name: getattr(tool, name) for name in tool.__struct_fields__}
+        line = _std_encode({"type": "tool_call", **fields, "update": event.raw}) + "\n"
+        return line.encode(errors="surrogatepass")
 
 
 def _chunk_line(role: str) -> bytes:
