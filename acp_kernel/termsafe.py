@@ -139,7 +139,11 @@ def lines_clean(text: str) -> bool:
 
 
 def line(value: object) -> str:
-    """Any value as one clean line (``None`` -> "")."""
+    """Any value as one clean line (``None`` -> ""). A printable string (``str.isprintable``:
+    no control, format, separator but the space, or surrogate character, so nothing this
+    module changes) is returned without the scan, twice as fast (tool call titles)."""
+    if type(value) is str and value.isprintable():
+        return value
     return "" if value is None else clean(value if isinstance(value, str) else str(value), oneline=True)
 
 

@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 from acp_kernel.protocol import proctree
 from acp_kernel.frontends.cli import _encode as cli_encode
 from acp_kernel.frontends.cli import action_details, parse_answer, permission_question
-from acp_kernel.termsafe import clean, json_safe, scan
+from acp_kernel.termsafe import clean, json_safe, line, scan
 
 from ..conftest import scripted_spec
 
@@ -125,6 +125,20 @@ def test_property_colour_keeps_nothing_but_plain_sgr(text):
     out = clean(text, colour=True)
     assert not FORBIDDEN.search(PLAIN_SGR.sub("", out))
     assert clean(out, colour=True) == out
+
+
+@settings(max_examples=400, deadline=None)
+@given(_TEXT)
+def test_property_line_is_clean_oneline(text):
+    """``line`` skips the scan for a printable string: the same result as the scan's."""
+    assert line(text) == clean(text, oneline=True)
+
+
+def test_no_printable_character_is_one_a_line_must_lose():
+    """What ``line``'s shortcut rests on, for every code point: ``str.isprintable`` is false
+    for each character a line must not hold."""
+    printable = "".join(c for c in map(chr, range(0x110000)) if c.isprintable())
+    assert FORBIDDEN_LINE.search(printable) is None
 
 
 @settings(max_examples=300, deadline=None)
