@@ -432,7 +432,8 @@ class _Printer:
         if self._buf or self._raw or self._jbuf or self._tools:
             self.flush()
         self._notes.append(text + "\n")
-        self._schedule()
+        if not self._scheduled:
+            self._schedule()
 
     def _emit_raw(self, text: str) -> None:
         """Agent text (text) or a JSON line (json), made safe once per burst, not once per
@@ -536,19 +537,24 @@ class _Printer:
             return
         name = type(event).__name__
         if self.fmt == "json":
-            if name == "Chunk" and event.text:
-                self._json_chunk(event.role, event.text)
-            elif name == "ToolCallEvent":
+            if name == "ToolCallEvent":
                 self._json_tool(event)
+            elif name == "Chunk" and event.text:
+                self._json_chunk(event.role, event.text)
             else:
                 self._emit_raw(_encode(event_json(event)) + "\n")
+            return
+        if name == "ToolCallEvent":  # (the most of a busy turn)
+            text = self._tool_text(event)
+            if text:
+                self.note(text)
             return
         if name == "Chunk" and event.role == "agent":
             self._emit_raw(event.text)
             return
         if name in ("PermissionPrompt", "ElicitationPrompt"):
             return  # handled by the asker
-        text = self._tool_text(event) if name == "ToolCallEvent" else describe(event)
+        text = describe(event)
         if text:
             self.note(text)
         if name == "TerminalStarted":

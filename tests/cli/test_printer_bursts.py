@@ -104,3 +104,24 @@ def _burst(fmt: str, lines: list[tuple[bytes, bool]], expect: Any) -> tuple[str,
 def test_a_json_burst_is_each_event_s_line_in_order(lines: list[tuple[bytes, bool]]) -> None:
     out, err, expected = _burst("json", lines, _json_line)
     assert out == expected and not err
+
+
+def _at_once(fmt: str, lines: list[tuple[bytes, bool]]) -> tuple[str, str]:
+    """What the printer writes for ``lines`` with no loop running: each event written at once."""
+    out, err = io.StringIO(), io.StringIO()
+    printer = cli._Printer(fmt, cli._Out(out), cli._Out(err))
+    turn = Turn("s1")
+    turn.subscribe(printer)
+    for line, _ in lines:
+        _apply(turn, line)
+    printer(None)
+    return out.getvalue(), err.getvalue()
+
+
+@settings(max_examples=150, deadline=None)
+@given(updates())
+def test_a_text_burst_is_what_each_event_writes_at_once(lines: list[tuple[bytes, bool]]) -> None:
+    # (Not agent text: a burst's is cleaned as one, so a sequence split across its chunks goes whole.)
+    lines = [(line, escaped) for line, escaped in lines if b"agent_message_chunk" not in line]
+    out, err, _ = _burst("text", lines, lambda event: "")
+    assert (out, err) == _at_once("text", lines)
