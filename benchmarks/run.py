@@ -270,12 +270,13 @@ def _throughput(ctx: Ctx, title: str, load: dict[str, int], updates: int) -> Sec
             return seconds, (json_arrivals(out, size) if json_out else updates)
         return run
 
-    def startup(key: str, argv: list[str]) -> Callable[[], tuple[float, int]]:
+    def starter(name: str, key: str, argv: list[str]) -> Contender:
+        """An empty turn whose wall times go to ``ctx.startup[key]`` (rows with that key subtract them)."""
         def run() -> tuple[float, int]:
             seconds = timed_run(ctx, argv)
             ctx.startup.setdefault(key, []).append(seconds)
             return seconds, 0
-        return run
+        return Contender(name, run, key)
 
     contenders = [
         Contender("floor: read the dumped file + json.loads per line", w("floor-file", "--file", dump),
@@ -297,11 +298,10 @@ def _throughput(ctx: Ctx, title: str, load: dict[str, int], updates: int) -> Sec
     # "Net of startup": less an empty turn of the same agent with the same load (its prompt asks
     # for nothing), which encodes that load before it answers initialize, as the library's row
     # starts its clock after the handshake; the empty agent's start is the startup table's.
-    starters = [Contender("(startup) acp-kernel prompt, empty turn",
-                          startup("cli", [*cli, "--format", "json", "--agent-command", empty, "go"]), "cli"),
-                Contender("(startup) acp-kernel prompt, empty turn of the loaded agent",
-                          startup(f"cli {title}", [*cli, "--format", "json", "--agent-command", agent, EMPTY_TURN]),
-                          f"cli {title}")]
+    starters = [starter("(startup) acp-kernel prompt, empty turn", "cli",
+                        [*cli, "--format", "json", "--agent-command", empty, "go"]),
+                starter("(startup) acp-kernel prompt, empty turn of the loaded agent", f"cli {title}",
+                        [*cli, "--format", "json", "--agent-command", agent, EMPTY_TURN])]
     if isinstance(ctx.acpx, Acpx):
         x = ctx.acpx
         contenders += [
@@ -310,9 +310,9 @@ def _throughput(ctx: Ctx, title: str, load: dict[str, int], updates: int) -> Sec
             Contender(f"acpx {x.version} --format quiet exec > /dev/null",
                       sub(x.argv(agent, "quiet"), False), f"acpx {title}", note="net of startup"),
         ]
-        starters += [Contender("(startup) acpx exec, empty turn", startup("acpx", x.argv(empty, "json")), "acpx"),
-                     Contender("(startup) acpx exec, empty turn of the loaded agent",
-                               startup(f"acpx {title}", x.argv(agent, "json", EMPTY_TURN)), f"acpx {title}")]
+        starters += [starter("(startup) acpx exec, empty turn", "acpx", x.argv(empty, "json")),
+                     starter("(startup) acpx exec, empty turn of the loaded agent", f"acpx {title}",
+                             x.argv(agent, "json", EMPTY_TURN))]
     contenders.append(Contender("official Python SDK (acp.spawn_agent_process)", w("sdk", "--agent", agent),
                                 note="in-process, counting updates"))
     everyone = contenders + starters
