@@ -122,7 +122,13 @@ def typed_update(line: bytes, max_depth: int = DEFAULT_MAX_DEPTH) -> tuple[str, 
         return None
     update = params.update
     if type(update) is _ToolCallStart or type(update) is _ToolCallProgress:
-        if line.count(b"[") + line.count(b"{") > max_depth:
+        # The line's depth is 3 (message, params, update) and a payload's own: nested d deep,
+        # a payload (whole JSON: msgspec skipped it) is at least 2d bytes. Only a line with
+        # a payload that long is counted (two counts of its every byte cost a third of this).
+        big = 2 * max_depth - 4
+        if (big < 4 or len(update.content) >= big or len(update.rawInput) >= big or len(update.rawOutput) >= big
+                or len(update.locations) >= big or len(update.meta) >= big) \
+                and line.count(b"[") + line.count(b"{") > max_depth:
             return None
         # The payloads were skipped, not read: what reading them would refuse, classify must see.
         if not line.isascii() and not _utf8(line):

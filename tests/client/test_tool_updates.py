@@ -202,6 +202,28 @@ def test_a_line_too_deep_is_left_to_classify():
     assert framing.tool_update(line, max_depth=100) is not None
 
 
+_nested = st.recursive(st.integers(0, 9) | st.sampled_from(["[", "{x}", HOSTILE]),
+                       lambda inner: st.lists(inner, max_size=2) | st.dictionaries(st.sampled_from("ab"), inner, max_size=2),
+                       max_leaves=12)
+
+
+@settings(max_examples=500, deadline=None)
+@given(payloads=st.dictionaries(st.sampled_from(_PAYLOADS), _nested, max_size=3), max_depth=st.integers(1, 14))
+def test_a_tool_update_is_taken_only_within_the_depth_limit_and_always_when_its_brackets_are_few(payloads, max_depth):
+    """The typed reading counts brackets only on a line with a long payload: whatever it takes
+    is within the limit classify enforces, and it takes every line the count would let by."""
+    line = _line({"sessionUpdate": "tool_call", "toolCallId": "c", **payloads})
+    got = framing.tool_update(line, max_depth)
+    depth = framing.nesting_depth(line)
+    event(f"depth {'within' if depth <= max_depth else 'past'} the limit, {'taken' if got else 'left'}")
+    if got is not None:
+        assert depth <= max_depth, line
+    if line.count(b"[") + line.count(b"{") <= max_depth:
+        assert got is not None, line
+    if depth > max_depth:
+        assert isinstance(classify(line, max_depth), framing.TooDeep)
+
+
 async def test_a_stream_through_a_real_agent_makes_the_dict_readings_events_and_keeps_the_unknown_sessions():
     """Through a real agent process: tool calls typed between chunks and updates read as dicts,
     in order; one for a session not open yet is kept as the dict it would have been."""
