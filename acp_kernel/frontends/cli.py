@@ -141,9 +141,9 @@ def _detail_parts() -> tuple[Any, Any, Any]:
     """:func:`tool_detail`'s renderers, imported on the first call (start-up time) and not on
     each (a function-level import cost 7 us of a 17 us call)."""
     from ..view.diff import diff_from_content  # lazy: start-up time
-    from ..view.transcript import snapshot, tool_call_final_plain  # lazy: start-up time
+    from ..view.transcript import snapshot, tool_call_final_lines  # lazy: start-up time
 
-    return diff_from_content, snapshot, tool_call_final_plain
+    return diff_from_content, snapshot, tool_call_final_lines
 
 
 def tool_detail(call: Any, terminals: dict[str, Any], *, colour: bool = False) -> str:
@@ -151,26 +151,25 @@ def tool_detail(call: Any, terminals: dict[str, Any], *, colour: bool = False) -
     shows it): each diff (unified, cut at :data:`DETAIL_DIFF_LINES` lines) and the tail of
     its output with the exit code (a client terminal's, or what the agent sent), every
     line cleaned and indented. ``terminals``: terminal id -> ``TerminalStarted``."""
-    diff_from_content, snapshot, tool_call_final_plain = _detail_parts()
+    diff_from_content, snapshot, tool_call_final_lines = _detail_parts()
     out: list[str] = []
-    for item in call.content:
-        if isinstance(item, dict) and item.get("type") == "diff":
-            view = diff_from_content(item, max_lines=DETAIL_DIFF_LINES)
-            for op, text in view.lines:
-                cleaned = clean(text, oneline=True)
-                tint = {"+": "32", "-": "31", "@": "36"}.get(op) if colour else None
-                out.append("    " + (f"\x1b[{tint}m{cleaned}\x1b[0m" if tint else cleaned))
-            if view.truncated:
-                out.append(f"    ... the diff goes on (+{view.added} -{view.removed} in all)")
+    for item in call.diffs:
+        view = diff_from_content(item, max_lines=DETAIL_DIFF_LINES)
+        for op, text in view.lines:
+            cleaned = clean(text, oneline=True)
+            tint = {"+": "32", "-": "31", "@": "36"}.get(op) if colour else None
+            out.append("    " + (f"\x1b[{tint}m{cleaned}\x1b[0m" if tint else cleaned))
+        if view.truncated:
+            out.append(f"    ... the diff goes on (+{view.added} -{view.removed} in all)")
     snaps = {tid: snapshot(started) for tid, started in terminals.items() if tid in call.terminal_ids} if terminals else {}
-    # Its first line is the header, printed already: an empty one is not rendered to be dropped.
-    text = tool_call_final_plain(call, snaps, header="")
-    body = text.split("\n")[1:]
+    body = tool_call_final_lines(call, snaps)
     if len(body) > DETAIL_OUTPUT_LINES:
         body = [f"    ... {len(body) - DETAIL_OUTPUT_LINES} lines above"] + body[-DETAIL_OUTPUT_LINES:]
     # Indented by four already; each line cleaned (one scan says when none needs it).
-    out += body if lines_clean(text) else [clean(ln, oneline=True) for ln in body]
-    return "\n".join(out)
+    text = "\n".join(body)
+    if not lines_clean(text):
+        text = "\n".join([clean(ln, oneline=True) for ln in body])
+    return "\n".join([*out, text]) if out and body else text or "\n".join(out)
 
 
 def _plan_line(event: Any) -> str:

@@ -177,6 +177,29 @@ def payload(raw: msgspec.Raw) -> Any:
         return _decode(bytes(raw).decode("utf-8"))
 
 
+class _InnerText(msgspec.Struct, gc=False):
+    text: str
+
+
+class _TextItem(msgspec.Struct, gc=False, tag_field="type", tag="content"):
+    content: _InnerText
+
+
+_decode_text_items = msgspec.json.Decoder(list[_TextItem]).decode
+
+
+def text_items(raw: msgspec.Raw) -> list[str] | None:
+    """The texts of a tool call's ``content`` left as JSON text, when every item is a
+    ``content`` item whose block has a string ``text`` (a read's, a search's: the usual
+    case), read in one typed pass; None for any other content (read it as dicts). The
+    texts are the ones the dicts give (other members are passed over, as the dicts'
+    reader passes them over; a property test compares the two)."""
+    try:
+        return [item.content.text for item in _decode_text_items(raw)]
+    except ValueError:
+        return None
+
+
 class _UpdateText(msgspec.Struct, gc=False):
     update: msgspec.Raw
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..services import events as se
-from ..client.turn import ToolCall
+from ..client.turn import ToolCall, command_of
 from .diff import diff_from_content
 from ..safe import Html, Markdown, bundle
 from .truncate import truncate_head, truncate_tail
@@ -29,7 +29,6 @@ from .transcript import (
     STATUS,
     TerminalSnapshot,
     call_output,
-    command_of,
     kind_icon,
     location_text,
     tool_call_body_forms,
@@ -233,7 +232,7 @@ class ToolCallRow:
         kept, cut = truncate_head(output, TERM_KEEP)
         return {
             "id": AGENT_OUTPUT,
-            "command": command_of(self.call.raw_input) or "output",
+            "command": self.call.command or "output",
             "note": "",
             "output": "" if live else kept,
             "truncated": dropped or cut,

@@ -86,17 +86,6 @@ def snapshot(started: se.TerminalStarted) -> TerminalSnapshot:
     )
 
 
-def command_of(raw_input: Any) -> str:
-    """The command line a tool call's rawInput names, if it names one."""
-    if isinstance(raw_input, dict):
-        cmd = raw_input.get("command") or raw_input.get("cmd")
-        if isinstance(cmd, list) and all(isinstance(c, str) for c in cmd):
-            return shlex.join(cmd)
-        if isinstance(cmd, str):
-            return cmd
-    return ""
-
-
 def location_text(loc: Any) -> str:
     if not isinstance(loc, dict):
         return str(loc)
@@ -175,15 +164,22 @@ def _indented(text: str, limit: int) -> list[str]:
     return (["    ..."] if cut else []) + ["    " + ln for ln in lines]
 
 
-def tool_call_final_plain(call: Any, terminals: Mapping[str, TerminalSnapshot] | None = None,
+def tool_call_final_plain(call: tm.ToolCall, terminals: Mapping[str, TerminalSnapshot] | None = None,
                           limit: int = PLAIN_OUTPUT_LIMIT, *, header: str | None = None) -> str:
     """A tool call in its final state as text (a terminal frontend's last
     word on it): the header line (``header`` when the caller has
-    :func:`tool_call_plain` already), the command, then the end of its output
-    (a client terminal's, or what the agent sent) and the exit code."""
-    lines = [tool_call_plain(call) if header is None else header]
+    :func:`tool_call_plain` already), then :func:`tool_call_final_lines`."""
+    return "\n".join([tool_call_plain(call) if header is None else header, *tool_call_final_lines(call, terminals, limit)])
+
+
+def tool_call_final_lines(call: tm.ToolCall, terminals: Mapping[str, TerminalSnapshot] | None = None,
+                          limit: int = PLAIN_OUTPUT_LIMIT) -> list[str]:
+    """The lines under a finished call's header, each indented by four: the command, then
+    the end of its output (a client terminal's, or what the agent sent) and the exit code.
+    Payloads that cannot hold what a line shows are not read (:attr:`ToolCall.command`)."""
+    lines: list[str] = []
     tids, terms = call.terminal_ids, terminals or {}
-    cmd = command_of(call.raw_input)
+    cmd = call.command
     if cmd and not tids:
         lines.append("    $ " + " ".join(truncate_tail(cmd, 500)[0].split("\n")))
     shown_terminal = False
@@ -198,15 +194,20 @@ def tool_call_final_plain(call: Any, terminals: Mapping[str, TerminalSnapshot] |
             lines.extend(_indented(snap.output, limit))
         if snap.exit:
             lines.append(f"    ({snap.exit})")
+    if shown_terminal:
+        return lines
     output, dropped, exit_code = call_output(call)
-    if output and not shown_terminal:
-        lines.extend((["    ..."] if dropped else []) + _indented(output, limit))
-    if exit_code is not None and not shown_terminal:
+    if output:
+        if dropped:
+            lines.append("    ...")
+        lines.extend(_indented(output, limit))
+    if exit_code is not None:
         lines.append(f"    (exit code {exit_code})")
-    text = getattr(call, "text", None)
-    if text and isinstance(text, str) and not output and not shown_terminal:
-        lines.extend(_indented(text, limit))
-    return "\n".join(lines)
+    if not output:
+        text = call.text
+        if text:
+            lines.extend(_indented(text, limit))
+    return lines
 
 
 def tool_call_markdown(call: tm.ToolCall, terminals: Mapping[str, TerminalSnapshot] | None = None) -> Markdown:
@@ -240,7 +241,7 @@ def tool_call_body_forms(call: tm.ToolCall, terminals: Mapping[str, TerminalSnap
 
 def _body_parts(call: tm.ToolCall, terminals: Mapping[str, TerminalSnapshot] | None) -> list[Part]:
     parts: list[Part] = []
-    cmd = command_of(call.raw_input)
+    cmd = call.command
     if cmd and not call.terminal_ids:
         parts.append(block_forms("$ " + truncate_tail(cmd, 500)[0], "sh"))
     agent_output = _output_parts(call)

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..client import turn as tm
 from ..client.record import KEY as RECORD_KEY
+from ..client.turn import command_of
 from ..safe import Markdown
 from ..services import events as se
 from .coalesce import Coalescer
@@ -28,7 +29,6 @@ from .sink import CellContext, DisplaySink
 from .toolcall import ToolCallRow
 from .transcript import (
     LINES,
-    command_of,
     completed_markdown,
     completed_plain,
     prompt_tool_call_id,

@@ -322,6 +322,48 @@ def test_a_listener_failing_in_a_run_stops_nothing_and_is_raised_once_after():
     assert [e.raw["toolCallId"] for e in turn.events] == ["c1", "c2", "c3"]
 
 
+# Content items near the usual text item: the typed reading of their texts must read them as
+# the dicts do (or leave them to the dicts).
+_text_items = st.lists(st.sampled_from([
+    {"type": "content", "content": {"type": "text", "text": HOSTILE}},
+    {"type": "content", "content": {"type": "text", "text": "a", "annotations": {"x": 1}}, "_meta": {}},
+    {"type": "content", "content": {"type": "image", "text": "alt", "data": "x"}},
+    {"type": "content", "content": {"type": "text", "text": 5}},
+    {"type": "content", "content": {"type": "text"}}, {"type": "content", "content": "t"}, {"type": "content"},
+    {"type": "diff", "path": "/tmp/a\nb.py", "oldText": None, "newText": "$y$"},
+    {"type": "terminal", "terminalId": "t1"}, "text", 7,
+]), max_size=4)
+_spelled = st.sampled_from([
+    ("", ""), ('"text":"', '"t\\u0065xt":"'), ('"content"', '"c\\u006fntent"'), ('"diff"', '"d\\u0069ff"'),
+    ('"terminalId"', '"termin\\u0061lId"'), ('"command"', '"comm\\u0061nd"'), ('"text":"', '"text":"x","text":"'),
+    ('"type":"content"', '"type":"diff","type":"content"'), ('"type":"content"', '"type":"content","type":"diff"'),
+    ('"text":"', '"text":"\\ud800'), ('"text":"', '"text":"1e999'),
+])
+
+
+@settings(max_examples=400, deadline=None)
+@given(content=_text_items | _content, raw_input=_json | st.sampled_from([{"command": ["ls", "a b"]}, {"cmd": HOSTILE}]),
+       spelled=_spelled)
+def test_a_call_s_unread_payloads_answer_what_reading_them_answers(content, raw_input, spelled):
+    """A question about a payload still as JSON text (terminal ids, diffs, the command, the
+    text) is answered unread, or by a typed pass, where it can be: each answer is the one
+    the payload read as dicts gives, however its keys are spelled."""
+    old, new = spelled
+    line = _line({"sessionUpdate": "tool_call", "toolCallId": "c", "content": content, "rawInput": raw_input})
+    line = line.replace(old.encode(), new.encode(), 1) if old else line
+    got = framing.tool_update(line)
+    assert got is not None
+    read = Turn("s")
+    read.apply_update(classify(line)[1]["params"]["update"])  # type: ignore[index]
+    want = read.tool_calls["c"]
+    for name in ("terminal_ids", "diffs", "command", "text"):
+        turn = Turn("s")
+        turn.apply_tool(got[1], line)
+        call = turn.tool_calls["c"]
+        assert getattr(call, name) == getattr(want, name), (name, line)
+        event(f"{name}: {'unread' if type(call._content) is msgspec.Raw and type(call._raw_input) is msgspec.Raw else 'read'}")
+
+
 def test_terminal_ids_of_unread_content_see_a_terminal_however_its_key_is_spelled():
     """Content left as JSON text answers "no terminal" unread only when no spelling of
     ``terminalId`` can be in it; an escaped letter makes it read."""
