@@ -100,11 +100,9 @@ def event_json(event: Any) -> dict[str, Any]:
 
 
 def _tool_json(event: Any, update: Any) -> dict[str, Any]:
-    """A tool call event's JSON object, its ``update`` as given (the agent's JSON text, or
-    the dict for json to write)."""
-    c = event.call
-    return {"type": "tool_call", "new": event.new, "id": c.id, "title": c.title, "kind": c.kind,
-            "status": c.status, "update": update}
+    """A tool call event's JSON object (:func:`_tool_struct` as a dict), its ``update`` as
+    given (the agent's JSON text, or the dict for json to write)."""
+    return _struct_dict(_tool_struct(event, update))
 
 
 def _snake(name: str) -> str:
@@ -376,10 +374,9 @@ class _Printer:
         #: a chunk's line into it, no str made per chunk).
         self._raw: list[str] = []
         self._jbuf = bytearray()
-        #: Tool call events' JSON lines not written yet (json: :meth:`_json_tool`), each with its
-        #: event, written into ``_jbuf`` by one ``encode_lines`` before anything after them.
+        #: Tool call events' JSON lines not written yet (json: :meth:`_json_tool`), written into
+        #: ``_jbuf`` by one ``encode_lines`` before anything after them.
         self._tools: list[Any] = []
-        self._tool_events: list[Any] = []
         self._notes: list[str] = []  # stderr lines not written yet (one of the two is empty)
         self._carry = ""
         self._scheduled = False
@@ -454,9 +451,7 @@ class _Printer:
         are written at once (:meth:`_write_tools`)."""
         if self._notes:
             self._write_notes()
-        c = event.call
-        self._tools.append(_tool_line_type()(event.new, c.id, c.title, c.kind, c.status, event.wire))
-        self._tool_events.append(event)
+        self._tools.append(_tool_struct(event, event.wire))
         if not self._scheduled:
             self._schedule()
 
@@ -464,14 +459,13 @@ class _Printer:
         """The kept tool call lines into the burst's buffer, by one ``encode_lines`` (one call
         per line cost a third of the JSON path); a burst it cannot write (a lone surrogate)
         is written line by line, as :func:`_encode`."""
-        tools, events = self._tools, self._tool_events
+        tools = self._tools
         try:
             self._jbuf += _msgspec_encoder().encode_lines(tools)
         except (UnicodeEncodeError, TypeError, ValueError, OverflowError):
-            for tool, event in zip(tools, events):
-                self._jbuf += _tool_bytes(tool, event)
+            for tool in tools:
+                self._jbuf += _tool_bytes(tool)
         tools.clear()
-        events.clear()
 
     def _tool_text(self, event: Any) -> str | None:
         """What ``--format text`` says on stderr of a tool call event: its line at its start
@@ -574,8 +568,9 @@ def _msgspec_encoder() -> Any:
 
 @functools.cache
 def _tool_line_type() -> Any:
-    """The JSON line of a tool call event, as msgspec writes it: :func:`_tool_json`'s keys in
-    its order (``type`` first), made on the first tool call (msgspec is imported then)."""
+    """The JSON line of a tool call event, as msgspec writes it (``type`` first, then these
+    fields in order), made on the first tool call (msgspec is imported then). The one place
+    its shape is written: :func:`_tool_json` is its dict."""
     import msgspec
 
     class ToolLine(msgspec.Struct, tag_field="type", tag="tool_call", gc=False):
@@ -589,15 +584,31 @@ def _tool_line_type() -> Any:
     return ToolLine
 
 
-def _tool_bytes(tool: Any, event: Any) -> bytes:
-    """One kept tool call line (:func:`_tool_line_type`) as bytes; one msgspec cannot write (a
-    lone surrogate) is written by json, its update the dict (json cannot write JSON text)."""
+def _tool_struct(event: Any, update: Any) -> Any:
+    """A tool call event's line (:func:`_tool_line_type`): the call as it stands now."""
+    c = event.call
+    return _tool_line_type()(event.new, c.id, c.title, c.kind, c.status, update)
+
+
+def _struct_dict(tool: Any) -> dict[str, Any]:
+    return {"type": "tool_call", **{name: getattr(tool, name) for name in tool.__struct_fields__}}
+
+
+def _tool_bytes(tool: Any) -> bytes:
+    """One kept tool call line (:func:`_tool_struct`) as bytes; one msgspec cannot write (a
+    lone surrogate, from an update read as a dict) is written by json, its update read from
+    the agent's JSON text first (json cannot write JSON text)."""
     try:
         return _msgspec_encoder().encode(tool) + b"\n"
     except (UnicodeEncodeError, TypeError, ValueError, OverflowError):
-        fields = {name: getattr(tool, name) for name in tool.__struct_fields__}
-        line = _std_encode({"type": "tool_call", **fields, "update": event.raw}) + "\n"
-        return line.encode(errors="surrogatepass")
+        import msgspec  # lazy: start-up time (imported already: the line is a msgspec struct)
+
+        from ..protocol.framing import payload  # lazy: start-up time
+
+        fields = _struct_dict(tool)
+        if type(fields["update"]) is msgspec.Raw:
+            fields["update"] = payload(fields["update"])
+        return (_std_encode(fields) + "\n").encode(errors="surrogatepass")
 
 
 def _chunk_line(role: str) -> bytes:
