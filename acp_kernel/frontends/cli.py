@@ -163,11 +163,10 @@ def tool_detail(call: Any, terminals: dict[str, Any], *, colour: bool = False) -
     body = tool_call_final_lines(call, snaps)
     if len(body) > DETAIL_OUTPUT_LINES:
         body = [f"    ... {len(body) - DETAIL_OUTPUT_LINES} lines above"] + body[-DETAIL_OUTPUT_LINES:]
-    # Indented by four already; each line cleaned (one scan says when none needs it).
-    text = "\n".join(body)
-    if not lines_clean(text):
-        text = "\n".join([clean(ln, oneline=True) for ln in body])
-    return "\n".join([*out, text]) if out and body else text or "\n".join(out)
+    if body:  # indented by four already; each line cleaned (one scan says when none needs it)
+        text = "\n".join(body)
+        out.append(text if lines_clean(text) else "\n".join([clean(ln, oneline=True) for ln in body]))
+    return "\n".join(out)
 
 
 def _plan_line(event: Any) -> str:
