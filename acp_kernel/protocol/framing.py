@@ -133,15 +133,19 @@ def typed_update(line: bytes, max_depth: int = DEFAULT_MAX_DEPTH) -> tuple[str, 
         # The payloads were skipped, not read: what reading them would refuse, classify must see.
         if not line.isascii() and not _utf8(line):
             return None  # invalid UTF-8: the line is noise
-        if _INT_DIGITS and len(line) > _INT_DIGITS and _LONG_DIGITS.search(line):
+        if _INT_DIGITS and len(line) > _INT_DIGITS and _LONG_RUN in line.translate(_DIGITS_AS_ZERO):
             return None  # maybe an integer longer than json reads: maybe noise
     return params.sessionId, update
 
 
 #: Python's bound on an integer's digits (0: none): json refuses a longer integer, and so
-#: the line. A payload with a run of digits that long goes to classify.
+#: the line. A payload with a run of digits that long goes to classify. The run is looked
+#: for as zeros in the line with every digit made a zero (a table lookup a byte, then one
+#: substring search): the regex ``\d{N}`` was tried at every byte, 6 ns a byte, 0.75 ms of a
+#: 120 KB file read's line, whose json.loads takes 0.1 ms.
 _INT_DIGITS = sys.get_int_max_str_digits()
-_LONG_DIGITS = re.compile(rb"\d{%d}" % (_INT_DIGITS + 1))
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+_LONG_RUN = b"0" * (_INT_DIGITS + 1)
 
 
 def _utf8(line: bytes) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 
 import msgspec
 from hypothesis import event, given, settings
@@ -418,3 +419,32 @@ def test_a_runs_listener_failing_stops_nothing_and_is_raised_after_the_run():
     turn.subscribe(lambda ev: None, runs=lambda evs: ran.append(len(evs)))
     _raises_once_after(turn, 2)
     assert ran == [2] and list(turn.tool_calls) == ["c1", "c2"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(digits=st.sampled_from([10, sys.get_int_max_str_digits() - 1, sys.get_int_max_str_digits(),
+                               sys.get_int_max_str_digits() + 1, 3 * sys.get_int_max_str_digits()]),
+       where=st.sampled_from(["rawInput", "rawOutput", "content"]), quoted=st.booleans(), pad=st.sampled_from(["", "x" * 9000]))
+def test_a_line_with_an_integer_longer_than_json_reads_is_left_to_classify(digits, where, quoted, pad):
+    """A tool call whose payload holds a run of digits longer than Python reads as an integer
+    (``sys.get_int_max_str_digits``) is left to ``classify``, which reads it as json does: an
+    integer that long is refused (noise), a string of digits is text. Any shorter run is
+    taken, wherever it stands in the line."""
+    number = "7" * digits
+    value = f'"{number}"' if quoted else number
+    payload = {"rawInput": '{"n": %s, "pad": "%s"}', "rawOutput": '{"pad": "%s", "n": %s}',
+               "content": '[{"type": "content", "content": {"type": "text", "text": "%s"}}, %s]'}[where]
+    payload = payload % ((value, pad) if where == "rawInput" else (pad, value))
+    line = ('{"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s", "update": '
+            '{"sessionUpdate": "tool_call", "toolCallId": "c", "%s": %s}}}' % (where, payload)).encode()
+    got = framing.tool_update(line)
+    parsed = classify(line)
+    long_run = digits > sys.get_int_max_str_digits()
+    assert (got is None) == long_run, (digits, where, quoted)
+    if long_run and not quoted:
+        assert isinstance(parsed, framing.Noise)
+    else:
+        assert type(parsed) is tuple and parsed[0] == NOTIFICATION
+    if got is not None:
+        raw = {"rawInput": got[1].rawInput, "rawOutput": got[1].rawOutput, "content": got[1].content}[where]
+        assert framing.payload(raw) == parsed[1]["params"]["update"][where]
