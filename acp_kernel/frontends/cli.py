@@ -32,7 +32,7 @@ from typing import Any, NoReturn, Sequence, TextIO
 from .process import freeze_start_up, tune_own_process
 from .ask import RAW_INPUT_SHOWN, action_details, check_answer, field_question, parse_answer, permission_question  # noqa: F401
 from .._version import VERSION
-from ..termsafe import clean, json_safe, line, lines_clean, scan
+from ..termsafe import clean, json_safe, json_safe_utf8, line, lines_clean, scan
 from ..errors import AcpError, AuthRequired
 
 EXIT_OK, EXIT_AGENT, EXIT_USAGE, EXIT_AUTH, EXIT_REFUSAL, EXIT_CANCELLED, EXIT_LIMIT = range(7)
@@ -501,9 +501,9 @@ class _Printer:
         if self._tools:
             self._write_tools()
         if self._jbuf:  # json_safe escapes character by character (lone surrogates too): the join is safe
-            data = self._jbuf.decode(errors="surrogatepass")
+            data = json_safe_utf8(self._jbuf)
             self._jbuf.clear()
-            self._buf.append(json_safe(data))
+            self._buf.append(data)
             return
         text = self._carry + "".join(self._raw)
         self._raw.clear()

@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 from acp_kernel.protocol import proctree
 from acp_kernel.frontends.cli import _encode as cli_encode
 from acp_kernel.frontends.cli import action_details, parse_answer, permission_question
-from acp_kernel.termsafe import clean, json_safe, line, scan
+from acp_kernel.termsafe import clean, json_safe, json_safe_utf8, line, scan
 
 from ..conftest import scripted_spec
 
@@ -158,6 +158,25 @@ def test_property_json_safe_is_lossless_and_safe(texts):
         assert json.loads(encoded) == {"t": texts}
         assert not FORBIDDEN.search(encoded)
         assert len(encoded.splitlines()) == 1  # no U+2028/U+2029 either: one JSON line, however it is split
+
+
+def test_json_safe_of_utf8_is_json_safe_of_its_text_for_every_code_point():
+    """The printer's JSON lines are looked at as UTF-8 bytes (:func:`json_safe_utf8`): for every
+    code point (lone surrogates as the printer passes them), alone, between ASCII and beside
+    other non-ASCII text, the result is :func:`json_safe` of the text."""
+    for cp in range(0x110000):
+        c = chr(cp)
+        for text in (c, f"a{c}b", f"é{c}—"):
+            data = text.encode("utf-8", "surrogatepass")
+            assert json_safe_utf8(data) == json_safe(text), hex(cp)
+    assert json_safe_utf8(bytearray('{"t":"a\u2028b"}'.encode())) == '{"t":"a\\u2028b"}'
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_TEXT, max_size=6).map("".join))
+def test_property_json_safe_of_utf8_is_json_safe(text):
+    data = text.encode("utf-8", "surrogatepass")
+    assert json_safe_utf8(data) == json_safe(text)
 
 
 def test_json_safe_escapes_del_in_an_all_ascii_line():
