@@ -32,6 +32,26 @@ import re
 #: Anything :func:`clean` would change (plain text fails this search).
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 _UNSAFE_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+#: The same of a text whose every character is Latin-1, as its bytes (the character codes):
+#: the bytes that are not these, deleted, leave nothing when nothing would change.
+_SAFE_LATIN1 = bytes(b for b in range(256) if not _UNSAFE.match(chr(b)))
+_SAFE_LATIN1_LINE = bytes(b for b in range(256) if not _UNSAFE_LINE.match(chr(b)))
+#: Shorter texts are searched: the regex's start-up is less than a copy's.
+_SEARCH_BELOW = 256
+
+
+def _plain(text: str, oneline: bool) -> bool:
+    """Whether :func:`clean` leaves ``text`` as it is. A long text that is all Latin-1 (most
+    tool output: code, logs) is checked as its bytes, by one table pass (0.3 ns a byte); the
+    regex tries its class at every character (2.6 ns), 0.3 ms of a 100 KB file read."""
+    if len(text) >= _SEARCH_BELOW:
+        try:
+            codes = text.encode("latin-1")
+        except UnicodeEncodeError:  # (a character past U+00FF: the regex, below)
+            pass
+        else:
+            return not codes.translate(None, _SAFE_LATIN1_LINE if oneline else _SAFE_LATIN1)
+    return not (_UNSAFE_LINE if oneline else _UNSAFE).search(text)
 
 # Alternatives, tried in order at each position. Bodies stop at any ESC, BEL
 # or C1 character and never backtrack (possessive), so the scan is linear.
@@ -87,7 +107,7 @@ def scan(text: str, *, colour: bool = False, oneline: bool = False) -> tuple[str
 
     ``\\r\\n`` -> ``\\n`` and kept colours are not counted.
     """
-    if not (_UNSAFE_LINE if oneline else _UNSAFE).search(text):
+    if _plain(text, oneline):
         return text, 0
     removed = 0
 
@@ -127,7 +147,7 @@ def clean(text: str, *, colour: bool = False, oneline: bool = False) -> str:
     fields that must stay on their line (titles, option names, paths): a
     newline in a tool title could otherwise fake a line of the question.
     """
-    if not (_UNSAFE_LINE if oneline else _UNSAFE).search(text):
+    if _plain(text, oneline):
         return text  # the common case, without scan's call
     return scan(text, colour=colour, oneline=oneline)[0]
 
@@ -135,7 +155,7 @@ def clean(text: str, *, colour: bool = False, oneline: bool = False) -> str:
 def lines_clean(text: str) -> bool:
     """Whether :func:`clean` with ``oneline`` leaves each line of ``text`` as it is (one scan
     for a block of lines, not one per line)."""
-    return "\t" not in text and not _UNSAFE.search(text)
+    return "\t" not in text and _plain(text, False)
 
 
 def line(value: object) -> str:

@@ -160,6 +160,28 @@ def test_property_json_safe_is_lossless_and_safe(texts):
         assert len(encoded.splitlines()) == 1  # no U+2028/U+2029 either: one JSON line, however it is split
 
 
+def test_a_long_text_is_plain_exactly_when_the_regex_finds_nothing():
+    """A long Latin-1 text is checked as bytes (``termsafe._plain``): for each code point in a
+    text long enough to take that path (and in a short one, which the regex checks), with and
+    without ``oneline``, the answer is the regex's, and so is what clean makes of it."""
+    from acp_kernel import termsafe
+
+    pad = "x" * termsafe._SEARCH_BELOW
+    # Every Latin-1 code point and those the regex names, then a sample: a character past
+    # U+00FF sends the text to the regex whatever it is.
+    points = [*range(0x3000), *range(0xD7F0, 0xE010), *range(0x3000, 0x110000, 251)]
+    for cp in points:
+        c = chr(cp)
+        for text in (pad + c, c + pad + "é", c):
+            for oneline in (False, True):
+                want = not (termsafe._UNSAFE_LINE if oneline else termsafe._UNSAFE).search(text)
+                assert termsafe._plain(text, oneline) == want, (hex(cp), oneline)
+    for cp in range(0x100):
+        text = "é" * termsafe._SEARCH_BELOW + chr(cp) + "\r\n\x1b[31m"
+        assert clean(text) == scan(text)[0] and clean(text, oneline=True) == scan(text, oneline=True)[0]
+        assert "\x1b" not in clean(text) and "\r" not in clean(text)
+
+
 def test_json_safe_of_utf8_is_json_safe_of_its_text_for_every_code_point():
     """The printer's JSON lines are looked at as UTF-8 bytes (:func:`json_safe_utf8`): for every
     code point (lone surrogates as the printer passes them), alone, between ASCII and beside
