@@ -96,6 +96,10 @@ _ESCAPE = re.compile(rb"\\u")
 _TERMINAL_KEY = re.compile(rb"terminalId")
 _COMMAND_KEY = re.compile(rb'"c(?:ommand|md)"')
 _DIFF_TYPE = re.compile(rb'"diff"')
+#: Bytes of a payload below which it is scanned (or, for its text, read typed) on each
+#: question; a longer one is read once and kept read (a 100 KB file read was scanned four
+#: times a row, 25 us each, and its text copied on each read).
+_SCAN_BELOW = 2048
 
 
 def command_of(raw_input: Any) -> str:
@@ -384,7 +388,8 @@ class ToolCall(msgspec.Struct, gc=False):
         content = self._content
         # Content still as its JSON text names no terminal unless it spells "terminalId" (or
         # escapes a letter): a view asks on every update, and need not read the rest.
-        if type(content) is msgspec.Raw and _TERMINAL_KEY.search(content) is None and _ESCAPE.search(content) is None:
+        if (type(content) is msgspec.Raw and len(content) < _SCAN_BELOW and _TERMINAL_KEY.search(content) is None
+                and _ESCAPE.search(content) is None):
             return []
         return [
             c["terminalId"]
@@ -395,7 +400,8 @@ class ToolCall(msgspec.Struct, gc=False):
     @property
     def diffs(self) -> list[dict[str, Any]]:
         content = self._content
-        if type(content) is msgspec.Raw and _DIFF_TYPE.search(content) is None and _ESCAPE.search(content) is None:
+        if (type(content) is msgspec.Raw and len(content) < _SCAN_BELOW and _DIFF_TYPE.search(content) is None
+                and _ESCAPE.search(content) is None):
             return []
         return [c for c in self.content if isinstance(c, dict) and c.get("type") == "diff"]
 
@@ -404,14 +410,15 @@ class ToolCall(msgspec.Struct, gc=False):
         """The command line its ``rawInput`` names (:func:`command_of`); raw input still as
         JSON text that spells no such key is not read for it."""
         raw = self._raw_input
-        if type(raw) is msgspec.Raw and _COMMAND_KEY.search(raw) is None and _ESCAPE.search(raw) is None:
+        if (type(raw) is msgspec.Raw and len(raw) < _SCAN_BELOW and _COMMAND_KEY.search(raw) is None
+                and _ESCAPE.search(raw) is None):
             return ""
         return command_of(self.raw_input)
 
     @property
     def text(self) -> str:
         content = self._content
-        if type(content) is msgspec.Raw and content:  # all text items, in one typed pass
+        if type(content) is msgspec.Raw and 0 < len(content) < _SCAN_BELOW:  # all text items, in one typed pass
             texts = framing.text_items(content)
             if texts is not None:
                 return "\n".join(texts)
