@@ -133,7 +133,8 @@ def typed_update(line: bytes, max_depth: int = DEFAULT_MAX_DEPTH) -> tuple[str, 
         # The payloads were skipped, not read: what reading them would refuse, classify must see.
         if not line.isascii() and not _utf8(line):
             return None  # invalid UTF-8: the line is noise
-        if _INT_DIGITS and len(line) > _INT_DIGITS and _LONG_RUN in line.translate(_DIGITS_AS_ZERO):
+        if (_INT_DIGITS and len(line) > _INT_DIGITS and _RUN_SEEN.search(line[::_RUN_STRIDE])
+                and _LONG_RUN in line.translate(_DIGITS_AS_ZERO)):
             return None  # maybe an integer longer than json reads: maybe noise
     return params.sessionId, update
 
@@ -146,6 +147,11 @@ def typed_update(line: bytes, max_depth: int = DEFAULT_MAX_DEPTH) -> tuple[str, 
 _INT_DIGITS = sys.get_int_max_str_digits()
 _DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
 _LONG_RUN = b"0" * (_INT_DIGITS + 1)
+#: A run that long holds at least four bytes at positions a multiple of the stride, one after
+#: another: only a line whose every stride-th byte shows four digits in a row is looked at
+#: whole (a 100 KB line: a hundred bytes, against a pass over all of them).
+_RUN_STRIDE = max(1, (_INT_DIGITS + 1) // 4)
+_RUN_SEEN = re.compile(rb"\d{4}")
 
 
 def _utf8(line: bytes) -> bool:
