@@ -128,7 +128,7 @@ def typed_update(line: bytes, max_depth: int = DEFAULT_MAX_DEPTH) -> tuple[str, 
         big = 2 * max_depth - 4
         if (big < 4 or len(update.content) >= big or len(update.rawInput) >= big or len(update.rawOutput) >= big
                 or len(update.locations) >= big or len(update.meta) >= big) \
-                and line.count(b"[") + line.count(b"{") > max_depth:
+                and line.count(b"[") + line.count(b"{") > max_depth and not _shallow(update, big, max_depth):
             return None
         # The payloads were skipped, not read: what reading them would refuse, classify must see.
         if not line.isascii() and not _utf8(line):
@@ -152,6 +152,47 @@ _LONG_RUN = b"0" * (_INT_DIGITS + 1)
 #: whole (a 100 KB line: a hundred bytes, against a pass over all of them).
 _RUN_STRIDE = max(1, (_INT_DIGITS + 1) // 4)
 _RUN_SEEN = re.compile(rb"\d{4}")
+
+
+class _ShallowBlock(msgspec.Struct, gc=False, forbid_unknown_fields=True):
+    type: str
+    text: str
+
+
+class _ShallowText(msgspec.Struct, gc=False, forbid_unknown_fields=True, tag_field="type", tag="content"):
+    content: _ShallowBlock
+
+
+class _ShallowDiff(msgspec.Struct, gc=False, forbid_unknown_fields=True, tag_field="type", tag="diff"):
+    path: str
+    newText: str
+    oldText: Union[str, None] = None
+
+
+class _ShallowTerminal(msgspec.Struct, gc=False, forbid_unknown_fields=True, tag_field="type", tag="terminal"):
+    terminalId: str
+
+
+#: Content of the usual items, nothing else in them: at most 3 levels deep (the list, an
+#: item, its block), as every value's type is checked, a repeated member's too.
+_decode_shallow_content = msgspec.json.Decoder(list[Union[_ShallowText, _ShallowDiff, _ShallowTerminal]]).decode
+_SHALLOW_LEVELS = 3
+
+
+def _shallow(update: ToolUpdate, big: int, max_depth: int) -> bool:
+    """Whether a tool call whose line has more brackets than ``max_depth`` is nested no deeper
+    than that all the same: its only payload long enough to be too deep (``big`` bytes) is
+    content of the usual items (a file read's text, an edit's diff), read strictly typed.
+    Code has brackets by the thousand, all inside that text; such a line went to
+    :func:`classify` (a pass outside strings, then the dicts: 4x json.loads)."""
+    if max_depth - 3 < _SHALLOW_LEVELS or len(update.rawInput) >= big or len(update.rawOutput) >= big \
+            or len(update.locations) >= big or len(update.meta) >= big:
+        return False
+    try:
+        _decode_shallow_content(update.content)
+    except (ValueError, RecursionError):  # another shape, or deeper: classify says which
+        return False
+    return True
 
 
 def _utf8(line: bytes) -> bool:

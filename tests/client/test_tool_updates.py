@@ -448,3 +448,42 @@ def test_a_line_with_an_integer_longer_than_json_reads_is_left_to_classify(digit
     if got is not None:
         raw = {"rawInput": got[1].rawInput, "rawOutput": got[1].rawOutput, "content": got[1].content}[where]
         assert framing.payload(raw) == parsed[1]["params"]["update"][where]
+
+
+def _deep(n: int) -> str:
+    return "[" * n + "]" * n
+
+
+_shallow_items = st.sampled_from([
+    '{"type":"content","content":{"type":"text","text":"%s"}}' % ("[{" * 40 + HOSTILE.replace("\n", "\\n")),
+    '{"type":"diff","path":"/tmp/a\\nb.py","oldText":"{[","newText":"%s"}' % ("{" * 70),
+    '{"type":"diff","path":"p","oldText":null,"newText":"x"}', '{"type":"terminal","terminalId":"t1"}',
+    # A repeated member, a deeper value in it: every value's type is checked, the first one's too.
+    '{"type":"content","content":{"type":"text","text":%s,"text":"x"}}' % _deep(70),
+    '{"type":"content","content":{"type":"text","text":"x"},"content":%s}' % _deep(70),
+    '{"type":"content","content":{"type":"text","text":"x","annotations":%s}}' % _deep(70),
+    '{"type":"terminal","terminalId":"t","terminalId":%s}' % _deep(5),
+])
+
+
+@settings(max_examples=400, deadline=None)
+@given(items=st.lists(_shallow_items, max_size=4), max_depth=st.integers(2, 9) | st.integers(2, 70),
+       raw_input=st.sampled_from(["", ',"rawInput":{"path":"/x"}', ',"rawInput":%s' % _deep(40)]))
+def test_content_with_brackets_in_its_text_is_taken_only_when_it_is_shallow(items, max_depth, raw_input):
+    """A file read's text holds brackets by the thousand: content of the usual items, read
+    strictly typed, is taken whatever their count, and only when the line is within the depth
+    limit (a repeated member or an extra one holding something deep is not taken)."""
+    line = ('{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":'
+            '{"sessionUpdate":"tool_call_update","toolCallId":"c","content":[%s]%s}}}' % (",".join(items), raw_input)).encode()
+    got = framing.tool_update(line, max_depth)
+    depth = framing.nesting_depth(line)
+    event(f"depth {'within' if depth <= max_depth else 'past'} the limit, {'taken' if got else 'left'}")
+    if got is not None:
+        assert depth <= max_depth, line
+    else:
+        assert not isinstance(classify(line, max_depth), tuple) or depth <= max_depth
+    plain = all("annotations" not in i and i.count('"text":') < 2 and i.count('"content":') < 3 and i.count('"terminalId"') < 2
+                for i in items)
+    short = not raw_input or ("path" in raw_input and len('{"path":"/x"}') < 2 * max_depth - 4)  # too short to be deep
+    if plain and short and depth <= max_depth and max_depth >= 6:
+        assert got is not None, line  # brackets inside strings do not send it to classify
