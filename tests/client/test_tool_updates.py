@@ -9,7 +9,7 @@ import json
 import sys
 
 import msgspec
-from hypothesis import event, given, settings
+from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
 from acp_kernel.client.session import Client
@@ -467,6 +467,7 @@ _shallow_items = st.sampled_from([
 
 
 @settings(max_examples=400, deadline=None)
+@example(items=['{"type":"content","content":{"type":"text","text":"[{[{[{"}}'], max_depth=5, raw_input="")
 @given(items=st.lists(_shallow_items, max_size=4), max_depth=st.integers(2, 9) | st.integers(2, 70),
        raw_input=st.sampled_from(["", ',"rawInput":{"path":"/x"}', ',"rawInput":%s' % _deep(40)]))
 def test_content_with_brackets_in_its_text_is_taken_only_when_it_is_shallow(items, max_depth, raw_input):
