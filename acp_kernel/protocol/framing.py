@@ -124,11 +124,13 @@ def typed_update(line: bytes, max_depth: int = DEFAULT_MAX_DEPTH) -> tuple[str, 
     if type(update) is _ToolCallStart or type(update) is _ToolCallProgress:
         # The line's depth is 3 (message, params, update) and a payload's own: nested d deep,
         # a payload (whole JSON: msgspec skipped it) is at least 2d bytes. Only a line with
-        # a payload that long is counted (two counts of its every byte cost a third of this).
+        # a payload that long is looked at (two counts of its every byte cost a third of
+        # this): content of the usual items is shallow however many brackets its text holds
+        # (read strictly typed, faster than the counts), anything else is counted.
         big = 2 * max_depth - 4
         if (big < 4 or len(update.content) >= big or len(update.rawInput) >= big or len(update.rawOutput) >= big
                 or len(update.locations) >= big or len(update.meta) >= big) \
-                and line.count(b"[") + line.count(b"{") > max_depth and not _shallow(update, big, max_depth):
+                and not _shallow(update, big, max_depth) and line.count(b"[") + line.count(b"{") > max_depth:
             return None
         # The payloads were skipped, not read: what reading them would refuse, classify must see.
         if not line.isascii() and not _utf8(line):
@@ -185,8 +187,8 @@ def _shallow(update: ToolUpdate, big: int, max_depth: int) -> bool:
     content of the usual items (a file read's text, an edit's diff), read strictly typed.
     Code has brackets by the thousand, all inside that text; such a line went to
     :func:`classify` (a pass outside strings, then the dicts: 4x json.loads)."""
-    if max_depth - 3 < _SHALLOW_LEVELS or len(update.rawInput) >= big or len(update.rawOutput) >= big \
-            or len(update.locations) >= big or len(update.meta) >= big:
+    if max_depth - 3 < _SHALLOW_LEVELS or len(update.content) < big or len(update.rawInput) >= big \
+            or len(update.rawOutput) >= big or len(update.locations) >= big or len(update.meta) >= big:
         return False
     try:
         _decode_shallow_content(update.content)
