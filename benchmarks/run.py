@@ -371,6 +371,14 @@ def throughput_tools(ctx: Ctx) -> Section:
                        {"chunks": 0, "tool_calls": a.tool_calls}, 2 * a.tool_calls)
 
 
+def throughput_files(ctx: Ctx) -> Section:
+    """Tool calls as agents send a file read: the finished call's content is the whole file."""
+    a = ctx.args
+    return _throughput(ctx, f"Throughput: {a.file_reads:,} file reads of {a.file_chars:,} characters "
+                            "(tool_call + tool_call_update pairs, the file's text in the content)",
+                       {"chunks": 0, "tool_calls": a.file_reads, "tool_content": a.file_chars}, 2 * a.file_reads)
+
+
 # -- latency ------------------------------------------------------------------------------
 
 
@@ -1019,6 +1027,7 @@ def _placeholder(title: str, why: str = "not yet") -> Callable[[Ctx], Section]:
 BENCHMARKS: dict[str, Callable[[Ctx], Section]] = {
     "chunks": throughput_chunks,
     "tools": throughput_tools,
+    "files": throughput_files,
     "latency": latency,
     "startup": startup,
     "terminal": terminal_service,
@@ -1079,6 +1088,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--chunks", type=int, help="text chunks for the throughput run (default 100,000)")
     p.add_argument("--size", type=int, default=32, help="characters per chunk (default 32)")
     p.add_argument("--tool-calls", type=int, help="tool call pairs for the tool-call run (default 20,000)")
+    p.add_argument("--file-reads", type=int, help="file reads for the files run (default 200)")
+    p.add_argument("--file-chars", type=int, default=100_000, help="characters of each file read (default 100,000)")
     p.add_argument("--kernel-tool-calls", type=int,
                    help="tool call pairs for the kernel's tool-call turn (default 2,000; rows of one widget)")
     p.add_argument("--latency-chunks", type=int, help="stamped chunks for the latency run (default 10,000)")
@@ -1102,6 +1113,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     q = a.quick
     a.chunks = a.chunks if a.chunks is not None else (5_000 if q else 100_000)
     a.tool_calls = a.tool_calls if a.tool_calls is not None else (1_000 if q else 20_000)
+    a.file_reads = a.file_reads if a.file_reads is not None else (20 if q else 200)
     a.kernel_tool_calls = a.kernel_tool_calls if a.kernel_tool_calls is not None else (200 if q else 2_000)
     a.latency_chunks = a.latency_chunks if a.latency_chunks is not None else (1_000 if q else 10_000)
     a.long_turn_steps = a.long_turn_steps if a.long_turn_steps is not None else (200 if q else 1_000)
@@ -1124,7 +1136,7 @@ def main(argv: list[str] | None = None) -> int:
     info = machine()
     with tempfile.TemporaryDirectory(prefix="acp-bench-") as tmp:
         ctx = Ctx(args, tmp, bench_env())
-        if {"chunks", "tools"} & set(args.names):
+        if {"chunks", "tools", "files"} & set(args.names):
             ctx.acpx = setup_acpx(args)
         sections: list[Section] = []
         for name in args.names:

@@ -6,6 +6,8 @@ streams a configurable load and ends with ``stopReason: "end_turn"``:
 
 - ``--chunks N`` ``agent_message_chunk`` updates of ``--size S`` characters;
 - ``--tool-calls T`` ``tool_call`` + ``tool_call_update`` (completed) pairs;
+- ``--tool-content C``: each finished call's content is a file of about C characters
+  (Python source, ASCII; a file read as agents send it), not two lines;
 - ``--terminals K`` terminal round trips (``terminal/create`` ``echo``,
   ``terminal/wait_for_exit``, ``terminal/output``, ``terminal/release``),
   each awaited, before the stream;
@@ -22,7 +24,7 @@ final response) to FILE and exits: the input of the floor benchmark.
 ``--raw`` writes the same bytes to stdout at once, with no handshake.
 
 A prompt's text may override the load for that turn with ``key=value`` words
-(``chunks``, ``size``, ``tool_calls``, ``terminals``, ``rate``) and the word
+(``chunks``, ``size``, ``tool_calls``, ``tool_content``, ``terminals``, ``rate``) and the word
 ``stamp``, e.g. ``chunks=0`` (an empty turn) or ``chunks=10000 stamp
 rate=2000``: one agent process (one kernel) serves several loads. Any other
 prompt (``go``) streams the command line's load, encoded before the handshake.
@@ -72,8 +74,18 @@ def chunk_lines(session_id: str, n: int, size: int, message_id: str | None = Non
     return _line(_update(session_id, update)) * n
 
 
-def tool_call_lines(session_id: str, n: int) -> list[bytes]:
-    """``n`` pairs, formatted from pre-encoded templates (no json.dumps per line)."""
+def file_text(chars: int) -> str:
+    """About ``chars`` characters of Python source (ASCII: brackets, quotes, indents), ``@ID@``
+    in its first line."""
+    head = "# module @ID@: generated for the benchmark\n"
+    body = "".join(f'def step_{i}(value):\n    return compute(value, [{i}, {i + 1}], {{"step": "{i}"}})  # {i}\n\n'
+                   for i in range(chars // 70 + 1))
+    return (head + body)[:max(chars, len(head))]
+
+
+def tool_call_lines(session_id: str, n: int, content: int = 0) -> list[bytes]:
+    """``n`` pairs, formatted from pre-encoded templates (no json.dumps per line); the finished
+    call's content a file of about ``content`` characters (0: two lines)."""
     call = _line(_update(session_id, {
         "sessionUpdate": "tool_call",
         "toolCallId": "call_@ID@",
@@ -89,7 +101,8 @@ def tool_call_lines(session_id: str, n: int) -> list[bytes]:
         "status": "completed",
         # Each call's own text, as a real agent's: the same text on every call let a
         # renderer's cache answer for all but 97 of them.
-        "content": [{"type": "content", "content": {"type": "text", "text": "def main_@ID@():\n    return @ID@\n"}}],
+        "content": [{"type": "content", "content": {"type": "text", "text": file_text(content) if content
+                                                    else "def main_@ID@():\n    return @ID@\n"}}],
         "rawOutput": {"lines": 2},
     })).replace(b"%", b"%%").replace(b"@ID@", b"%(id)06d")
     out = []
@@ -117,7 +130,7 @@ def load_bytes(session_id: str, args: argparse.Namespace) -> bytes:
     parts = [chunk_lines(session_id, args.chunks, args.size, "msg_01" if getattr(args, "message_id", False) else None)]
     if getattr(args, "steps", 0):
         parts.append(step_lines(session_id, args.steps))
-    parts.extend(tool_call_lines(session_id, args.tool_calls))
+    parts.extend(tool_call_lines(session_id, args.tool_calls, getattr(args, "tool_content", 0)))
     return b"".join(parts)
 
 
@@ -209,7 +222,7 @@ def stream(wire: Wire, args: argparse.Namespace, session_id: str, rid: object, b
             for first in range(0, n, per_batch):
                 count = min(per_batch, n - first)
                 wire.write(b"".join([b"%s%019d%s" % (pre, now_ns(), tail) for _ in range(count)]))
-        rest = b"".join(tool_call_lines(session_id, args.tool_calls))
+        rest = b"".join(tool_call_lines(session_id, args.tool_calls, args.tool_content))
         wire.write(rest + _line({"jsonrpc": "2.0", "id": rid, "result": {"stopReason": "end_turn"}}))
     elif body is not None and session_id == SESSION_ID:
         wire.write(body + _line({"jsonrpc": "2.0", "id": rid, "result": {"stopReason": "end_turn"}}))
@@ -217,7 +230,8 @@ def stream(wire: Wire, args: argparse.Namespace, session_id: str, rid: object, b
         wire.write(stream_bytes(args, session_id, rid))
 
 
-OVERRIDES = {"chunks": int, "size": int, "tool_calls": int, "terminals": int, "rate": float, "steps": int}
+OVERRIDES = {"chunks": int, "size": int, "tool_calls": int, "tool_content": int, "terminals": int, "rate": float,
+             "steps": int}
 
 
 def prompt_load(args: argparse.Namespace, params: dict) -> argparse.Namespace | None:
@@ -264,7 +278,7 @@ def serve(args: argparse.Namespace) -> int:
             if load is None:
                 stream(wire, args, params.get("sessionId", SESSION_ID), rid, body)
             else:
-                key = (load.chunks, load.size, load.tool_calls, load.steps)
+                key = (load.chunks, load.size, load.tool_calls, load.tool_content, load.steps)
                 cached = None
                 if not (load.stamp or load.rate or load.terminals):
                     cached = bodies.get(key)
@@ -282,6 +296,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--chunks", type=int, default=100_000, help="agent_message_chunk updates per prompt")
     p.add_argument("--size", type=int, default=32, help="characters per chunk")
     p.add_argument("--tool-calls", type=int, default=0, help="tool_call + tool_call_update pairs per prompt")
+    p.add_argument("--tool-content", type=int, default=0,
+                   help="characters of each finished tool call's content: a file (0: two lines)")
     p.add_argument("--terminals", type=int, default=0, help="terminal round trips per prompt")
     p.add_argument("--steps", type=int, default=0, help="steps per prompt: a paragraph and a tool call pair each")
     p.add_argument("--stamp", action="store_true", help="start each chunk's text with time.time_ns()")
