@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SECTIONS = ["chunks", "tools", "latency", "startup", "terminal", "kernel", "iopub", "passthrough", "hostile",
+SECTIONS = ["chunks", "tools", "files", "latency", "startup", "terminal", "kernel", "iopub", "passthrough", "hostile",
             "longturn", "widget-state", "notebook-mcp"]
 
 
