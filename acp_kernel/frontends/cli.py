@@ -265,6 +265,7 @@ class _Out:
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
         self.broken = False
+        self._binary: Any = None  # the stream's binary buffer when it writes UTF-8 (None: not looked for yet)
 
     def write(self, text: str) -> None:
         if self.broken or not text:
@@ -280,11 +281,43 @@ class _Out:
             self.broken = True
             _to_devnull(self.stream)
 
+    def write_utf8(self, data: bytes) -> None:
+        """UTF-8 text as bytes: into the stream's binary buffer when the stream writes UTF-8
+        (after its text layer, flushed), so a JSON line of a file read is not decoded and
+        encoded again; else as text."""
+        if self.broken or not data:
+            return
+        if self._binary is None:
+            self._binary = _utf8_buffer(self.stream) or False
+        if self._binary is False:
+            self.write(data.decode())
+            return
+        try:
+            self.stream.flush()  # text written to the stream by anyone else goes first
+            self._binary.write(data)
+            self._binary.flush()
+        except (OSError, ValueError):  # as write
+            self.broken = True
+            _to_devnull(self.stream)
+
     def isatty(self) -> bool:
         try:
             return not self.broken and self.stream.isatty()
         except (OSError, ValueError):
             return False
+
+
+def _utf8_buffer(stream: TextIO) -> Any:
+    """The binary buffer under a text stream that writes UTF-8, else None. (Its error handler
+    does not matter: what goes there is valid UTF-8, no lone surrogate left: json_safe.)"""
+    import codecs  # lazy: start-up time
+
+    buffer = getattr(stream, "buffer", None)
+    try:
+        utf8 = codecs.lookup(stream.encoding).name == "utf-8"
+    except (AttributeError, LookupError, TypeError):
+        return None
+    return buffer if utf8 and buffer is not None else None
 
 
 def _to_devnull(stream: TextIO) -> None:
@@ -367,7 +400,7 @@ class _Printer:
         self.fmt, self.out, self.err = fmt, out, err
         self.colour = colour
         self.removed = 0
-        self._buf: list[str] = []  # stdout text not written yet
+        self._buf: list[Any] = []  # stdout text not written yet (json: as UTF-8)
         #: Not made safe yet (after _buf, before anything else), made safe once per burst
         #: (:meth:`_clean_raw`): agent text (text), or JSON lines as UTF-8 (json: msgspec writes
         #: a chunk's line into it, no str made per chunk).
@@ -392,7 +425,7 @@ class _Printer:
             self._write_notes()
         if self._raw or self._jbuf or self._tools:
             self._clean_raw()
-        self._buf.append(text)
+        self._buf.append(text.encode() if self.fmt == "json" else text)
         self._schedule()
 
     def _schedule(self) -> None:
@@ -408,9 +441,14 @@ class _Printer:
         if self._raw or self._jbuf or self._tools:
             self._clean_raw()
         if self._buf:
-            data = "".join(self._buf)
-            self._buf.clear()
-            self.out.write(data)
+            if self.fmt == "json":
+                data = b"".join(self._buf)
+                self._buf.clear()
+                self.out.write_utf8(data)
+            else:
+                text = "".join(self._buf)
+                self._buf.clear()
+                self.out.write(text)
         if self._notes:
             self._write_notes()
 
@@ -501,9 +539,8 @@ class _Printer:
         if self._tools:
             self._write_tools()
         if self._jbuf:  # json_safe escapes character by character (lone surrogates too): the join is safe
-            data = json_safe_utf8(self._jbuf)
+            self._buf.append(json_safe_utf8(self._jbuf))
             self._jbuf.clear()
-            self._buf.append(data)
             return
         text = self._carry + "".join(self._raw)
         self._raw.clear()

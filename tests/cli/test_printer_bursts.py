@@ -125,3 +125,49 @@ def test_a_text_burst_is_what_each_event_writes_at_once(lines: list[tuple[bytes,
     lines = [(line, escaped) for line, escaped in lines if b"agent_message_chunk" not in line]
     out, err, _ = _burst("text", lines, lambda event: "")
     assert (out, err) == _at_once("text", lines)
+
+
+def _burst_to(fmt: str, lines: list[tuple[bytes, bool]], out: Any) -> None:
+    async def run() -> None:
+        printer = cli._Printer(fmt, cli._Out(out), cli._Out(io.StringIO()))
+        turn = Turn("s1")
+        turn.subscribe(printer)
+        for line, _ in lines:
+            _apply(turn, line)
+        printer._emit("tail\n" if fmt == "text" else '{"type":"end"}\n')
+        await asyncio.sleep(0)
+        printer(None)
+
+    asyncio.run(run())
+
+
+@settings(max_examples=100, deadline=None)
+@given(updates(), st.sampled_from(["json", "text"]))
+def test_json_lines_go_to_a_utf8_stream_s_bytes_as_its_text_layer_would_write_them(lines, fmt) -> None:
+    """JSON lines are written as bytes into a UTF-8 stream's buffer (not decoded and encoded
+    again): the stream gets exactly what its text layer would have written, in order with
+    text written before; a stream in another encoding gets text, as before."""
+    want = io.StringIO()
+    _burst_to(fmt, lines, want)
+    raw = io.BytesIO()
+    stream = io.TextIOWrapper(raw, encoding="utf-8", write_through=False)
+    stream.write("before\n")  # text still in the text layer: written first
+    _burst_to(fmt, lines, stream)
+    stream.flush()
+    assert raw.getvalue() == ("before\n" + want.getvalue()).encode("utf-8")
+    latin = io.BytesIO()
+    stream = io.TextIOWrapper(latin, encoding="latin-1", errors="strict")
+    _burst_to(fmt, lines, stream)
+    stream.flush()
+    assert latin.getvalue() == want.getvalue().encode("latin-1", "replace")
+
+
+def test_a_closed_pipe_under_json_lines_marks_the_output_broken() -> None:
+    class Closed(io.BytesIO):
+        def write(self, data: Any) -> int:
+            raise BrokenPipeError(32, "Broken pipe")
+
+    out = cli._Out(io.TextIOWrapper(Closed(), encoding="utf-8"))
+    out.write_utf8(b'{"type":"end"}\n')
+    assert out.broken
+    out.write_utf8(b"more\n")  # dropped, no error
