@@ -102,6 +102,13 @@ _DIFF_TYPE = re.compile(rb'"diff"')
 _SCAN_BELOW = 2048
 
 
+def _unread_without(raw: Any, key: re.Pattern[bytes]) -> bool:
+    """Whether ``raw`` is a payload still as JSON text, short enough to be scanned, that
+    cannot hold ``key`` (it spells neither the key nor an escape)."""
+    return (type(raw) is msgspec.Raw and len(raw) < _SCAN_BELOW and key.search(raw) is None
+            and _ESCAPE.search(raw) is None)
+
+
 def command_of(raw_input: Any) -> str:
     """The command line a tool call's rawInput names, if it names one."""
     if isinstance(raw_input, dict):
@@ -385,11 +392,9 @@ class ToolCall(msgspec.Struct, gc=False):
 
     @property
     def terminal_ids(self) -> list[str]:
-        content = self._content
         # Content still as its JSON text names no terminal unless it spells "terminalId" (or
         # escapes a letter): a view asks on every update, and need not read the rest.
-        if (type(content) is msgspec.Raw and len(content) < _SCAN_BELOW and _TERMINAL_KEY.search(content) is None
-                and _ESCAPE.search(content) is None):
+        if _unread_without(self._content, _TERMINAL_KEY):
             return []
         return [
             c["terminalId"]
@@ -399,9 +404,7 @@ class ToolCall(msgspec.Struct, gc=False):
 
     @property
     def diffs(self) -> list[dict[str, Any]]:
-        content = self._content
-        if (type(content) is msgspec.Raw and len(content) < _SCAN_BELOW and _DIFF_TYPE.search(content) is None
-                and _ESCAPE.search(content) is None):
+        if _unread_without(self._content, _DIFF_TYPE):
             return []
         return [c for c in self.content if isinstance(c, dict) and c.get("type") == "diff"]
 
@@ -409,9 +412,7 @@ class ToolCall(msgspec.Struct, gc=False):
     def command(self) -> str:
         """The command line its ``rawInput`` names (:func:`command_of`); raw input still as
         JSON text that spells no such key is not read for it."""
-        raw = self._raw_input
-        if (type(raw) is msgspec.Raw and len(raw) < _SCAN_BELOW and _COMMAND_KEY.search(raw) is None
-                and _ESCAPE.search(raw) is None):
+        if _unread_without(self._raw_input, _COMMAND_KEY):
             return ""
         return command_of(self.raw_input)
 

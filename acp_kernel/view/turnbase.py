@@ -18,7 +18,6 @@ from typing import Any
 
 from ..client import turn as tm
 from ..client.record import KEY as RECORD_KEY
-from ..client.turn import command_of
 from ..safe import Markdown
 from ..services import events as se
 from .coalesce import Coalescer
@@ -255,7 +254,7 @@ class TurnBase:
             self._asked.add(tid)
         call = self.turn.tool_calls.get(tid) if tid else None
         raw_input = getattr(getattr(prompt.request, "tool_call", None), "raw_input", None)
-        detail = getattr(prompt, "command", "") or command_of(raw_input if raw_input is not None else (call.raw_input if call else None))
+        detail = getattr(prompt, "command", "") or tm.command_of(raw_input if raw_input is not None else (call.raw_input if call else None))
         return call, detail
 
     def _url_elicitation(self, prompt: se.UrlElicitationPrompt) -> None:
