@@ -373,6 +373,7 @@ def _code(s: str) -> Markdown:
 
 
 _SAFE_INFO = re.compile(r"[^\w+.#-]")
+_INFO: dict[str, str] = {}  # lang -> its info string, made once
 _PRE_REFS = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "$": "&#36;", "\\": "&#92;", "@": "&#64;"}
 _PRE_SPECIAL = re.compile(r"[&<>$\\@]")
 
@@ -400,7 +401,11 @@ def block_forms(value: Any, lang: str = "") -> tuple[Markdown, Html, bool]:
 def _block(value: Any, lang: str) -> tuple[Markdown, str, str]:
     """:func:`block` with its text and info string (for :func:`block_forms`)."""
     s = visible_controls(str(value))
-    info = _SAFE_INFO.sub("", lang)
+    info = _INFO.get(lang)
+    if info is None:
+        info = _SAFE_INFO.sub("", lang)
+        if len(_INFO) < 64:  # (our own few: "text", "sh", "console", "diff")
+            _INFO[lang] = info
     body = s if s.endswith("\n") or not s else s + "\n"
     if _mathy(s):
         cls = f' class="language-{info}"' if info else ""
@@ -758,7 +763,7 @@ def ignored(fragment: Html) -> Html:
     """HTML inside an element MathJax does not typeset (:data:`IGNORE_CLASS`)."""
     if fragment.startswith(_WRAP_OPEN):
         return fragment
-    return Html(_WRAP_OPEN + str(fragment) + _WRAP_CLOSE)
+    return Html("".join((_WRAP_OPEN, fragment, _WRAP_CLOSE)))  # (one copy of a long turn's HTML, not three)
 
 
 # Plain prose: nothing inline markdown reads (no emphasis, code, link, image,

@@ -29,10 +29,9 @@ they would make which text the saved notebook keeps depend on timing (:func:`run
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from itertools import groupby
 from operator import itemgetter
-from typing import Any, overload
+from typing import Any, NamedTuple, overload
 
 from ..safe import Html, Markdown, Plain, bundle, html, markdown, plain
 
@@ -44,10 +43,11 @@ HEAD = 5
 FORM_LIMIT = 64_000
 
 
-@dataclass(frozen=True)
-class Step:
+class Step(NamedTuple):
     """One block of the turn in its three static forms; a run of blocks joined as one step
-    keeps them as its ``parts`` (each whole markdown: :func:`capped` may leave some out)."""
+    keeps them as its ``parts`` (each whole markdown: :func:`capped` may leave some out).
+    A named tuple, not a frozen dataclass: as immutable, made in a third of the time (a
+    finished turn makes one for each of the hundreds of tool calls it keeps)."""
 
     html: Html
     md: Markdown

@@ -17,7 +17,7 @@ import shlex
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..services import events as se
 from ..client.turn import ToolCall, command_of
@@ -28,6 +28,7 @@ from .sink import DisplaySink
 from .transcript import (
     STATUS,
     TerminalSnapshot,
+    call_facts,
     call_output,
     kind_icon,
     location_text,
@@ -134,10 +135,10 @@ def _json_text(value: Any) -> str:
     return text
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class RowForms:
+class RowForms(NamedTuple):
     """A tool call row's static forms (the fallback's and the saved output's), made in one
-    pass: a finished turn renders hundreds of rows."""
+    pass: a finished turn renders hundreds of rows (a named tuple: made in half the time of
+    a frozen dataclass)."""
 
     header: str  #: :func:`.transcript.tool_call_plain`: icon, title and status on one line
     md: Markdown  #: the header (:func:`.transcript.tool_call_header_forms`), then the body
@@ -256,12 +257,13 @@ class ToolCallRow:
 
     def _make_forms(self) -> RowForms:
         call, snaps = self.call, self.snapshots()
-        body, body_html = tool_call_body_forms(call, snaps)
+        facts = call_facts(call)  # (read once for the body and the text)
+        body, body_html = tool_call_body_forms(call, snaps, facts=facts)
         head_md, head_html = tool_call_header_forms(call)
         header = tool_call_plain(call)
         # (our Markdown and Html, joined as text: the header's paragraph, then the body)
-        md, html = (Markdown(f"{head_md}\n\n{body}"), Html(head_html + body_html)) if body else (head_md, head_html)
-        return RowForms(header, md, html, body, body_html, tool_call_final_plain(call, snaps, header=header))
+        md, html = (Markdown(f"{head_md}\n\n{body}"), Html(f"{head_html}{body_html}")) if body else (head_md, head_html)
+        return RowForms(header, md, html, body, body_html, tool_call_final_plain(call, snaps, header=header, facts=facts))
 
     def markdown(self) -> Markdown:
         """The row's markdown: its header, then its body."""

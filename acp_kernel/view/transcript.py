@@ -16,7 +16,7 @@ import re
 import shlex
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..services import events as se
 from ..client import turn as tm
@@ -107,16 +107,30 @@ def tool_call_header_forms(call: tm.ToolCall) -> tuple[Markdown, Html]:
         title_md, title_html = text_forms(call.title)
     else:
         id_md, id_html = code_forms(call.id)
-        title_md, title_html = Markdown("tool call {}").format(id_md), Html(f"tool call {id_html}")
+        title_md, title_html = Markdown(f"tool call {id_md}"), Html(f"tool call {id_html}")
     status_md, status_html = _STATUS_FORMS.get(call.status) or text_forms(status_text(call.status))
     icon = kind_icon(call.kind)
-    return (Markdown("{} {} · {}").format(_ICON_MD[icon], title_md, status_md),
+    # (each piece is our Markdown or Html already: joined as text, not through format's checks)
+    return (Markdown(f"{_ICON_MD[icon]} {title_md} · {status_md}"),
             Html(f"<p>{icon} {title_html} · {status_html}</p>\n"))
 
 
 def tool_call_plain(call: tm.ToolCall) -> str:
     title = " ".join(call.title.split("\n")) if call.title else f"tool call {call.id}"
     return f"{kind_icon(call.kind)} {title} · {status_text(call.status)}"
+
+
+class CallFacts(NamedTuple):
+    """What both the body and the final lines of a call read from its payloads, read once
+    for a row's forms (:func:`call_facts`)."""
+
+    command: str  #: :attr:`ToolCall.command`
+    terminal_ids: list[str]  #: :attr:`ToolCall.terminal_ids`
+    output: tuple[str, bool, int | None]  #: :func:`call_output`
+
+
+def call_facts(call: tm.ToolCall) -> CallFacts:
+    return CallFacts(call.command, call.terminal_ids, call_output(call))
 
 
 def call_output(call: Any) -> tuple[str, bool, int | None]:
@@ -145,10 +159,9 @@ def _em(words: str, md: Markdown | None = None) -> Part:
     return md, (Html(f"<p><em>{words}</em></p>\n") if _EM_PLAIN.fullmatch(words) else None), False
 
 
-def _output_parts(call: Any, limit: int = MD_TEXT_LIMIT) -> list[Part]:
-    """The agent-sent command output as a fenced block (its fence longer than
-    any backtick run inside) and the exit code; none when there is neither."""
-    output, dropped, exit_code = call_output(call)
+def _output_parts(output: str, dropped: bool, exit_code: int | None, limit: int = MD_TEXT_LIMIT) -> list[Part]:
+    """The agent-sent command output (:func:`call_output`) as a fenced block (its fence
+    longer than any backtick run inside) and the exit code; none when there is neither."""
     parts: list[Part] = []
     if output:
         out, cut = truncate_head(output, limit)
@@ -165,21 +178,24 @@ def _indented(text: str, limit: int) -> list[str]:
 
 
 def tool_call_final_plain(call: tm.ToolCall, terminals: Mapping[str, TerminalSnapshot] | None = None,
-                          limit: int = PLAIN_OUTPUT_LIMIT, *, header: str | None = None) -> str:
+                          limit: int = PLAIN_OUTPUT_LIMIT, *, header: str | None = None,
+                          facts: CallFacts | None = None) -> str:
     """A tool call in its final state as text (a terminal frontend's last
     word on it): the header line (``header`` when the caller has
     :func:`tool_call_plain` already), then :func:`tool_call_final_lines`."""
-    return "\n".join([tool_call_plain(call) if header is None else header, *tool_call_final_lines(call, terminals, limit)])
+    lines = tool_call_final_lines(call, terminals, limit, facts=facts)
+    lines.insert(0, tool_call_plain(call) if header is None else header)
+    return "\n".join(lines)
 
 
 def tool_call_final_lines(call: tm.ToolCall, terminals: Mapping[str, TerminalSnapshot] | None = None,
-                          limit: int = PLAIN_OUTPUT_LIMIT) -> list[str]:
+                          limit: int = PLAIN_OUTPUT_LIMIT, *, facts: CallFacts | None = None) -> list[str]:
     """The lines under a finished call's header, each indented by four: the command, then
     the end of its output (a client terminal's, or what the agent sent) and the exit code.
     Payloads that cannot hold what a line shows are not read (:attr:`ToolCall.command`)."""
     lines: list[str] = []
-    tids, terms = call.terminal_ids, terminals or {}
-    cmd = call.command
+    cmd, tids, (output, dropped, exit_code) = facts or call_facts(call)
+    terms = terminals or {}
     if cmd and not tids:
         lines.append("    $ " + " ".join(truncate_tail(cmd, 500)[0].split("\n")))
     shown_terminal = False
@@ -196,7 +212,6 @@ def tool_call_final_lines(call: tm.ToolCall, terminals: Mapping[str, TerminalSna
             lines.append(f"    ({snap.exit})")
     if shown_terminal:
         return lines
-    output, dropped, exit_code = call_output(call)
     if output:
         if dropped:
             lines.append("    ...")
@@ -224,11 +239,12 @@ def tool_call_body(call: tm.ToolCall, terminals: Mapping[str, TerminalSnapshot] 
     return Markdown("\n\n").join(p[0] for p in _body_parts(call, terminals))
 
 
-def tool_call_body_forms(call: tm.ToolCall, terminals: Mapping[str, TerminalSnapshot] | None = None) -> tuple[Markdown, Html]:
+def tool_call_body_forms(call: tm.ToolCall, terminals: Mapping[str, TerminalSnapshot] | None = None, *,
+                         facts: CallFacts | None = None) -> tuple[Markdown, Html]:
     """:func:`tool_call_body` and its HTML (:func:`~acp_kernel.safe.inert_html_inner`), made
     together: each part's HTML written as it is made, the parse only for a part that has none
     (a finished turn keeps hundreds of rows; parsing each body cost 65 us)."""
-    parts = _body_parts(call, terminals)
+    parts = _body_parts(call, terminals, facts)
     if not parts:
         return Markdown(""), Html("")
     md = Markdown("\n\n".join([p[0] for p in parts]))  # (each part is our Markdown: Part)
@@ -239,12 +255,13 @@ def tool_call_body_forms(call: tm.ToolCall, terminals: Mapping[str, TerminalSnap
     return md, Html(out[:-1] if parts[-1][2] else out)
 
 
-def _body_parts(call: tm.ToolCall, terminals: Mapping[str, TerminalSnapshot] | None) -> list[Part]:
+def _body_parts(call: tm.ToolCall, terminals: Mapping[str, TerminalSnapshot] | None,
+                facts: CallFacts | None = None) -> list[Part]:
     parts: list[Part] = []
-    cmd = call.command
-    if cmd and not call.terminal_ids:
+    cmd, tids, output = facts or call_facts(call)
+    if cmd and not tids:
         parts.append(block_forms("$ " + truncate_tail(cmd, 500)[0], "sh"))
-    agent_output = _output_parts(call)
+    agent_output = _output_parts(*output)
     output_shown = terminal_shown = False
     for item in call.content:
         if not isinstance(item, dict):

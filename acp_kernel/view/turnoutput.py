@@ -54,7 +54,7 @@ from .form import choices, field_kind, field_label, validate
 from .markdown import BlockSplitter
 from .frontend import NOTEBOOK, Frontend
 from .sink import DisplaySink, widget_bundle
-from .toolcall import ToolCallRow, shared_layout
+from .toolcall import RowForms, ToolCallRow, shared_layout
 from .transcript import (
     elicitation_markdown,
     elicitation_outcome,
@@ -129,16 +129,18 @@ class Block:
             forms = row.forms()
             self.md, self.text = forms.md, forms.text
 
-    def fallback_html(self, chosen: Any = None) -> Html:
+    def fallback_html(self, chosen: Any = None, forms: RowForms | None = None) -> Html:
         """``md`` as HTML, rendered again only when ``md`` changed; a tool call folded
         under its header (:func:`.finished.tool_html`, open as the reader ``chosen`` or
-        as the live row would be), its content rendered again only when the row's changed."""
+        as the live row would be), its content rendered again only when the row's changed
+        (``forms``: the row's, when the caller has them)."""
         row = self.row
         if row is None:
             if self.html_of is not self.md:
                 self.html, self.html_of = inert_html_inner(self.md), self.md
             return self.html
-        forms = row.forms()  # (made again only when the row changed)
+        if forms is None:
+            forms = row.forms()  # (made again only when the row changed)
         header, body, open_ = forms.header, forms.body_html, _opens(row, chosen)
         made = self.tool_of
         if made is None or made[0] is not body or made[1] is not header or made[2] != open_:
@@ -777,6 +779,9 @@ class TurnOutput(TurnBase):
 
         def step(i: int) -> Step:
             kind, idx = spans[i]
+            if len(idx) == 1:  # (a tool call, a notice...: run_of of one block is that block's step)
+                block = blocks[idx[0]]
+                return self._final_step(block, chosen.get(block.key))
             return run_of(kind, [self._final_step(blocks[j], chosen.get(blocks[j].key)) for j in idx])
 
         self.sink.update(static_bundle(LazySteps(len(spans), step)), record_metadata(self.turn),
@@ -785,7 +790,11 @@ class TurnOutput(TurnBase):
 
     @staticmethod
     def _final_step(block: Block, chosen: Any) -> Step:
-        block.refresh()
+        row = block.row
+        if row is not None:  # a tool call: its forms as the row stands (Block.refresh), looked up once
+            forms = row.forms()
+            block.md, block.text = forms.md, forms.text
+            return Step(block.fallback_html(chosen, forms), forms.md, forms.text)
         return Step(block.fallback_html(chosen) if block.md else Html(""), block.md, block.text,
                     source=block.text if block.kind == "text" else None)
 
