@@ -219,8 +219,9 @@ class TurnBase:
         row = self.rows.get(call.id)
         if row is None:
             row = self._new_row(call)
-        for tid in call.terminal_ids:
-            started = self._terminals.get(tid)
+        terminals = self._terminals
+        for tid in call.terminal_ids if terminals else ():  # (none started: nothing to attach, nothing to read)
+            started = terminals.get(tid)
             if started is not None and tid not in row.feeds:
                 row.attach(started)
         row.touch()
