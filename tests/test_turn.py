@@ -312,3 +312,16 @@ def test_the_record_reads_the_last_mode_and_the_files_written_kept_as_events_arr
     record = t.record
     assert record is not None and record["mode"] == "code"
     assert [f["path"] for f in record["files_written"]] == ["/w/a\nb.py"] and record["files_written"][0]["created"]
+
+
+def test_an_ending_hook_runs_once_before_listeners_hear_the_end():
+    """``on_ending``: the controller freezes the turn's objects there, before the view renders
+    the finished turn; so it must come first, and only once (a second finish is ignored)."""
+    turn = Turn("s")
+    heard: list[str] = []
+    turn.subscribe(lambda ev: heard.append("end" if ev is None else type(ev).__name__))
+    turn.on_ending(lambda: heard.append("ending"))
+    turn.apply_update({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}})
+    turn.finish("end_turn")
+    turn.finish("end_turn")
+    assert heard == ["Chunk", "ending", "end"]

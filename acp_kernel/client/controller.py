@@ -59,6 +59,15 @@ def _freeze_heap() -> bool:
     return True
 
 
+def _freeze_turn() -> None:
+    """At a turn's end (:meth:`.Turn.on_ending`), before the view renders the finished turn:
+    the turn's own objects (a long turn's thousands of blocks, rows and their states) join
+    the frozen heap, so the collections the rendering sets off walk only what it makes (one
+    young collection walked the 20,000 objects of a 2,000-call turn, 2 ms of its end). The
+    turn's caller unfreezes it all when the turn is over, as :func:`_freeze_heap`'s."""
+    gc.freeze()
+
+
 class Interruptible(Protocol):
     """What runs in the cell besides a turn: a passthrough terminal or a
     login (Ctrl-C), a shell command (killed)."""
@@ -248,6 +257,8 @@ class Controller:
                                    widgets=self.frontend.widgets(), frontend=shows, asker=asker)
         self.running = session
         frozen = self.own_process and _freeze_heap()
+        if frozen:
+            turn.on_ending(_freeze_turn)
         try:
             await session.finish(turn)
         finally:

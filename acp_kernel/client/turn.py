@@ -611,6 +611,8 @@ class Turn:
     _listeners: list[Callable[[Any], None]] = field(default_factory=list, repr=False)
     #: Listeners that take a run of tool call events in one call (:meth:`subscribe`'s ``runs``).
     _runs: dict[Callable[[Any], None], Callable[[list[Any]], None]] = field(default_factory=dict, repr=False)
+    #: Called once the turn has ended, before its listeners hear it (:meth:`on_ending`).
+    _ending: list[Callable[[], None]] = field(default_factory=list, repr=False)
     _repeats: dict[str, int] = field(default_factory=dict, repr=False)
     _summaries: dict[str, Notice] = field(default_factory=dict, repr=False)
     _summary_sent: dict[str, tuple[int, float]] = field(default_factory=dict, repr=False)
@@ -682,6 +684,12 @@ class Turn:
             self._runs.pop(listener, None)
 
         return unsubscribe
+
+    def on_ending(self, fn: Callable[[], None]) -> None:
+        """Call ``fn()`` when the turn ends (:meth:`finish`), before any listener hears of it
+        (a view renders the finished turn then): a hook on the end alone, with no call for
+        each event as a listener has."""
+        self._ending.append(fn)
 
     def add(self, event: Any) -> None:
         if type(event) is Notice and event.level != "info" and event.key is None:
@@ -1038,6 +1046,9 @@ class Turn:
             call.status = status
         self._flush_summaries()
         self.ended = time.time()
+        ending, self._ending = self._ending, []
+        for fn in ending:
+            fn()
         for listener in list(self._listeners):
             listener(None)  # None marks the end for listeners
 
@@ -1117,6 +1128,7 @@ class Turn:
         self.__post_init__()
         self._listeners = []
         self._runs = {}
+        self._ending = []
         self._repeats = {}
         self._summaries = {}
         self._summary_sent = {}

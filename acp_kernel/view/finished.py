@@ -33,7 +33,7 @@ from itertools import groupby
 from operator import itemgetter
 from typing import Any, NamedTuple, overload
 
-from ..safe import Html, Markdown, Plain, bundle, html, markdown, plain
+from ..safe import Html, Markdown, Plain, bundle, html, ignored_join, markdown, plain, wrapped_join
 
 #: Characters of HTML a finished turn keeps (the markdown and the text are smaller).
 LIMIT = 200_000
@@ -300,7 +300,8 @@ def static_bundle(steps: Sequence[Step], *, empty: str = "(the agent's turn)", f
     if not kept:
         return bundle(Markdown("*{}*").format(empty), plain(empty))
     small = capped(kept, form_limit)
-    md = Markdown("\n\n").join(s.md for s in small if s.md)
+    # Each made inside its math-ignoring element in one join (bundle takes them as they are).
+    md = wrapped_join([s.md for s in small if s.md])
     # Each text made plain once (a block of prose already is: .turnoutput), not the whole again.
     text = Plain("\n").join(s.text for s in small if s.text)
-    return bundle(md, text, Html("\n").join(s.html for s in kept))
+    return bundle(md, text, ignored_join([s.html for s in kept]))

@@ -73,16 +73,25 @@ async def test_the_acp_kernel_freezes_its_heap_for_a_turn_only(kernel, monkeypat
         seen.append((frozen, gc.get_freeze_count()))
         return frozen
 
+    ends: list[int] = []  # the freeze count as the turn's end froze its own objects too
+
+    def at_end() -> None:
+        gc.freeze()
+        ends.append(gc.get_freeze_count())
+
     monkeypatch.setattr(controller_mod, "_freeze_heap", spy)
+    monkeypatch.setattr(controller_mod, "_freeze_turn", at_end)
     assert gc.get_freeze_count() == 0
     res = await kernel.execute("hello")
     assert res.status == "ok", res.reply
     assert seen and seen[0][0] and seen[0][1] > 0  # frozen while the turn ran
-    assert gc.get_freeze_count() == 0  # and thawed after
+    assert len(ends) == 1 and ends[0] > seen[0][1]  # its end froze what the turn made, once
+    assert gc.get_freeze_count() == 0  # and thawed after, all of it
     gc.freeze()  # someone else's freeze: kept as it is
     try:
         assert (await kernel.execute("hello")).status == "ok"
         assert seen[-1][0] is False and gc.get_freeze_count() > 0
+        assert len(ends) == 1  # (nor frozen again at the end)
     finally:
         gc.unfreeze()
     assert not Controller.__init__.__kwdefaults__["own_process"]  # the magics and the Python API: never

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from hypothesis import given, settings, strategies as st
 
+from acp_kernel import safe
 from acp_kernel.client.turn import ToolCall
 from acp_kernel.safe import Html, Markdown, Plain, html, plain, text, text_forms
 from acp_kernel.view import transcript as tr
@@ -88,3 +89,19 @@ def test_format_and_join_escape_as_coerce_does(values, typed):
         assert joined == str.join(sep, [cls._coerce(a) for a in args]) and type(joined) is cls
         if args:
             assert cls("{a}{b}").format(a=args[0], b=values[0]) == cls(str.format("{a}{b}", a=cls._coerce(args[0]), b=cls._coerce(values[0])))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(_pieces, st.sampled_from(["", "<div", safe._WRAP_OPEN, safe._WRAP_OPEN + "x", safe._WRAP_CLOSE])),
+                max_size=5), st.lists(st.booleans(), min_size=5, max_size=5))
+def test_the_one_join_ends_are_the_wrapped_joins(values, typed):
+    """A finished turn's markdown and HTML are each made inside the math-ignoring element in
+    one join (safe.wrapped_join, safe.ignored_join): the same text, of the same safe type, as
+    wrapping the join; agent strings among the parts escaped; a first part already wrapped
+    (or none at all) as wrapped() and ignored() take it."""
+    md = [text(v) if typed[i] else v for i, v in enumerate(values)]
+    made = safe.wrapped_join(md)
+    assert made == safe.wrapped(Markdown("\n\n").join(md)) and type(made) is Markdown
+    hs = [safe.Html(str(v)) if typed[i] else v for i, v in enumerate(values)]
+    made_html = safe.ignored_join(hs)
+    assert made_html == safe.ignored(Html("\n").join(hs)) and type(made_html) is Html
