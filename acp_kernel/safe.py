@@ -420,6 +420,8 @@ def html(value: Any) -> Html:
     """Agent text for an HTML context: everything escaped, quotes too."""
     if isinstance(value, Html):
         return value
+    if type(value) is str and value.isprintable():  # no control, format or separator character: nothing to clean
+        return Html(_html.escape(value, quote=True))
     return Html(_html.escape(visible_controls(str(value)), quote=True))
 
 

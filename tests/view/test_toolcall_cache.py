@@ -105,3 +105,13 @@ def test_the_one_join_ends_are_the_wrapped_joins(values, typed):
     hs = [safe.Html(str(v)) if typed[i] else v for i, v in enumerate(values)]
     made_html = safe.ignored_join(hs)
     assert made_html == safe.ignored(Html("\n").join(hs)) and type(made_html) is Html
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(st.text(st.characters(blacklist_categories=())), st.sampled_from(HOSTILE)))
+def test_html_of_a_printable_string_skips_only_a_clean_that_changes_nothing(s):
+    """safe.html takes a printable str (str.isprintable: no control, format, surrogate or
+    separator but the space) without cleaning it: the same as cleaning it first."""
+    import html as std_html
+
+    assert safe.html(s) == std_html.escape(safe.visible_controls(s), quote=True)
