@@ -54,10 +54,11 @@ async def explain(client: Client, exc: BaseException) -> Unavailable:
     return Unavailable(failure.error_line(), failure, exc)
 
 
-async def start_agent(client: Client) -> Client:
-    """Start the agent's process and initialize; :class:`Unavailable` (explained) when it cannot."""
+async def start_agent(client: Client, *, meanwhile: Callable[[], object] | None = None) -> Client:
+    """Start the agent's process and initialize (:meth:`.Client.start`, ``meanwhile`` too);
+    :class:`Unavailable` (explained) when it cannot."""
     try:
-        return await client.start()
+        return await client.start(meanwhile=meanwhile)
     except (AcpError, OSError) as exc:
         raise await explain(client, exc) from None
 

@@ -11,6 +11,7 @@ import asyncio
 import logging
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -622,7 +623,10 @@ class Client:
 
     # -- lifecycle ----------------------------------------------------------
 
-    async def start(self) -> "Client":
+    async def start(self, *, meanwhile: Callable[[], object] | None = None) -> "Client":
+        """Start the agent's process and ``initialize`` it. ``meanwhile()`` runs once the process
+        is spawned, while the agent starts (time this client is idle): the text CLI imports its
+        tool call renderers there, not in the first tool call."""
         limits = self.settings.limits
         if self.warm_schema:
             schema_in_background()  # while the agent starts: its first question then waits for nothing
@@ -640,6 +644,8 @@ class Client:
         self.services = services_mod.install(self.conn, self)
         await self.conn.start()
         try:  # until it returns, nobody else holds this client: it closes what it started
+            if meanwhile is not None:
+                meanwhile()
             self.init = await self.request(
                 "initialize",
                 {

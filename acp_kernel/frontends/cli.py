@@ -966,7 +966,8 @@ async def _converse(client: Any, text: str, args: argparse.Namespace, printer: _
     elif err.isatty():  # progress for a person; a log or a script reading stderr gets no noise
         err.write(f"acp-kernel: {line(starting)}\n")
     try:  # the controller's start-up: the agent closed and the failure explained when it cannot
-        session = await open_session(await start_agent(client))
+        # The text format's tool call renderers, imported while the agent starts (3 ms, idle then).
+        session = await open_session(await start_agent(client, meanwhile=_detail_parts if args.format == "text" else None))
     except Unavailable as exc:
         failure = exc.failure
         if args.format == "json":
