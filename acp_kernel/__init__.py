@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import _checkout
+from ._lazy import lazy_attr
 
 _checkout.expose_magics(__name__, __path__)
 
@@ -44,12 +45,7 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'acp_kernel' has no attribute {name!r}")
-    from importlib import import_module
-
-    return getattr(import_module(f".{module}", __name__), name)
+    return lazy_attr(__name__, _LAZY, name)
 
 
 def load_ipython_extension(ip: Any) -> None:

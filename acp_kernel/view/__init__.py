@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .._lazy import lazy_attr
+
 if TYPE_CHECKING:
     from .frontend import HEADLESS, NOTEBOOK, TERMINAL, Frontend, WidgetClients, frontend_for
     from .sink import CellContext, DisplaySink, IPythonSink, RecordingSink
@@ -44,9 +46,4 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from importlib import import_module
-
-    return getattr(import_module(f".{module}", __name__), name)
+    return lazy_attr(__name__, _LAZY, name)
