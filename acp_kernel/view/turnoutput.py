@@ -73,7 +73,7 @@ from .transcript import (
     user_markdown,
 )
 from .turnbase import TurnBase, notice_icon, outcome_of, record_metadata
-from .turnwidget import block_key, turn_widget_class
+from .turnwidget import DEFAULT_SHOWN, block_key, turn_widget_class
 from .finished import FORM_LIMIT, LazySteps, Step, capped, run_of, run_spans, static_bundle, tool_html
 from .form import UNSET
 from .turnview import TurnView
@@ -95,6 +95,8 @@ FALLBACK_STALE = 30.0
 REDRAW_INTERVAL = 1.0
 #: The session's notice when the user cancels (client/session.py); once the turn
 #: has ended it says what happened instead of staying "...".
+#: The most blocks a page may ask to be shown ("Show N earlier" adds a hundred a click).
+MAX_SHOWN = 1_000_000
 CANCELLING = "cancelling"  # the key of the session's notice (client/session.py)
 
 
@@ -203,6 +205,9 @@ class TurnOutput(TurnBase):
         self.blocks: list[Block] = []
         self._row_blocks: dict[str, Block] = {}
         self._dirty: set[int] = set()
+        #: Changed blocks not sent: out of the page's window (:meth:`_sync`), until it takes them in.
+        self._deferred: set[int] = set()
+        self._page_shown = 0  # the window the page said it shows ("shown" messages)
         self._tail: Block | None = None  # the open tail of agent text
         self._tail_sent = ""
         self._other: Block | None = None  # the open thought/user run
@@ -239,6 +244,7 @@ class TurnOutput(TurnBase):
         w.add_class("tex2jax_ignore")
         w.add_class("mathjax_ignore")
         w.on_msg(self._on_widget_msg)
+        w.observe(lambda _change: self._call_soon(self._reveal), names="shown")
         return w
 
     def _display(self) -> None:
@@ -382,22 +388,52 @@ class TurnOutput(TurnBase):
         self._sync()
 
     def _sync(self) -> None:
-        """Terminal deltas first, then every changed block in one partial update."""
+        """Terminal deltas first, then every changed block in one partial update, with the
+        turn's block count. A block out of the page's window (all but the last ``shown``; a
+        question is always in it) waits in ``_deferred``: the page draws only the window, and
+        an unpaced turn's refresh sent every block it had made, its question at step 900
+        behind 1,800 blocks of state (426 KB). "Show N earlier" raises ``shown``: the blocks
+        it brings in are sent then (:meth:`_reveal`)."""
         if not self._dirty:
             return
         dirty, self._dirty = sorted(self._dirty), set()
+        blocks = self.blocks
+        first = len(blocks) - max(self._shown(), 1)
         changed: dict[str, dict[str, Any]] = {}
         for i in dirty:
-            block = self.blocks[i]
-            if block.row is not None:
+            block = blocks[i]
+            row = block.row
+            if row is not None:
                 self._send_output(block)
-                rev = block.row.revision()
+            if i < first and block.prompt is None:
+                self._deferred.add(i)
+                continue
+            if row is not None:
+                rev = row.revision()
                 if block.state_of != rev:  # the row's state is made again only when the row changed
-                    block.state, block.state_of = _row_state(block.row), rev
+                    block.state, block.state_of = _row_state(row), rev
             if block.sent is not block.state and (block.sent is None or block.sent != block.state):
                 changed[block.key] = block.state
                 block.sent = block.state
-        self.widget.push_blocks(changed)
+        self.widget.push_blocks(changed, len(blocks))
+
+    def _shown(self) -> int:
+        """How many of the last blocks the page shows: the synced ``shown``, or what the page
+        said in a message (:meth:`_on_widget_msg`), the larger."""
+        shown = self.widget.shown
+        return max(shown if type(shown) is int else DEFAULT_SHOWN, self._page_shown)
+
+    def _reveal(self) -> None:
+        """The page shows more of the turn (``shown``, raised by "Show N earlier"): the
+        deferred blocks now in its window, sent."""
+        if self.closed:
+            return
+        first = len(self.blocks) - max(self._shown(), 1)
+        back = {i for i in self._deferred if i >= first}
+        if back:
+            self._deferred -= back
+            self._dirty |= back
+            self._sync()
 
     def _send_output(self, block: Block) -> None:
         row = block.row
@@ -659,6 +695,12 @@ class TurnOutput(TurnBase):
             return
         if kind == "seen":
             self._on_page = True  # (a bool: safe from a comm thread)
+            return
+        if kind == "shown":  # "Show N earlier": said in a message too, as the synced trait waits for idle
+            shown = content.get("shown")
+            if type(shown) is int and 0 < shown <= MAX_SHOWN:
+                self._page_shown = max(self._page_shown, shown)  # (an int set: safe from a comm thread)
+                self._call_soon(self._reveal)
             return
         key = content.get("block")
         if not isinstance(key, str) or not key.startswith("b:") or not key[2:].isdigit():

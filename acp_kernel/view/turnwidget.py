@@ -100,6 +100,7 @@ def _define() -> Any:
 
         def __init__(self, **kwargs: Any) -> None:
             self._blocks: dict[str, dict[str, Any]] = {}  # before super(): opening the comm reads it
+            self._count = 0  # the turn's blocks (some not sent: out of the page's window)
             super().__init__(**kwargs)
             try:  # requests may arrive on a comm thread: the answer goes out on this loop
                 self._home: tuple[Any, int] | None = (asyncio.get_running_loop(), threading.get_ident())
@@ -114,25 +115,28 @@ def _define() -> Any:
             state = super().get_state(key, drop_defaults)
             if key is None:
                 state.update(self._blocks)
-                state["count"] = len(self._blocks)
+                state["count"] = max(self._count, len(self._blocks))
             return state
 
-        def push_blocks(self, changed: dict[str, dict[str, Any]]) -> None:
-            """Send changed blocks (and the block count) as one partial state update."""
-            if not changed:
-                return
+        def push_blocks(self, changed: dict[str, dict[str, Any]], count: int | None = None) -> None:
+            """Send changed blocks and the block count (``count``: the turn's, which may hold
+            blocks not sent yet; else those sent) as one partial state update."""
             self._blocks.update(changed)
+            count = len(self._blocks) if count is None else max(count, len(self._blocks))
+            if not changed and count == self._count:
+                return
+            self._count = count
             state: dict[str, Any] = dict(changed)
-            state["count"] = len(self._blocks)
+            state["count"] = count
             send_partial_state(self, state)
 
         def retire(self) -> None:
             """Close, the blocks emptied first: the turn's output no longer shows this
             widget (view/finished.py), and a runner that saves every model's last state
             (nbclient keeps a closed comm's) saves a husk, not the whole turn again."""
-            if self.comm is not None and self._blocks:
+            if self.comm is not None and (self._blocks or self._count):
                 send_partial_state(self, {**dict.fromkeys(self._blocks), "count": 0})
-            self._blocks = {}
+            self._blocks, self._count = {}, 0
             self.close()
 
     return TurnWidget

@@ -23,6 +23,7 @@ from playwright.sync_api import expect
 DONE = re.compile(r"^Done\b")
 STEPS = 200
 ASK_AT = 150
+SLOW_FROM = 60
 IMG = "<img src=x onerror=window.__acp_pwned=1>"
 ANSI = "\x1b[31mred text\x1b[0m \x1b]8;;http://127.0.0.1:9/osc\x1b\\osc link\x1b]8;;\x1b\\ end"
 
@@ -35,6 +36,11 @@ def long_turn(steps: int = STEPS, ask_at: int = ASK_AT) -> list[dict]:
         actions.append({"update": {"sessionUpdate": "tool_call", "toolCallId": f"t{i}", "title": f"Read file_{i}.py",
                                    "kind": "read", "status": "completed",
                                    "content": [{"type": "content", "content": {"type": "text", "text": body}}]}})
+        if i == SLOW_FROM:  # a call that ends long after it left the page's window (TurnOutput._reveal)
+            actions.append({"update": {"sessionUpdate": "tool_call", "toolCallId": "slow", "title": f"Slow read {IMG}",
+                                       "kind": "read", "status": "in_progress"}})
+        if i == steps - 1:
+            actions.append({"update": {"sessionUpdate": "tool_call_update", "toolCallId": "slow", "status": "completed"}})
         if i == ask_at:
             actions.append({"request": {"method": "session/request_permission", "params": {
                 "sessionId": "$SID",
@@ -109,6 +115,14 @@ def _run_long_turn(nb: Notebook, shot: str) -> None:
     nb.screenshot(f"{shot}-done.png")
     more.click()
     expect(out.locator(".acp-block")).to_have_count(before + 100)
+    # The blocks it brings back are drawn whole, and as they stand now: the slow call ended
+    # while out of the page's window, so the kernel held its change back (TurnOutput._sync)
+    # and sends it when the page takes the block in (TurnOutput._reveal).
+    expect(out.locator(".acp-tc-title").filter(has_text=re.compile(r"^Read file_95\.py$"))).to_have_count(1)
+    more.click()
+    slow = out.locator(".acp-tc").filter(has=page.locator(".acp-tc-title", has_text="Slow read"))
+    expect(slow.locator(".acp-tc-title")).to_have_text(f"Slow read {IMG}")
+    expect(slow.locator(".acp-tc-status")).to_have_text("✓ done")
     # A tool row's output: colours as spans, the OSC 8 link gone (its text kept), the heading a line of text.
     row = out.locator(".acp-tc").filter(has=page.locator(".acp-tc-title", has_text="Read file_198.py"))
     row.locator(".acp-tc-head").click()

@@ -131,10 +131,20 @@ async def test_only_changed_blocks_travel_and_completed_text_is_sent_once(fronte
         view.flush()
     comm_id = view.widget.comm.comm_id
     before = len(frontend.sent(comm_id, "update"))
-    turn.apply_update(tool_update("t42", status="failed"))
+    turn.apply_update(tool_update("t42", status="failed"))  # block 85: out of the page's window (the last 120 of 600)
+    turn.apply_update(tool_update("t280", status="failed"))  # block 561: in it
     view.flush()
     (update,) = frontend.sent(comm_id, "update")[before:]
-    assert sorted(update["state"]) == ["b:85", "count"] and update["state"]["b:85"]["status"] == "failed"
+    assert sorted(update["state"]) == ["b:561", "count"] and update["state"]["b:561"]["status"] == "failed"
+    assert update["state"]["count"] == 600 and model_of(frontend)["b:85"]["status"] == "completed"  # (deferred)
+    # "Show N earlier": the page raises `shown`; the deferred block it brings in is sent then, alone.
+    before = len(frontend.sent(comm_id, "update"))
+    view.widget.shown = 240
+    blocks_sent = [u["state"] for u in frontend.sent(comm_id, "update")[before:] if "count" in u["state"]]
+    assert blocks_sent == [] and model_of(frontend)["b:85"]["status"] == "completed"  # 85 is still out of 240
+    view.widget.shown = 600
+    (update,) = [u["state"] for u in frontend.sent(comm_id, "update")[before:] if "count" in u["state"]]
+    assert sorted(update) == ["b:85", "count"] and model_of(frontend)["b:85"]["status"] == "failed"
     turn.finish("end_turn")
     sent = [k for u in frontend.sent(comm_id, "update") for k in u["state"] if k.startswith("b:")]
     assert len(sent) <= 2 * 601 + 5  # each block about once (a tool call's settle may add one), never the run
@@ -191,6 +201,59 @@ async def test_permission_is_answered_inside_the_output(frontend: Frontend):
     turn.finish("end_turn")
     md = sink.outputs()[0]["text/markdown"]
     assert md.count("Permission") == 1 and "→ chose **Reject**" in md and live(md) == []
+
+
+async def test_a_question_far_back_still_travels_and_the_window_is_what_a_long_turn_sends(frontend: Frontend):
+    """An unpaced turn's refresh sends only the page's window (its last ``shown`` blocks) and
+    the count, not every block it made (the question at step 900 waited behind 426 KB of
+    state); a question is always sent, its answer too once 200 blocks have come after it."""
+    turn, sink = Turn("s1"), RecordingSink()
+    view = TurnOutput(turn, sink)
+    view.flush()
+    for i in range(150):
+        turn.apply_update(text(f"Step {i}: `a\nb` $x$ {IMG}\n\n"))
+        turn.apply_update(tool_call(f"t{i}", f"Read {NL_PATH}{i}", "read", "completed"))
+    prompt = permission_prompt(title=f"Run {IMG}")
+    turn.add(prompt)  # the question: sent at once, with the window before it
+    model = model_of(frontend)
+    question = f"b:{model['count'] - 1}"
+    assert model["count"] == 301 and model[question]["state"] == "asking"
+    # The first words went at once (the first refresh); then the window, not the 180 blocks before it.
+    assert sorted(int(k[2:]) for k in model if k.startswith("b:")) == [0, *range(301 - 120, 301)]
+    for i in range(150, 250):
+        turn.apply_update(text(f"Step {i}.\n\n"))
+        turn.apply_update(tool_call(f"t{i}", f"Read {i}", "read", "completed"))
+    view.flush()
+    view._on_widget_msg(view.widget, {"type": "answer", "block": question, "option": "approve"}, [])
+    assert await asyncio.wait_for(prompt.future, 1) == "approve"
+    for _ in range(3):
+        await asyncio.sleep(0)
+    assert model[question]["state"] == "answered" and model["count"] == 501  # 200 blocks after it: still sent
+    turn.finish("end_turn")
+    html = sink.outputs()[0]["text/html"]
+    assert "Step 0:" in html and "Step 249." in html and live_html(html) == []  # the record has them all
+
+
+async def test_show_earlier_said_in_a_message_sends_the_held_back_blocks(frontend: Frontend):
+    """"Show N earlier" also says the new window in a message (a synced change waits for the
+    kernel to go idle): the blocks held back that it brings in are sent at once; a value that
+    is not a positive int within MAX_SHOWN does nothing."""
+    turn, sink = Turn("s1"), RecordingSink()
+    view = TurnOutput(turn, sink)
+    for i in range(150):
+        turn.apply_update(tool_call(f"t{i}", f"Read {NL_PATH}{i} {IMG}", "read", "in_progress"))
+        view.flush()
+    turn.apply_update(tool_update("t3", status="completed"))  # out of the window: held back
+    view.flush()
+    model = model_of(frontend)
+    assert model["count"] == 150 and model["b:3"]["status"] == "in_progress"
+    for bad in (True, "400", -1, 0, turnoutput.MAX_SHOWN + 1, 2.5e2, None):
+        view._on_widget_msg(view.widget, {"type": "shown", "shown": bad}, [])
+    assert model["b:3"]["status"] == "in_progress"
+    view._on_widget_msg(view.widget, {"type": "shown", "shown": 220}, [])
+    assert model["b:3"]["status"] == "completed"
+    assert model["b:3"]["title"] == f"Read {NL_PATH}3 {IMG}".replace("\n", "\u240a")  # one line, HTML as text
+    turn.finish("end_turn")
 
 
 async def test_a_waiting_question_is_not_drawn_over_by_the_fallback(frontend: Frontend):

@@ -550,8 +550,12 @@ function draw(model, el, id, views) {
   });
 
   more.addEventListener("click", () => {
-    model.set("shown", (model.get("shown") || PAGE) + PAGE);
+    const next = (model.get("shown") || PAGE) + PAGE;
+    model.set("shown", next);
     model.save_changes();
+    // Said in a message too: a synced change waits for the kernel to go idle, and the kernel
+    // sends a block out of the window only once the page shows it (TurnOutput._reveal).
+    model.send({ type: "shown", shown: next });
   });
 
   function repaint(i) {
