@@ -93,10 +93,10 @@ FALLBACK_STALE = 30.0
 #: Seconds between redraws of a role's text from the model after the agent
 #: replaced or appended to an earlier message (:class:`..client.turn.MessageEdit`).
 REDRAW_INTERVAL = 1.0
-#: The session's notice when the user cancels (client/session.py); once the turn
-#: has ended it says what happened instead of staying "...".
 #: The most blocks a page may ask to be shown ("Show N earlier" adds a hundred a click).
 MAX_SHOWN = 1_000_000
+#: The session's notice when the user cancels (client/session.py); once the turn
+#: has ended it says what happened instead of staying "...".
 CANCELLING = "cancelling"  # the key of the session's notice (client/session.py)
 
 
