@@ -128,9 +128,12 @@ def typed_update(line: bytes, max_depth: int = DEFAULT_MAX_DEPTH) -> tuple[str, 
         # this): content of the usual items is shallow however many brackets its text holds
         # (read strictly typed, faster than the counts), anything else is counted.
         big = 2 * max_depth - 4
-        if (big < 4 or len(update.content) >= big or len(update.rawInput) >= big or len(update.rawOutput) >= big
-                or len(update.locations) >= big or len(update.meta) >= big) \
-                and not _shallow(update, big, max_depth) and line.count(b"[") + line.count(b"{") > max_depth:
+        long_content = len(update.content) >= big
+        long_other = (len(update.rawInput) >= big or len(update.rawOutput) >= big or len(update.locations) >= big
+                      or len(update.meta) >= big)
+        if (big < 4 or long_content or long_other) \
+                and not (long_content and not long_other and _shallow(update.content, max_depth)) \
+                and line.count(b"[") + line.count(b"{") > max_depth:
             return None
         # The payloads were skipped, not read: what reading them would refuse, classify must see.
         if not line.isascii() and not _utf8(line):
@@ -181,17 +184,16 @@ _decode_shallow_content = msgspec.json.Decoder(list[Union[_ShallowText, _Shallow
 _SHALLOW_LEVELS = 3
 
 
-def _shallow(update: ToolUpdate, big: int, max_depth: int) -> bool:
-    """Whether a tool call whose line has more brackets than ``max_depth`` is nested no deeper
-    than that all the same: its only payload long enough to be too deep (``big`` bytes) is
-    content of the usual items (a file read's text, an edit's diff), read strictly typed.
-    Code has brackets by the thousand, all inside that text; such a line went to
-    :func:`classify` (a pass outside strings, then the dicts: 4x json.loads)."""
-    if max_depth - 3 < _SHALLOW_LEVELS or len(update.content) < big or len(update.rawInput) >= big \
-            or len(update.rawOutput) >= big or len(update.locations) >= big or len(update.meta) >= big:
+def _shallow(content: msgspec.Raw, max_depth: int) -> bool:
+    """Whether a tool call's ``content``, its only payload long enough to be too deep (the
+    caller says which), is nested no deeper than ``max_depth`` allows all the same: content
+    of the usual items (a file read's text, an edit's diff), read strictly typed. Code has
+    brackets by the thousand, all inside that text; such a line went to :func:`classify` (a
+    pass outside strings, then the dicts: 4x json.loads)."""
+    if max_depth - 3 < _SHALLOW_LEVELS:
         return False
     try:
-        _decode_shallow_content(update.content)
+        _decode_shallow_content(content)
     except (ValueError, RecursionError):  # another shape, or deeper: classify says which
         return False
     return True

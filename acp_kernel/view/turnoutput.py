@@ -124,12 +124,15 @@ class Block:
         self.tool: Html = Html("")  # a tool call's folded HTML (:func:`.finished.tool_html`)
         self.tool_of: tuple[Any, ...] | None = None  # what ``tool`` was made from
 
-    def refresh(self) -> None:
-        """A tool call's markdown and text as its row stands now (nothing for other blocks)."""
+    def refresh(self) -> RowForms | None:
+        """A tool call's markdown and text as its row stands now, and the row's forms they
+        came from (nothing for other blocks: None)."""
         row = self.row
-        if row is not None:
-            forms = row.forms()
-            self.md, self.text = forms.md, forms.text
+        if row is None:
+            return None
+        forms = row.forms()
+        self.md, self.text = forms.md, forms.text
+        return forms
 
     def fallback_html(self, chosen: Any = None, forms: RowForms | None = None) -> Html:
         """``md`` as HTML, rendered again only when ``md`` changed; a tool call folded
@@ -398,7 +401,7 @@ class TurnOutput(TurnBase):
             return
         dirty, self._dirty = sorted(self._dirty), set()
         blocks = self.blocks
-        first = len(blocks) - max(self._shown(), 1)
+        first = self._window_start()
         changed: dict[str, dict[str, Any]] = {}
         for i in dirty:
             block = blocks[i]
@@ -417,18 +420,18 @@ class TurnOutput(TurnBase):
                 block.sent = block.state
         self.widget.push_blocks(changed, len(blocks))
 
-    def _shown(self) -> int:
-        """How many of the last blocks the page shows: the synced ``shown``, or what the page
-        said in a message (:meth:`_on_widget_msg`), the larger."""
+    def _window_start(self) -> int:
+        """The first block the page shows (questions aside): of its last ``shown``, the
+        synced one or what the page said in a message (:meth:`_on_widget_msg`), the larger."""
         shown = self.widget.shown
-        return max(shown if type(shown) is int else DEFAULT_SHOWN, self._page_shown)
+        return len(self.blocks) - max(shown if type(shown) is int else DEFAULT_SHOWN, self._page_shown, 1)
 
     def _reveal(self) -> None:
         """The page shows more of the turn (``shown``, raised by "Show N earlier"): the
         deferred blocks now in its window, sent."""
         if self.closed:
             return
-        first = len(self.blocks) - max(self._shown(), 1)
+        first = self._window_start()
         back = {i for i in self._deferred if i >= first}
         if back:
             self._deferred -= back
@@ -834,10 +837,8 @@ class TurnOutput(TurnBase):
 
     @staticmethod
     def _final_step(block: Block, chosen: Any) -> Step:
-        row = block.row
-        if row is not None:  # a tool call: its forms as the row stands (Block.refresh), looked up once
-            forms = row.forms()
-            block.md, block.text = forms.md, forms.text
+        forms = block.refresh()
+        if forms is not None:  # a tool call: its forms as the row stands, looked up once
             return Step(block.fallback_html(chosen, forms), forms.md, forms.text)
         return Step(block.fallback_html(chosen) if block.md else Html(""), block.md, block.text,
                     source=block.text if block.kind == "text" else None)

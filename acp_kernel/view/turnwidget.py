@@ -115,7 +115,7 @@ def _define() -> Any:
             state = super().get_state(key, drop_defaults)
             if key is None:
                 state.update(self._blocks)
-                state["count"] = max(self._count, len(self._blocks))
+                state["count"] = self._count  # (push_blocks keeps it at least the blocks sent)
             return state
 
         def push_blocks(self, changed: dict[str, dict[str, Any]], count: int | None = None) -> None:
