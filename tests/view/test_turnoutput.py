@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
@@ -210,6 +211,10 @@ async def test_a_question_far_back_still_travels_and_the_window_is_what_a_long_t
     turn, sink = Turn("s1"), RecordingSink()
     view = TurnOutput(turn, sink)
     view.flush()
+    # The 10 Hz refresh's clock stands still: on a slow machine the loop below outlasted an
+    # interval and a refresh from within it sent that moment's window (CI saw blocks 1-50).
+    now = time.monotonic()
+    view._ticker._clock = lambda: now
     for i in range(150):
         turn.apply_update(text(f"Step {i}: `a\nb` $x$ {IMG}\n\n"))
         turn.apply_update(tool_call(f"t{i}", f"Read {NL_PATH}{i}", "read", "completed"))
