@@ -143,6 +143,11 @@ def _run_long_turn(nb: Notebook, shot: str) -> None:
     expect(out).to_contain_text("(image from 127.0.0.1)")
     expect(out.locator("details > summary").filter(has_text="Read file_199.py")).to_have_count(1)
     assert out.locator("a[href*='osc'], img").count() == 0
+    # The record is a style containment scope of its own as the page renders it (the panels
+    # around it are contain: strict; under theirs, restyling its rows froze the page).
+    record = out.locator(".jp-OutputArea-output > .tex2jax_ignore").filter(has=page.locator("details"))
+    expect(record).to_have_count(1)
+    assert record.evaluate("(el) => getComputedStyle(el).contain") == "style"
     nb.screenshot(f"{shot}-static.png")
     assert not [u for u in requests if "127.0.0.1:9" in u], requests
     assert not [e for e in nb.console_errors if re.search(r"acp|anywidget", e, re.I)], nb.console_errors

@@ -75,7 +75,7 @@ def live(md: str) -> list[str]:
 # element MathJax skips. nbconvert's mistune renderer and markdown-it (VS
 # Code's parser) are run for real.
 
-IGNORE_OPEN = '<div class="tex2jax_ignore mathjax_ignore">'
+IGNORE_OPEN = '<div class="tex2jax_ignore mathjax_ignore" style="contain: style">'
 
 
 def mistune_html(md: str) -> str:

@@ -51,6 +51,10 @@ async () => {
     return SAFE_SCHEMES.includes(url.protocol);
   };
   const snippet = (el) => el.outerHTML.slice(0, 200);
+  // acp_kernel's own wrapper (safe._WRAP_OPEN): MathJax skips it and it is a style containment
+  // scope; that one style, exactly, on that element, is ours. Any other style is a finding.
+  const ownWrapper = (el) => el.tagName === 'DIV' && el.getAttribute('class') === 'tex2jax_ignore mathjax_ignore'
+    && el.getAttribute('style') === 'contain: style';
 
   const scan = (host) => {
     const found = [];
@@ -72,7 +76,7 @@ async () => {
         const n = attr.name.toLowerCase();
         if (n.startsWith('on')) found.push('handler ' + n + ' ' + snippet(el));
         else if (['src', 'srcdoc', 'srcset', 'action', 'formaction', 'poster', 'background', 'ping']
-                 .includes(n) || (n === 'style' && !inMath && !name.startsWith('MJX-')))
+                 .includes(n) || (n === 'style' && !inMath && !name.startsWith('MJX-') && !ownWrapper(el)))
           found.push('attribute ' + n + ' ' + snippet(el));
         else if ((n === 'href' || n === 'xlink:href') && !safeHref(attr.value)) found.push('link ' + snippet(el));
       }

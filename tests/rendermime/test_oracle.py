@@ -36,6 +36,11 @@ def _kinds(findings: list[str]) -> set[str]:
     ("text/html", f"<img src=x onerror={RUN}>", True, "handler"),
     ("text/html", "<b>$x$</b>", True, "math"),
     ("text/html", "<div class=\"tex2jax_ignore mathjax_ignore\">$x$</div>", True, None),
+    # Our wrapper's one style (safe._WRAP_OPEN) is ours; any other style, or that one elsewhere, is not.
+    ("text/html", "<div class=\"tex2jax_ignore mathjax_ignore\" style=\"contain: style\">$x$</div>", True, None),
+    ("text/html", "<div class=\"tex2jax_ignore mathjax_ignore\" style=\"contain: style; position: fixed\">x</div>",
+     True, "attribute"),
+    ("text/html", "<span style=\"contain: style\">x</span>", True, "attribute"),
     # The sanitizer drops the handler but keeps an image that loads (still live).
     ("text/html", f"<img src=x onerror={RUN}>", False, "element"),
     ("text/plain", "plain <b>x</b> $x$", True, None),

@@ -339,7 +339,7 @@ async def test_hostile_strings_in_every_block(frontend: Frontend):
     html = model["b:0"]["html"]
     assert "<img" not in html and "&lt;img src=x" in html and "http://leak.example" in html  # the URL only in data-src
     assert 'class="acp-img"' in html and "leak.example: click to load" in html
-    assert html.startswith('<div class="tex2jax_ignore mathjax_ignore">')  # MathJax skips it
+    assert html.startswith('<div class="tex2jax_ignore mathjax_ignore" style="contain: style">')  # MathJax skips it
     assert tags(html) <= {"div", "p", "code", "span"} and not any(a in ("src", "href") or a.startswith("on") for a in attrs(html))
     row = model["b:2"]
     assert row["title"] == f"Edit {IMG}" and row["locations"] == ["/tmp/a␊# not a heading.py"]
