@@ -52,9 +52,10 @@ OBSERVE_JS = """
 (args) => {
   const [cellIndex, finalText, question] = args;
   const lt = window.__lt = {t0: performance.now(), long: [], final: 0, status: 0, blocks: 0, asked: 0};
-  new PerformanceObserver((list) => {
+  const obs = window.__ltObs = new PerformanceObserver((list) => {
     for (const e of list.getEntries()) lt.long.push([e.startTime, e.duration]);
-  }).observe({type: 'long-animation-frame', buffered: false});
+  });
+  obs.observe({type: 'long-animation-frame', buffered: false});
   // "from the key press": the cell's Shift+Enter (typing the cell came before it)
   document.addEventListener('keydown', (e) => {
     if (e.key === 'Enter' && e.shiftKey) lt.t0 = performance.now();
@@ -85,6 +86,18 @@ OBSERVE_JS = """
   };
   requestAnimationFrame(check);
   return true;
+}
+"""
+
+#: The page's figures, once the frame that showed the last of them has ended: its long frame
+#: is reported when it ends, and an observer hears of it later still (read at once, the
+#: end's frozen frame went uncounted).
+READ_JS = """
+async () => {
+  await new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)));
+  const lt = window.__lt;
+  for (const e of window.__ltObs.takeRecords()) lt.long.push([e.startTime, e.duration]);
+  return lt;
 }
 """
 
@@ -181,7 +194,7 @@ def _round(lab: Any, context: Any, name: str, stamp: Path, args: argparse.Namesp
                 raise TimeoutError("the final text and status line never showed")
             time.sleep(0.1)
         last = float(stamp.read_text())
-        lt = page.evaluate("() => window.__lt")
+        lt = page.evaluate(READ_JS)
         longs = [(s, d) for s, d in lt["long"] if lt["t0"] <= s <= lt["statusPerf"]]
         if args.screenshot:
             page.screenshot(path=args.screenshot, full_page=False)
@@ -231,7 +244,7 @@ def _answer(page: Any, button: Any, deadline: float) -> dict[str, Any]:
         if time.monotonic() > deadline:
             raise TimeoutError("the question never became clickable")
         time.sleep(0.05)
-    lt = page.evaluate("() => window.__lt")
+    lt = page.evaluate(READ_JS)
     button.first.click()
     longs = [d for s, d in lt["long"] if lt["t0"] <= s <= lt["asked"]]
     return {"question_clickable_s": (lt["asked"] - lt["t0"]) / 1000, "first_output_s": (lt["shown"] - lt["t0"]) / 1000,
