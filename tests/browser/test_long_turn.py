@@ -108,6 +108,7 @@ def _run_long_turn(nb: Notebook, shot: str) -> None:
     # The DOM is bounded: the last 120 blocks, and a way to the earlier ones.
     before = out.locator(".acp-block").count()
     assert before <= 125, before
+    assert out.locator(".acp-turn").evaluate("(el) => getComputedStyle(el).contain") == "style"  # as the record
     more = out.locator(".acp-more")
     expect(more).to_be_visible()
     expect(more).to_contain_text("earlier")
