@@ -94,7 +94,10 @@ OBSERVE_JS = """
 #: end's frozen frame went uncounted).
 READ_JS = """
 async () => {
-  await new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)));
+  await new Promise((done) => {  // two frames on, or half a second (a hidden page has no frames)
+    requestAnimationFrame(() => requestAnimationFrame(done));
+    setTimeout(done, 500);
+  });
   const lt = window.__lt;
   for (const e of window.__ltObs.takeRecords()) lt.long.push([e.startTime, e.duration]);
   return lt;
