@@ -278,8 +278,7 @@ class _Out:
                 self.stream.write(text.encode(enc, "replace").decode(enc))
             self.stream.flush()
         except (OSError, ValueError):  # BrokenPipeError, EIO, a closed file
-            self.broken = True
-            _to_devnull(self.stream)
+            self._break()
 
     def write_utf8(self, data: bytes) -> None:
         """UTF-8 text as bytes: into the stream's binary buffer when the stream writes UTF-8
@@ -297,8 +296,12 @@ class _Out:
             self._binary.write(data)
             self._binary.flush()
         except (OSError, ValueError):  # as write
-            self.broken = True
-            _to_devnull(self.stream)
+            self._break()
+
+    def _break(self) -> None:
+        """A write failed: drop the rest, and point the descriptor at /dev/null."""
+        self.broken = True
+        _to_devnull(self.stream)
 
     def isatty(self) -> bool:
         try:
