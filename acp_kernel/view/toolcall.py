@@ -377,6 +377,14 @@ class ToolCallRow:
         if self.feeds:
             self.version += 1
 
+    def end(self) -> None:
+        """The turn is over: output not taken yet is dropped (:meth:`take_output`), and each
+        terminal's final output kept (:meth:`finish`). A row with no terminal and no output
+        from the agent has neither to do (most rows of a long turn)."""
+        if self.feeds or self.call.output:
+            self.take_output()
+            self.finish()
+
     def _terminals_state(self) -> list[dict[str, Any]]:
         out = []
         for tid, feed in self.feeds.items():

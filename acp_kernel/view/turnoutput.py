@@ -797,11 +797,8 @@ class TurnOutput(TurnBase):
             self._fallback_handle = None
         self._redraws.close()  # (nothing left: the end drew each edited role above)
         for block in self.blocks:
-            row = block.row
-            if row is not None:
-                if row.feeds or row.call.output:  # (else both have nothing to do: most rows of a long turn)
-                    row.take_output()
-                    row.finish()
+            if block.row is not None:
+                block.row.end()
             elif block.prompt is not None and block.state.get("state") == "asking" and block.prompt.done:
                 self._settled(block, outcome_of(block.prompt.future))
         if self.turn.done:

@@ -328,11 +328,12 @@ class TurnView(TurnBase):
             row = self.rows.get(tid)
             if row is None or tid in self._final_shown:
                 continue
-            row.take_output()
             if final:
-                row.finish()
-            elif not row.settled():
-                continue
+                row.end()
+            else:
+                row.take_output()
+                if not row.settled():
+                    continue
             self._final_shown.add(tid)
             forms = row.forms()
             self._append(bundle(forms.md, forms.text, forms.html))
