@@ -134,6 +134,15 @@ DETAIL_DIFF_LINES = 40
 DETAIL_OUTPUT_LINES = 12
 
 
+def _quiet_read(call: Any) -> bool:
+    """A read that completed: its line says what was read, and nothing is printed under it
+    unless asked (``--show-reads``). What a read returns is the file, which the agent needed
+    and the person at the terminal did not ask for (agents' own UIs, Claude Code's, Codex's,
+    Gemini CLI's, show a read as one line; acpx has ``--suppress-reads``). A read that failed
+    or was cancelled still shows what it said."""
+    return call.kind == "read" and call.status == "completed"
+
+
 @functools.cache
 def _detail_parts() -> tuple[Any, Any, Any]:
     """:func:`tool_detail`'s renderers, imported on the first call (start-up time) and not on
@@ -399,9 +408,10 @@ class _Printer:
     (plain colours kept only on a TTY); JSON has C1 and bidi controls escaped.
     """
 
-    def __init__(self, fmt: str, out: _Out, err: _Out, *, colour: bool = False) -> None:
+    def __init__(self, fmt: str, out: _Out, err: _Out, *, colour: bool = False, show_reads: bool = False) -> None:
         self.fmt, self.out, self.err = fmt, out, err
         self.colour = colour
+        self.show_reads = show_reads  # text: what a completed read returned, under its line (_quiet_read)
         self.removed = 0
         self._buf: list[Any] = []  # stdout text not written yet (json: as UTF-8)
         #: Not made safe yet (after _buf, before anything else), made safe once per burst
@@ -509,11 +519,14 @@ class _Printer:
 
     def _tool_text(self, event: Any) -> str | None:
         """What ``--format text`` says on stderr of a tool call event: its line at its start
-        and end (:func:`describe`), then, once, what it did (:func:`tool_detail`)."""
+        and end (:func:`describe`), then, once, what it did (:func:`tool_detail`; not what a
+        completed read returned, unless ``show_reads``: :func:`_quiet_read`)."""
         text = _tool_line(event)
         call = event.call
         if call.final and call.id not in self._detailed:
             self._detailed.add(call.id)
+            if not self.show_reads and _quiet_read(call):
+                return text
             detail = tool_detail(call, self._terminals, colour=self.colour)
             if detail:
                 text = f"{text}\n{detail}" if text else detail
@@ -926,7 +939,7 @@ async def run_prompt(args: argparse.Namespace, out: TextIO = sys.stdout, err: Te
                     warm_schema=False)
     stopper.client = client
     colour = args.format == "text" and out_.isatty() and "NO_COLOR" not in os.environ
-    printer = _Printer(args.format, out_, err_, colour=colour)
+    printer = _Printer(args.format, out_, err_, colour=colour, show_reads=getattr(args, "show_reads", False))
     asker = _Asker(printer, _Lines(sys.stdin.fileno())) if interactive else None
     code = EXIT_AGENT
     try:
@@ -1269,6 +1282,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="how to answer permission requests (default: config, else ask; "
                    "with nobody to ask, requests are rejected)")
     p.add_argument("--format", choices=["text", "json"], default="text")
+    p.add_argument("--show-reads", action="store_true",
+                   help="text: print what each completed read returned under its line (default: the line "
+                   "only; json has it always)")
     p.add_argument("prompt", nargs="*", help="the prompt (default: read stdin)")
 
     ag = sub.add_parser("agents", help="list known and configured agents: installed, downloadable on first use, "

@@ -768,3 +768,40 @@ def test_a_finished_tool_call_shows_its_diff_and_the_tail_of_its_output(tmp_path
     assert tail[0].startswith("    ... ") and tail[0].endswith(" lines above")
     assert tail[1:-2] == [f"    output line {i}" for i in range(52 - DETAIL_OUTPUT_LINES, 50)]
     assert tail[-2].startswith("    <img src=x onerror=alert(1)> $x$ `a") and tail[-1].startswith("    b` ")
+
+
+def test_a_completed_read_is_its_line_and_what_it_returned_only_when_asked(tmp_path):
+    """A completed read is one line in the text CLI (the agent's own UIs show a read so): the
+    file it returned is printed under it only with --show-reads, cleaned as any output. A
+    failed read still says what it returned; --format json has every read's content."""
+    evil = "<img src=x onerror=alert(1)> $x$ `a\nb` \x1b]52;c;cHduZWQ=\x07\x1b[2J"
+
+    def read(cid: str, status: str, text: str) -> dict:
+        return _update(sessionUpdate="tool_call", toolCallId=cid, title=f"Read /tmp/a\n{cid}.py", kind="read",
+                       status=status, content=[{"type": "content", "content": {"type": "text", "text": text}}])
+
+    scenario = {"prompt": [read("r1", "completed", "SECRET FILE LINE\n" + evil),
+                           read("r2", "failed", "no such file: /tmp/a\n" + evil),
+                           read("r3", "pending", "NOT YET"),
+                           _update(sessionUpdate="tool_call_update", toolCallId="r3", status="completed"),
+                           {"chunk": "done\n"}]}
+    runs = {}
+    for extra in ((), ("--show-reads",), ("--format", "json")):
+        res = subprocess.run(_argv(scenario, *extra), capture_output=True, timeout=TIMEOUT, env=_env(tmp_path),
+                             stdin=subprocess.DEVNULL)
+        assert res.returncode == 0, res.stderr
+        _assert_clean_bytes(res.stdout + res.stderr)
+        runs[extra] = res
+    err = runs[()].stderr.decode().splitlines()
+    r1 = err.index("[tool] read: Read /tmp/a␊r1.py (completed)")
+    assert not err[r1 + 1].startswith("    ")  # nothing under it
+    assert not any("SECRET" in x or "NOT YET" in x for x in err), err
+    r2 = err.index("[tool] read: Read /tmp/a␊r2.py (failed)")
+    assert err[r2 + 1:r2 + 3] == ["    no such file: /tmp/a", "    <img src=x onerror=alert(1)> $x$ `a"]
+    shown = runs[("--show-reads",)].stderr.decode().splitlines()
+    r1 = shown.index("[tool] read: Read /tmp/a␊r1.py (completed)")
+    assert shown[r1 + 1:r1 + 3] == ["    SECRET FILE LINE", "    <img src=x onerror=alert(1)> $x$ `a"]
+    assert shown[r1 + 3].startswith("    b` ")
+    assert "    NOT YET" in shown
+    out = runs[("--format", "json")].stdout.decode()
+    assert "SECRET FILE LINE" in out and "NOT YET" in out
