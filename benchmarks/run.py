@@ -293,7 +293,12 @@ def _throughput(ctx: Ctx, title: str, load: dict[str, int], updates: int) -> Sec
                   note="stdout to a file; net of startup"),
         Contender("acp-kernel prompt --format text > /dev/null",
                   sub([*cli, "--format", "text", "--agent-command", agent, "go"], False), f"cli {title}",
-                  note="net of startup"),
+                  note="net of startup" + ("; a completed read is its line (the default)" if load.get("tool_calls")
+                                           else "")),
+        # The synthetic calls are reads: what each returned, printed under it as asked.
+        *([Contender("... --show-reads (each read's content under its line)",
+                     sub([*cli, "--format", "text", "--show-reads", "--agent-command", agent, "go"], False),
+                     f"cli {title}", note="net of startup")] if load.get("tool_calls") else []),
     ]
     # "Net of startup": less an empty turn of the same agent with the same load (its prompt asks
     # for nothing), which encodes that load before it answers initialize, as the library's row
