@@ -11,9 +11,10 @@ and the HTML is inside the element MathJax skips. It carries no styles of its ow
 front-end's styles for rendered HTML (tables, code, ``<details>``) apply, and an untrusted
 notebook's sanitizer has nothing to strip.
 
-Bounded: a turn of many steps keeps its first :data:`HEAD` steps and as many of its
-last as fit in :data:`LIMIT` characters of HTML; one line between says how many steps
-were left out of the saved output (the agent's session keeps its whole history). The
+Bounded: a turn of many steps keeps its first :data:`HEAD` steps and, of its last
+:data:`TAIL`, as many as fit in :data:`LIMIT` characters of HTML; one line between says
+how many steps were left out of the saved output (the agent's session keeps its whole
+history). The
 HTML, which the notebook front-ends show (JupyterLab, Notebook 7, VS Code, nbconvert's
 HTML, GitHub), keeps a long answer whole. The markdown and the text (nbconvert's LaTeX
 and PDF, consoles) keep at most :data:`FORM_LIMIT` characters of what the HTML keeps:
@@ -39,6 +40,12 @@ from ..safe import Html, Markdown, Plain, bundle, html, ignored_join, markdown, 
 LIMIT = 200_000
 #: Steps kept from the start of a long turn (the prompt's first answer), before the cut.
 HEAD = 5
+#: Steps kept from the end of a long turn at most: as many tool calls as the record in the
+#: output's metadata lists (:data:`.record.ITEMS`), above the live view's window
+#: (:data:`.turnwidget.DEFAULT_SHOWN`). More were hundreds of folded rows that nobody
+#: reads through in a saved notebook, and that the page lays out at once when the turn ends
+#: (700 rows: a 0.1-0.2 s frame) and the kernel renders before the cell's reply (18 us each).
+TAIL = 200
 #: Characters the markdown and the text of a finished turn keep, each (:func:`capped`).
 FORM_LIMIT = 64_000
 
@@ -159,30 +166,31 @@ def omitted(count: int) -> Step:
     return Step(Html("<p><em>{}</em></p>").format(html(line)), Markdown("*{}*").format(line), line)
 
 
-def bounded(steps: Sequence[Step], limit: int | None = None, head: int = HEAD) -> list[Step]:
-    """All the steps when they fit in ``limit`` (:data:`LIMIT`), or when there are no more
-    than the first ``head`` and the last (always kept: nothing would be left out); else the
-    first ``head`` and the last that fit, with a line saying how many between were left out.
-    Reads only the steps it keeps, and from the end at most one more (:class:`LazySteps`)."""
+def bounded(steps: Sequence[Step], limit: int | None = None, head: int = HEAD, tail: int = TAIL) -> list[Step]:
+    """All the steps when they fit in ``limit`` (:data:`LIMIT`) and are no more than ``head``
+    and ``tail``, or when there are no more than the first ``head`` and the last (always kept:
+    nothing would be left out); else the first ``head`` and, of the last ``tail``, those that
+    fit, with a line saying how many between were left out. Reads only the steps it keeps,
+    and from the end at most one more (:class:`LazySteps`)."""
     limit = LIMIT if limit is None else limit
     n = len(steps)
     if n <= head + 1:
         return list(steps)
     first = list(steps[:head])
     room_all = limit - sum(s.size for s in first)
-    last: list[Step] = []  # from the end, until one more would not fit with all of the rest
+    last: list[Step] = []  # from the end, until one more would not fit with all of the rest, or is one too many
     used = 0
     for i in range(n - 1, head - 1, -1):
         last.append(steps[i])
         used += last[-1].size
-        if used > room_all:
+        if used > room_all or len(last) > tail:
             break
     else:
         return first + last[::-1]
     room = room_all - omitted(n).size
     kept: list[Step] = []
     for step in last:  # a prefix of ``last``: ``room`` is smaller than ``room_all``
-        if step.size > room and kept:
+        if (step.size > room or len(kept) >= tail) and kept:
             break
         kept.append(step)  # the last step (the status line) is always kept
         room -= step.size

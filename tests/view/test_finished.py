@@ -8,7 +8,7 @@ import random
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from acp_kernel.view.finished import FORM_LIMIT, HEAD, LazySteps, Step, bounded, capped, runs, static_bundle, tool_html
+from acp_kernel.view.finished import FORM_LIMIT, HEAD, TAIL, LazySteps, Step, bounded, capped, runs, static_bundle, tool_html
 from tests.hostile.render import inert_data, live_html
 
 IMG = "<img src=x onerror=alert(1)>"
@@ -53,15 +53,15 @@ def test_a_turn_of_few_big_steps_leaves_nothing_out_and_says_nothing_of_it():
         assert bounded(steps, limit=5_000) == steps
 
 
-def _reference(steps: list[Step], limit: int) -> list[Step]:
+def _reference(steps: list[Step], limit: int, tail: int = TAIL) -> list[Step]:
     """What bounded() keeps, as its rule says it (every step read)."""
-    if len(steps) <= HEAD + 1 or sum(s.size for s in steps) <= limit:
+    if len(steps) <= HEAD + 1 or (sum(s.size for s in steps) <= limit and len(steps) <= HEAD + tail):
         return steps
-    kept = bounded(steps, limit)  # only the line between is checked against the rule here
+    kept = bounded(steps, limit, tail=tail)  # only the line between is checked against the rule here
     room = limit - sum(s.size for s in steps[:HEAD]) - kept[HEAD].size
     last: list[Step] = []
     for step in reversed(steps[HEAD:]):
-        if step.size > room and last:
+        if (step.size > room or len(last) >= tail) and last:
             break
         last.append(step)
         room -= step.size
@@ -72,15 +72,31 @@ def test_a_long_turn_renders_only_the_steps_its_saved_output_keeps():
     """20,000 steps (a turn of tool calls): the lazy steps are made only for the head, the
     tail that fits and at most one more; what is kept is what the whole list would keep."""
     rng = random.Random(25)
-    for n, limit in ((20_000, 200_000), (50, 3_000), (12, 100_000), (HEAD + 2, 1_500), (300, 40)):
+    for n, limit, tail in ((20_000, 200_000, TAIL), (20_000, 10**9, TAIL), (50, 3_000, TAIL), (12, 100_000, TAIL),
+                           (HEAD + 2, 1_500, TAIL), (300, 40, TAIL), (300, 10**9, 7), (300, 20_000, 7),
+                           (HEAD + 7, 10**9, 7), (HEAD + 8, 10**9, 7), (HEAD + 8, 10**9, 1), (40, 10**9, 0)):
         steps = [_step(i, size=rng.choice((10, 100, 1_000, 5_000))) for i in range(n)]
         made: list[int] = []
-        kept = bounded(LazySteps(n, lambda i, made=made, steps=steps: made.append(i) or steps[i]), limit)
-        assert kept == _reference(steps, limit)
+        kept = bounded(LazySteps(n, lambda i, made=made, steps=steps: made.append(i) or steps[i]), limit, tail=tail)
+        assert kept == _reference(steps, limit, tail)
+        assert len(kept) <= HEAD + 1 + max(tail, 1)
         assert len(made) == len(set(made))  # each made once
         if len(kept) < n:
             assert len(made) <= len(kept)  # the line between is not a step; one more read at most
         assert static_bundle(LazySteps(n, steps.__getitem__)) == static_bundle(steps)
+
+
+def test_a_long_turn_of_small_steps_keeps_at_most_its_last_tail_steps():
+    """1,000 small steps fit in the limit; the saved output keeps the first HEAD, the line
+    and the last TAIL all the same, the line counting the rest; one step fewer than that
+    leaves nothing out."""
+    steps = [_step(i, size=10) for i in range(1_000)]
+    assert sum(s.size for s in steps) < 200_000
+    kept = bounded(steps)
+    assert kept[:HEAD] == steps[:HEAD] and kept[HEAD + 1:] == steps[-TAIL:]
+    assert kept[HEAD].text.startswith(f"… {1_000 - HEAD - TAIL} steps of this turn are not kept")
+    assert bounded(steps[:HEAD + TAIL]) == steps[:HEAD + TAIL]
+    assert bounded(steps[:HEAD + TAIL + 1])[HEAD].text.startswith("… 1 step of this turn is not kept")
 
 
 def test_the_line_counts_one_step_in_the_singular():

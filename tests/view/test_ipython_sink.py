@@ -62,7 +62,7 @@ MANY = textwrap.dedent(
     from acp_kernel.client.turn import Turn
     from acp_kernel.view import HEADLESS, IPythonSink, view_for
 
-    OUT = "a line the file has\\n" * 8
+    OUT = "a line the file has\\n" * 60  # (200 rows of it are over LIMIT: the characters bound it, not TAIL)
 
     async def run(n):
         turn = Turn("s1")
