@@ -14,9 +14,8 @@ notebook's sanitizer has nothing to strip.
 Bounded: a turn of many steps keeps its first :data:`HEAD` steps and, of its last
 :data:`TAIL`, as many as fit in :data:`LIMIT` characters of HTML; one line between says
 how many steps were left out of the saved output (the agent's session keeps its whole
-history). The
-HTML, which the notebook front-ends show (JupyterLab, Notebook 7, VS Code, nbconvert's
-HTML, GitHub), keeps a long answer whole. The markdown and the text (nbconvert's LaTeX
+history). The HTML, which the notebook front-ends show (JupyterLab, Notebook 7, VS Code,
+nbconvert's HTML, GitHub), keeps a long answer whole. The markdown and the text (nbconvert's LaTeX
 and PDF, consoles) keep at most :data:`FORM_LIMIT` characters of what the HTML keeps:
 its start and its end, with a line saying how much of the middle is only in the HTML
 (:func:`capped`). So a long answer is saved about once, not three times.
@@ -41,10 +40,10 @@ LIMIT = 200_000
 #: Steps kept from the start of a long turn (the prompt's first answer), before the cut.
 HEAD = 5
 #: Steps kept from the end of a long turn at most: as many tool calls as the record in the
-#: output's metadata lists (:data:`.record.ITEMS`), above the live view's window
-#: (:data:`.turnwidget.DEFAULT_SHOWN`). More were hundreds of folded rows that nobody
-#: reads through in a saved notebook, and that the page lays out at once when the turn ends
-#: (700 rows: a 0.1-0.2 s frame) and the kernel renders before the cell's reply (18 us each).
+#: output's metadata lists (:data:`.record.ITEMS`), more than the live view's window
+#: (:data:`.turnwidget.DEFAULT_SHOWN`). Without it a turn of small steps kept hundreds of
+#: folded rows (714 of a 1,000-step turn), which the page laid out at once when the turn
+#: ended (a 0.1 s frame) and the kernel rendered before the cell's reply (about 20 us each).
 TAIL = 200
 #: Characters the markdown and the text of a finished turn keep, each (:func:`capped`).
 FORM_LIMIT = 64_000
@@ -178,7 +177,7 @@ def bounded(steps: Sequence[Step], limit: int | None = None, head: int = HEAD, t
         return list(steps)
     first = list(steps[:head])
     room_all = limit - sum(s.size for s in first)
-    last: list[Step] = []  # from the end, until one more would not fit with all of the rest, or is one too many
+    last: list[Step] = []  # from the end, until one more would not fit with all of the rest, or is over tail
     used = 0
     for i in range(n - 1, head - 1, -1):
         last.append(steps[i])
