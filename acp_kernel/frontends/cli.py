@@ -939,7 +939,7 @@ async def run_prompt(args: argparse.Namespace, out: TextIO = sys.stdout, err: Te
                     warm_schema=False)
     stopper.client = client
     colour = args.format == "text" and out_.isatty() and "NO_COLOR" not in os.environ
-    printer = _Printer(args.format, out_, err_, colour=colour, show_reads=getattr(args, "show_reads", False))
+    printer = _Printer(args.format, out_, err_, colour=colour, show_reads=args.show_reads)
     asker = _Asker(printer, _Lines(sys.stdin.fileno())) if interactive else None
     code = EXIT_AGENT
     try:

@@ -15,10 +15,10 @@ Bounded: a turn of many steps keeps its first :data:`HEAD` steps and, of its las
 :data:`TAIL`, as many as fit in :data:`LIMIT` characters of HTML; one line between says
 how many steps were left out of the saved output (the agent's session keeps its whole
 history). The HTML, which the notebook front-ends show (JupyterLab, Notebook 7, VS Code,
-nbconvert's HTML, GitHub), keeps a long answer whole. The markdown and the text (nbconvert's LaTeX
-and PDF, consoles) keep at most :data:`FORM_LIMIT` characters of what the HTML keeps:
-its start and its end, with a line saying how much of the middle is only in the HTML
-(:func:`capped`). So a long answer is saved about once, not three times.
+nbconvert's HTML, GitHub), keeps a long answer whole. The markdown and the text
+(nbconvert's LaTeX and PDF, consoles) keep at most :data:`FORM_LIMIT` characters of what
+the HTML keeps: its start and its end, with a line saying how much of the middle is only
+in the HTML (:func:`capped`). So a long answer is saved about once, not three times.
 
 A step is a tool call, a notice, a question..., or one whole run of message text (or of
 thoughts): the live view sends a message as blocks cut wherever its refreshes fell, so
